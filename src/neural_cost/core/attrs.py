@@ -1,0 +1,89 @@
+"""Immutable, hashable, JSON-safe attribute mappings for records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .errors import RecordError
+
+
+def freeze_value(value: Any, where: str) -> Any:
+    """Turn a JSON-like value into an immutable one (lists → tuples, dicts → FrozenAttrs)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise RecordError(f"{where}={value!r}: attribute values must be finite numbers")
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze_value(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, Mapping):
+        return FrozenAttrs(value, where)
+    index = getattr(value, "__index__", None)
+    if index is not None:  # numpy integers
+        return int(index())
+    item = getattr(value, "item", None)
+    if item is not None:  # numpy scalars
+        return freeze_value(item(), where)
+    raise RecordError(
+        f"{where}={value!r} ({type(value).__name__}): attribute values must be "
+        f"None, bool, int, float, str, or lists/dicts of those"
+    )
+
+
+def thaw_value(value: Any) -> Any:
+    """The JSON form of a frozen value (tuples → lists, FrozenAttrs → dicts)."""
+    if isinstance(value, tuple):
+        return [thaw_value(v) for v in value]
+    if isinstance(value, FrozenAttrs):
+        return {k: thaw_value(v) for k, v in value.items()}
+    return value
+
+
+class FrozenAttrs(Mapping[str, Any]):
+    """A read-only mapping with string keys and frozen values; hashable and comparable."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, Any] | None = None, where: str = "attrs") -> None:
+        frozen: dict[str, Any] = {}
+        if data:
+            if not isinstance(data, Mapping):
+                raise RecordError(f"{where} must be a mapping of names to values, got {type(data).__name__}")
+            for key, value in data.items():
+                if not isinstance(key, str):
+                    raise RecordError(f"{where} key {key!r} must be a string")
+                frozen[key] = freeze_value(value, f"{where}[{key!r}]")
+        self._data = frozen
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(sorted(self._data.items(), key=lambda kv: kv[0])))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenAttrs):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: thaw_value(v) for k, v in self._data.items()}
+
+
+EMPTY_ATTRS = FrozenAttrs()

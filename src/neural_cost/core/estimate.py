@@ -1,0 +1,244 @@
+"""The cost records: per operation, per scope, and for the whole program."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .attrs import FrozenAttrs
+from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as_input_shapes
+
+
+def _intensity(flops: int, nbytes: int) -> float:
+    if nbytes == 0:
+        return float("inf") if flops else 0.0
+    return flops / nbytes
+
+
+def _flops_dict(value: Mapping[str, int]) -> FrozenAttrs:
+    return value if isinstance(value, FrozenAttrs) else FrozenAttrs(dict(sorted(value.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class OperationCost:
+    """One operation's cost over all its executions (``operation.count`` of them)."""
+
+    operation: Operation
+    flops_by_dtype: FrozenAttrs
+    read_bytes: int
+    write_bytes: int
+    dense_flops: int
+    transcendentals: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
+
+    @classmethod
+    def of(cls, op: Operation) -> OperationCost:
+        cost, n = op.cost, op.count
+        flops = {dtype: value * n for dtype, value in cost.flops_by_dtype.items() if value}
+        dense = cost.dense_flops if cost.dense_flops is not None else cost.flops
+        return cls(op, FrozenAttrs(flops), cost.read_bytes * n, cost.write_bytes * n, dense * n, cost.transcendentals * n)
+
+    @property
+    def name(self) -> str:
+        return self.operation.name
+
+    @property
+    def kind(self) -> str:
+        return self.operation.kind
+
+    @property
+    def scope(self) -> str | None:
+        return self.operation.scope
+
+    @property
+    def flops(self) -> int:
+        return sum(self.flops_by_dtype.values())
+
+    @property
+    def bytes(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return _intensity(self.flops, self.bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation.to_dict(),
+            "flops": self.flops,
+            "flops_by_dtype": dict(self.flops_by_dtype),
+            "dense_flops": self.dense_flops,
+            "transcendentals": self.transcendentals,
+            "read_bytes": self.read_bytes,
+            "write_bytes": self.write_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OperationCost:
+        return cls(
+            Operation.from_dict(data["operation"]),
+            FrozenAttrs(data["flops_by_dtype"]),
+            data["read_bytes"],
+            data["write_bytes"],
+            data["dense_flops"],
+            data.get("transcendentals", 0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeCost:
+    """The summed cost of every operation recorded under one scope."""
+
+    scope: str
+    kinds: tuple[str, ...]
+    operations: int
+    executions: int
+    flops_by_dtype: FrozenAttrs
+    read_bytes: int
+    write_bytes: int
+    dense_flops: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
+        object.__setattr__(self, "kinds", tuple(self.kinds))
+
+    @property
+    def name(self) -> str:
+        return self.scope
+
+    @property
+    def kind(self) -> str:
+        return self.kinds[0] if len(self.kinds) == 1 else "mixed"
+
+    @property
+    def flops(self) -> int:
+        return sum(self.flops_by_dtype.values())
+
+    @property
+    def bytes(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return _intensity(self.flops, self.bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "kinds": list(self.kinds),
+            "operations": self.operations,
+            "executions": self.executions,
+            "flops": self.flops,
+            "flops_by_dtype": dict(self.flops_by_dtype),
+            "dense_flops": self.dense_flops,
+            "read_bytes": self.read_bytes,
+            "write_bytes": self.write_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScopeCost:
+        return cls(
+            data["scope"],
+            tuple(data["kinds"]),
+            data["operations"],
+            data["executions"],
+            FrozenAttrs(data["flops_by_dtype"]),
+            data["read_bytes"],
+            data["write_bytes"],
+            data["dense_flops"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """FLOPs and bytes of a whole program, with the rows they are sums of.
+
+    ``read_bytes``/``write_bytes`` are unfused traffic (every operation reads its inputs
+    and writes its output once). ``compulsory_bytes`` is the program's own inputs,
+    parameters and outputs moved once — the floor whatever a compiler fuses — or None
+    when the trace does not say which tensors those are.
+    """
+
+    flops_by_dtype: FrozenAttrs
+    read_bytes: int
+    write_bytes: int
+    compulsory_bytes: int | None
+    by_operation: tuple[OperationCost, ...]
+    by_scope: tuple[ScopeCost, ...]
+    coverage: Coverage
+    input_shapes: tuple[tuple[str, Shape], ...] = ()
+    loop_assumptions: tuple[LoopAssumption, ...] = ()
+    framework: str | None = None
+    boundary: tuple[TensorSpec, ...] = ()
+    notes: tuple[str, ...] = ()
+    dense_flops: int = 0
+    transcendentals: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
+        object.__setattr__(self, "by_operation", tuple(self.by_operation))
+        object.__setattr__(self, "by_scope", tuple(self.by_scope))
+        object.__setattr__(self, "input_shapes", _as_input_shapes(self.input_shapes))
+        object.__setattr__(self, "loop_assumptions", tuple(self.loop_assumptions))
+        object.__setattr__(self, "boundary", tuple(self.boundary))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    @property
+    def flops(self) -> int:
+        return sum(self.flops_by_dtype.values())
+
+    @property
+    def bytes(self) -> int:
+        """Unfused traffic: read plus written."""
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        """FLOPs per byte of unfused traffic."""
+        return _intensity(self.flops, self.bytes)
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        return tuple(row.operation for row in self.by_operation)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "flops": self.flops,
+            "flops_by_dtype": dict(self.flops_by_dtype),
+            "dense_flops": self.dense_flops,
+            "transcendentals": self.transcendentals,
+            "read_bytes": self.read_bytes,
+            "write_bytes": self.write_bytes,
+            "compulsory_bytes": self.compulsory_bytes,
+            "arithmetic_intensity": self.arithmetic_intensity if self.bytes else None,
+            "framework": self.framework,
+            "coverage": self.coverage.to_dict(),
+            "input_shapes": [[n, list(s)] for n, s in self.input_shapes],
+            "loop_assumptions": [a.to_dict() for a in self.loop_assumptions],
+            "boundary": [t.to_dict() for t in self.boundary],
+            "notes": list(self.notes),
+            "by_operation": [row.to_dict() for row in self.by_operation],
+            "by_scope": [row.to_dict() for row in self.by_scope],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CostEstimate:
+        return cls(
+            flops_by_dtype=FrozenAttrs(data["flops_by_dtype"]),
+            read_bytes=data["read_bytes"],
+            write_bytes=data["write_bytes"],
+            compulsory_bytes=data.get("compulsory_bytes"),
+            by_operation=tuple(OperationCost.from_dict(r) for r in data["by_operation"]),
+            by_scope=tuple(ScopeCost.from_dict(r) for r in data["by_scope"]),
+            coverage=Coverage.from_dict(data["coverage"]),
+            input_shapes=tuple((n, tuple(s)) for n, s in data.get("input_shapes", ())),
+            loop_assumptions=tuple(LoopAssumption.from_dict(a) for a in data.get("loop_assumptions", ())),
+            framework=data.get("framework"),
+            boundary=tuple(TensorSpec.from_dict(t) for t in data.get("boundary", ())),
+            notes=tuple(data.get("notes", ())),
+            dense_flops=data.get("dense_flops", 0),
+            transcendentals=data.get("transcendentals", 0),
+        )

@@ -1,0 +1,399 @@
+"""The portable records every adapter produces and every analysis reads.
+
+All are frozen; all round-trip through JSON exactly (``X.from_dict(json.loads(json.dumps(
+x.to_dict()))) == x``). Counts are Python ints, so totals are exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .attrs import EMPTY_ATTRS, FrozenAttrs
+from .dtypes import canonical_dtype, dtype_info
+from .errors import RecordError, ShapeError
+from .kinds import OpCost, rule_for
+
+Shape = tuple[int, ...]
+
+TENSOR_ROLES = ("input", "parameter", "output")
+LOOP_SOURCES = ("explicit", "inferred", "static", "default")
+
+
+def as_shape(value: Any, where: str) -> Shape:
+    """A shape as a tuple of non-negative ints, or a ShapeError naming ``where``."""
+    if isinstance(value, tuple) and all(type(d) is int and d >= 0 for d in value):
+        return value  # fast path: already canonical
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ShapeError(f"{where}={value!r} is not a shape; give a tuple of non-negative integers")
+    dims = []
+    for dim in value:
+        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+            raise ShapeError(
+                f"{where}={tuple(value)!r} has a non-integer dimension {dim!r}; "
+                f"shapes must be non-negative integers"
+            )
+        size = int(dim.__index__())
+        if size < 0:
+            raise ShapeError(
+                f"{where}={tuple(value)!r} has a negative dimension {size}; "
+                f"shapes must be non-negative integers"
+            )
+        dims.append(size)
+    return tuple(dims)
+
+
+def num_elements(shape: Shape) -> int:
+    return math.prod(shape)
+
+
+def _check_name(value: Any, where: str, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if not isinstance(value, str) or not value:
+        raise RecordError(f"{where}={value!r} must be a non-empty string")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A tensor at the program's boundary: an input, a parameter or an output."""
+
+    name: str
+    shape: Shape
+    dtype: str = "float32"
+    role: str = "input"
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "TensorSpec.name")
+        object.__setattr__(self, "shape", as_shape(self.shape, f"TensorSpec {self.name!r} shape"))
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype, f"TensorSpec {self.name!r} dtype"))
+        if self.role not in TENSOR_ROLES:
+            raise RecordError(f"TensorSpec {self.name!r} role={self.role!r}; use one of {', '.join(TENSOR_ROLES)}")
+
+    @property
+    def nbytes(self) -> int:
+        return dtype_info(self.dtype).nbytes(num_elements(self.shape))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "role": self.role}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TensorSpec:
+        return cls(data["name"], tuple(data["shape"]), data["dtype"], data["role"])
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation of a traced program, in portable form.
+
+    ``Operation("classifier", "linear", ((32, 768), (768, 1000)), (32, 1000), 2)`` is a
+    float16 linear layer: the fifth argument is the element type, as a canonical name or
+    an itemsize (1 → int8, 2 → float16, 4 → float32, 8 → float64). ``input_dtypes`` gives
+    each input its own type (int32 indices, mixed precision). ``count`` is how many times
+    the operation executes (a loop body's trip count). The kind's cost rule validates the
+    shapes when the record is made.
+    """
+
+    name: str
+    kind: str
+    inputs: tuple[Shape, ...]
+    output: Shape
+    dtype: str = "float32"
+    scope: str | None = None
+    attrs: FrozenAttrs = EMPTY_ATTRS
+    input_dtypes: tuple[str, ...] | None = None
+    extra_outputs: tuple[Shape, ...] = ()
+    extra_output_dtypes: tuple[str, ...] | None = None
+    count: int = 1
+    _cost: OpCost = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "Operation.name")
+        _check_name(self.kind, f"Operation {self.name!r} kind")
+        _check_name(self.scope, f"Operation {self.name!r} scope", optional=True)
+        rule = rule_for(self.kind)
+        where = f"Operation {self.name!r} ({self.kind})"
+        setattr_ = object.__setattr__
+        if isinstance(self.inputs, (str, bytes)) or not isinstance(self.inputs, Iterable):
+            raise ShapeError(f"{where} inputs={self.inputs!r} must be a sequence of shapes")
+        setattr_(self, "inputs", tuple(as_shape(s, f"{where} inputs[{i}]") for i, s in enumerate(self.inputs)))
+        setattr_(self, "output", as_shape(self.output, f"{where} output"))
+        setattr_(self, "dtype", canonical_dtype(self.dtype, f"{where} dtype"))
+        if not isinstance(self.attrs, FrozenAttrs):
+            setattr_(self, "attrs", FrozenAttrs(self.attrs, f"{where} attrs"))
+        if self.input_dtypes is not None:
+            dtypes = tuple(canonical_dtype(d, f"{where} input_dtypes[{i}]") for i, d in enumerate(self.input_dtypes))
+            if len(dtypes) != len(self.inputs):
+                raise RecordError(
+                    f"{where} input_dtypes has {len(dtypes)} entries for {len(self.inputs)} inputs; give one per input"
+                )
+            setattr_(self, "input_dtypes", dtypes)
+        setattr_(
+            self,
+            "extra_outputs",
+            tuple(as_shape(s, f"{where} extra_outputs[{i}]") for i, s in enumerate(self.extra_outputs)),
+        )
+        if self.extra_output_dtypes is not None:
+            extra = tuple(
+                canonical_dtype(d, f"{where} extra_output_dtypes[{i}]") for i, d in enumerate(self.extra_output_dtypes)
+            )
+            if len(extra) != len(self.extra_outputs):
+                raise RecordError(
+                    f"{where} extra_output_dtypes has {len(extra)} entries for {len(self.extra_outputs)} extra outputs"
+                )
+            setattr_(self, "extra_output_dtypes", extra)
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
+            raise RecordError(f"{where} count={self.count!r} must be a non-negative integer (executions)")
+        setattr_(self, "_cost", rule(self))
+
+    # -- views the cost rules read ------------------------------------------------------
+    def input_dtype(self, index: int) -> str:
+        return self.input_dtypes[index] if self.input_dtypes is not None else self.dtype
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype FLOPs are charged to: ``attrs['compute_dtype']``, else the first input's."""
+        explicit = self.attrs.get("compute_dtype")
+        if explicit is not None:
+            return canonical_dtype(explicit, f"Operation {self.name!r} attrs['compute_dtype']")
+        return self.input_dtype(0) if self.inputs else self.dtype
+
+    def input_bytes(self, index: int) -> int:
+        return dtype_info(self.input_dtype(index)).nbytes(num_elements(self.inputs[index]))
+
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of the output plus any extra outputs."""
+        total = dtype_info(self.dtype).nbytes(num_elements(self.output))
+        for i, shape in enumerate(self.extra_outputs):
+            dtype = self.extra_output_dtypes[i] if self.extra_output_dtypes is not None else self.dtype
+            total += dtype_info(dtype).nbytes(num_elements(shape))
+        return total
+
+    @property
+    def cost(self) -> OpCost:
+        """The cost of one execution (multiply by ``count`` for the total)."""
+        return self._cost
+
+    # -- JSON ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "inputs": [list(s) for s in self.inputs],
+            "output": list(self.output),
+            "dtype": self.dtype,
+            "scope": self.scope,
+            "attrs": self.attrs.to_json(),
+            "count": self.count,
+        }
+        if self.input_dtypes is not None:
+            data["input_dtypes"] = list(self.input_dtypes)
+        if self.extra_outputs:
+            data["extra_outputs"] = [list(s) for s in self.extra_outputs]
+        if self.extra_output_dtypes is not None:
+            data["extra_output_dtypes"] = list(self.extra_output_dtypes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Operation:
+        input_dtypes = data.get("input_dtypes")
+        extra_dtypes = data.get("extra_output_dtypes")
+        return cls(
+            data["name"],
+            data["kind"],
+            tuple(tuple(s) for s in data["inputs"]),
+            tuple(data["output"]),
+            data.get("dtype", "float32"),
+            data.get("scope"),
+            FrozenAttrs(data.get("attrs") or {}),
+            tuple(input_dtypes) if input_dtypes is not None else None,
+            tuple(tuple(s) for s in data.get("extra_outputs", ())),
+            tuple(extra_dtypes) if extra_dtypes is not None else None,
+            data.get("count", 1),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """How much of a traced program the cost rules describe.
+
+    ``total`` counts executed operations (after loop multiplication); ``static_total``
+    counts them in the program text. ``unmodeled`` ranks what no rule describes as
+    ``(name, executed count)`` pairs, most frequent first.
+    """
+
+    total: int
+    modeled: int
+    free: int = 0
+    unmodeled: tuple[tuple[str, int], ...] = ()
+    static_total: int | None = None
+    unit: str = "operations"
+
+    def __post_init__(self) -> None:
+        for name in ("total", "modeled", "free"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise RecordError(f"Coverage.{name}={value!r} must be a non-negative integer")
+        pairs = []
+        for item in self.unmodeled:
+            if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], int):
+                if item[1] < 0:
+                    raise RecordError(f"Coverage.unmodeled count for {item[0]!r} is negative: {item[1]}")
+                pairs.append((item[0], item[1]))
+            else:
+                raise RecordError(f"Coverage.unmodeled entry {item!r} must be a (name, count) pair")
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        object.__setattr__(self, "unmodeled", tuple(pairs))
+        unmodeled_count = sum(c for _, c in pairs)
+        if self.modeled + self.free + unmodeled_count != self.total:
+            raise RecordError(
+                f"Coverage does not add up: modeled {self.modeled} + free {self.free} + unmodeled "
+                f"{unmodeled_count} != total {self.total}"
+            )
+        if self.static_total is not None and (not isinstance(self.static_total, int) or self.static_total < 0):
+            raise RecordError(f"Coverage.static_total={self.static_total!r} must be a non-negative integer or None")
+        _check_name(self.unit, "Coverage.unit")
+
+    @classmethod
+    def full(cls, operations: Sequence[Operation], unit: str = "operations") -> Coverage:
+        """Every operation modeled: what a hand-written list or an operations-only adapter gives."""
+        executed = sum(op.count for op in operations)
+        return cls(total=executed, modeled=executed, static_total=len(operations), unit=unit)
+
+    @property
+    def unmodeled_count(self) -> int:
+        return sum(c for _, c in self.unmodeled)
+
+    @property
+    def fraction(self) -> float:
+        """(modeled + free) / total; an empty program is fully covered."""
+        return 1.0 if self.total == 0 else (self.modeled + self.free) / self.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "static_total": self.static_total,
+            "modeled": self.modeled,
+            "free": self.free,
+            "unmodeled": [[n, c] for n, c in self.unmodeled],
+            "unit": self.unit,
+            "fraction": self.fraction,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Coverage:
+        return cls(
+            total=data["total"],
+            modeled=data["modeled"],
+            free=data.get("free", 0),
+            unmodeled=tuple((n, c) for n, c in data.get("unmodeled", ())),
+            static_total=data.get("static_total"),
+            unit=data.get("unit", "operations"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LoopAssumption:
+    """How many times a loop body was counted, and where that number came from."""
+
+    label: str
+    trip_count: int
+    source: str  # explicit | inferred | static | default
+    scope: str | None = None
+    location: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_name(self.label, "LoopAssumption.label")
+        if isinstance(self.trip_count, bool) or not isinstance(self.trip_count, int) or self.trip_count < 0:
+            raise RecordError(f"LoopAssumption {self.label!r} trip_count={self.trip_count!r} must be a non-negative integer")
+        if self.source not in LOOP_SOURCES:
+            raise RecordError(f"LoopAssumption {self.label!r} source={self.source!r}; use one of {', '.join(LOOP_SOURCES)}")
+
+    @property
+    def assumed(self) -> bool:
+        return self.source == "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "trip_count": self.trip_count,
+            "source": self.source,
+            "scope": self.scope,
+            "location": self.location,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LoopAssumption:
+        return cls(data["label"], data["trip_count"], data["source"], data.get("scope"), data.get("location"))
+
+
+def _as_input_shapes(value: Any) -> tuple[tuple[str, Shape], ...]:
+    """Accept ``[(32, 768), ...]`` or ``[("x", (32, 768)), ...]`` or ``{"x": (32, 768)}``."""
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    else:
+        items = []
+        for i, entry in enumerate(value):
+            if isinstance(entry, Sequence) and len(entry) == 2 and isinstance(entry[0], str):
+                items.append((entry[0], entry[1]))
+            else:
+                items.append((f"arg{i}", entry))
+    return tuple((str(name), as_shape(shape, f"input_shapes[{name!r}]")) for name, shape in items)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What an adapter saw: the operations, how much they cover, and what it assumed."""
+
+    operations: tuple[Operation, ...]
+    coverage: Coverage
+    input_shapes: tuple[tuple[str, Shape], ...] = ()
+    loop_assumptions: tuple[LoopAssumption, ...] = ()
+    framework: str | None = None
+    boundary: tuple[TensorSpec, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        ops = tuple(self.operations)
+        for i, op in enumerate(ops):
+            if not isinstance(op, Operation):
+                raise RecordError(f"Trace.operations[{i}] is a {type(op).__name__}, not an Operation")
+        object.__setattr__(self, "operations", ops)
+        if not isinstance(self.coverage, Coverage):
+            raise RecordError(f"Trace.coverage must be a Coverage, got {type(self.coverage).__name__}")
+        modeled_executions = sum(op.count for op in ops)
+        if modeled_executions > self.coverage.modeled:
+            raise RecordError(
+                f"Trace has {modeled_executions} operation executions but its coverage says only "
+                f"{self.coverage.modeled} were modeled"
+            )
+        object.__setattr__(self, "input_shapes", _as_input_shapes(self.input_shapes))
+        object.__setattr__(self, "loop_assumptions", tuple(self.loop_assumptions))
+        object.__setattr__(self, "boundary", tuple(self.boundary))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "framework": self.framework,
+            "operations": [op.to_dict() for op in self.operations],
+            "coverage": self.coverage.to_dict(),
+            "input_shapes": [[n, list(s)] for n, s in self.input_shapes],
+            "loop_assumptions": [a.to_dict() for a in self.loop_assumptions],
+            "boundary": [t.to_dict() for t in self.boundary],
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Trace:
+        return cls(
+            operations=tuple(Operation.from_dict(o) for o in data["operations"]),
+            coverage=Coverage.from_dict(data["coverage"]),
+            input_shapes=tuple((n, tuple(s)) for n, s in data.get("input_shapes", ())),
+            loop_assumptions=tuple(LoopAssumption.from_dict(a) for a in data.get("loop_assumptions", ())),
+            framework=data.get("framework"),
+            boundary=tuple(TensorSpec.from_dict(t) for t in data.get("boundary", ())),
+            notes=tuple(data.get("notes", ())),
+        )

@@ -1,0 +1,18 @@
+"""Cost rules, one per operation kind, registered in one table (``known_kinds()``)."""
+
+from ..core.kinds import known_kinds, rule_for
+from . import conv, linalg, movement, norms, other, pointwise  # noqa: F401  (registers the rules)
+from .estimate import compulsory_bytes, estimate_model, estimate_operations, estimate_trace
+from .linalg import causal_pairs
+from .other import sort_comparisons
+
+__all__ = [
+    "causal_pairs",
+    "compulsory_bytes",
+    "estimate_model",
+    "estimate_operations",
+    "estimate_trace",
+    "known_kinds",
+    "rule_for",
+    "sort_comparisons",
+]

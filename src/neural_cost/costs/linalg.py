@@ -1,0 +1,157 @@
+"""Contractions: linear, matmul (numpy or dot_general semantics), attention."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..core.errors import RecordError, ShapeError
+from ..core.kinds import OpCost
+from ..core.records import Operation, Shape
+from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, where
+
+
+@cost_rule("linear", "x (..., K) @ W (K, N) [or (N, K) with weight_layout='out_in']: 2·rows·K·N; bias is a separate record")
+def linear(op: Operation) -> OpCost:
+    expect_inputs(op, 2, 2, "x, weight; add the bias as its own elementwise record")
+    x, weight = op.inputs
+    layout = op.attrs.get("weight_layout", "in_out")
+    if len(weight) != 2 or len(x) < 1:
+        raise ShapeError(f"{where(op)} needs x (..., K) and a 2-D weight; got x {x}, weight {weight}")
+    if layout == "in_out":
+        k, n = weight
+    elif layout == "out_in":
+        n, k = weight
+    else:
+        raise RecordError(f"{where(op)} attrs['weight_layout']={layout!r}; use 'in_out' (K, N) or 'out_in' (N, K)")
+    if x[-1] != k:
+        raise ShapeError(
+            f"{where(op)}: x's last dimension {x[-1]} does not match the weight's input size {k} "
+            f"(weight {weight}, weight_layout={layout!r})"
+        )
+    expect_output(op, x[:-1] + (n,), "x's leading dims then the weight's output size")
+    rows = math.prod(x[:-1])
+    return default_cost(op, 2 * rows * k * n)
+
+
+def _dimension_numbers(op: Operation, value: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    try:
+        (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = value
+        dims = tuple(tuple(int(d) for d in group) for group in (lhs_contract, rhs_contract, lhs_batch, rhs_batch))
+    except (TypeError, ValueError):
+        raise RecordError(
+            f"{where(op)} attrs['dimension_numbers']={value!r} must be "
+            f"((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as in lax.dot_general"
+        ) from None
+    return dims[0], dims[1], dims[2], dims[3]
+
+
+def _dot_general(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
+    lc, rc, lb, rb = _dimension_numbers(op, op.attrs["dimension_numbers"])
+    for dims, shape, side in ((lc, lhs, "lhs"), (lb, lhs, "lhs"), (rc, rhs, "rhs"), (rb, rhs, "rhs")):
+        if any(not 0 <= d < len(shape) for d in dims):
+            raise ShapeError(f"{where(op)} dimension_numbers name a {side} dimension outside its shape {shape}")
+    if len(lc) != len(rc) or len(lb) != len(rb) or set(lc) & set(lb) or set(rc) & set(rb):
+        raise ShapeError(f"{where(op)} dimension_numbers are inconsistent: {op.attrs['dimension_numbers']}")
+    for a, b in zip(lc, rc, strict=True):
+        if lhs[a] != rhs[b]:
+            raise ShapeError(
+                f"{where(op)}: contracting sizes disagree: lhs dim {a} is {lhs[a]}, rhs dim {b} is {rhs[b]} "
+                f"(lhs {lhs}, rhs {rhs})"
+            )
+    for a, b in zip(lb, rb, strict=True):
+        if lhs[a] != rhs[b]:
+            raise ShapeError(f"{where(op)}: batch sizes disagree: lhs dim {a} is {lhs[a]}, rhs dim {b} is {rhs[b]}")
+    lhs_free = tuple(s for i, s in enumerate(lhs) if i not in lc and i not in lb)
+    rhs_free = tuple(s for i, s in enumerate(rhs) if i not in rc and i not in rb)
+    out = tuple(lhs[d] for d in lb) + lhs_free + rhs_free
+    return out, math.prod(lhs[d] for d in lc)
+
+
+def _numpy_matmul(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
+    if not lhs or not rhs:
+        raise ShapeError(f"{where(op)}: matmul needs inputs of rank >= 1, got {lhs} and {rhs}")
+    a = (1,) + lhs if len(lhs) == 1 else lhs
+    b = rhs + (1,) if len(rhs) == 1 else rhs
+    if a[-1] != b[-2]:
+        raise ShapeError(
+            f"{where(op)}: contracting sizes disagree: {lhs} @ {rhs} contracts {a[-1]} with {b[-2]}"
+        )
+    batch_a, batch_b = a[:-2], b[:-2]
+    rank = max(len(batch_a), len(batch_b))
+    batch = []
+    for i in range(rank):
+        da = batch_a[i - rank + len(batch_a)] if i - rank + len(batch_a) >= 0 else 1
+        db = batch_b[i - rank + len(batch_b)] if i - rank + len(batch_b) >= 0 else 1
+        if da != db and 1 not in (da, db):
+            raise ShapeError(f"{where(op)}: batch dims of {lhs} and {rhs} do not broadcast ({da} vs {db})")
+        batch.append(db if da == 1 else da)
+    out = tuple(batch) + ((a[-2],) if len(lhs) > 1 else ()) + ((b[-1],) if len(rhs) > 1 else ())
+    return out, a[-1]
+
+
+@cost_rule(
+    "matmul",
+    "2 · output elements · contracted size; numpy semantics, or lax.dot_general's dimension_numbers when given",
+)
+def matmul(op: Operation) -> OpCost:
+    expect_inputs(op, 2, 2, "lhs, rhs")
+    lhs, rhs = op.inputs
+    if "dimension_numbers" in op.attrs:
+        out, contracted = _dot_general(op, lhs, rhs)
+        why = "dot_general: batch dims, lhs free dims, rhs free dims"
+    else:
+        out, contracted = _numpy_matmul(op, lhs, rhs)
+        why = "numpy matmul: broadcast batch dims, then M and N"
+    expect_output(op, out, why)
+    return default_cost(op, 2 * math.prod(out) * contracted)
+
+
+def causal_pairs(q_len: int, k_len: int) -> int:
+    """Σ_{i<q_len} min(i+1, k_len): query i sees keys 0..i (top-left aligned causal mask)."""
+    if q_len <= k_len:
+        return q_len * (q_len + 1) // 2
+    return k_len * (k_len + 1) // 2 + (q_len - k_len) * k_len
+
+
+@cost_rule(
+    "attention",
+    "q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv): 2·B·Hq·pairs·(D+Dv); causal kernels that skip "
+    "masked blocks execute Σ min(i+1,Sk) pairs; dense_flops always counts Sq·Sk pairs",
+)
+def attention(op: Operation) -> OpCost:
+    """Scaled dot-product attention as one fused kernel.
+
+    FLOPs are the two matmuls (scores = q·kᵀ, out = p·v) over the query-key pairs the
+    kernel executes — the convention FlopCounterMode uses; the softmax's elementwise work is
+    not in ``flops`` but its exponentials are counted in ``transcendentals``. Traffic is the
+    fused kernel's: q, k, v (and a mask, if given as a fourth input) read once, the output
+    written once; the score matrix never reaches memory. A decomposed (math) attention is
+    a chain of matmul/softmax records instead.
+    """
+    expect_inputs(op, 3, 4, "q, k, v[, mask]")
+    q, k, v = op.inputs[:3]
+    if len(q) != 4 or len(k) != 4 or len(v) != 4:
+        raise ShapeError(f"{where(op)} needs q, k, v as (batch, heads, sequence, head_dim); got {q}, {k}, {v}")
+    batch, q_heads, q_len, head_dim = q
+    if k[0] != batch or v[0] != batch:
+        raise ShapeError(f"{where(op)}: batch sizes of q {q}, k {k}, v {v} differ")
+    kv_heads, k_len = k[1], k[2]
+    if v[1] != kv_heads or v[2] != k_len:
+        raise ShapeError(f"{where(op)}: k {k} and v {v} must share heads and sequence length")
+    if k[3] != head_dim:
+        raise ShapeError(f"{where(op)}: q's head_dim {head_dim} differs from k's {k[3]}")
+    if kv_heads == 0 or q_heads % kv_heads:
+        raise ShapeError(
+            f"{where(op)}: {q_heads} query heads cannot share {kv_heads} key/value heads (grouped-query attention "
+            f"needs query heads to be a multiple of key/value heads)"
+        )
+    value_dim = v[3]
+    expect_output(op, (batch, q_heads, q_len, value_dim), "(batch, query heads, query length, v's head_dim)")
+    causal = bool_attr(op, "causal", False)
+    skips = bool_attr(op, "skips_masked", False)
+    dense_pairs = q_len * k_len
+    pairs = causal_pairs(q_len, k_len) if causal and skips else dense_pairs
+    per_pair = 2 * (head_dim + value_dim)
+    heads = batch * q_heads
+    return default_cost(op, heads * pairs * per_pair, heads * pairs, dense_flops=heads * dense_pairs * per_pair)

@@ -1,0 +1,84 @@
+"""Data movement: embedding lookups, gather, scatter, and plain copies.
+
+Index inputs take their dtype from ``input_dtypes``; without it they are assumed int64
+(PyTorch's index type) — pass ``input_dtypes`` for int32 indices (JAX, TensorFlow).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..core.dtypes import dtype_info
+from ..core.errors import RecordError, ShapeError
+from ..core.kinds import OpCost
+from ..core.records import Operation
+from .registry import cost_rule, expect_inputs, expect_output, where
+
+INDEX_DTYPE = "int64"
+
+
+def _index_bytes(op: Operation, index: int) -> int:
+    dtype = op.input_dtypes[index] if op.input_dtypes is not None else INDEX_DTYPE
+    return dtype_info(dtype).nbytes(math.prod(op.inputs[index]))
+
+
+def _element_bytes(op: Operation, index: int, elements: int) -> int:
+    return dtype_info(op.input_dtype(index)).nbytes(elements)
+
+
+@cost_rule("embedding", "table (V, D) rows looked up by indices (...): reads the touched rows and the indices")
+def embedding(op: Operation) -> OpCost:
+    expect_inputs(op, 2, 2, "table (V, D), indices")
+    table, indices = op.inputs
+    if len(table) != 2:
+        raise ShapeError(f"{where(op)} needs a 2-D table (V, D), got {table}")
+    expect_output(op, indices + (table[1],), "the indices' shape then the embedding width")
+    touched = math.prod(op.output)
+    if touched and table[0] == 0:
+        raise ShapeError(f"{where(op)} looks up rows of an empty table {table}")
+    return OpCost({}, _element_bytes(op, 0, touched) + _index_bytes(op, 1), op.output_bytes)
+
+
+@cost_rule("gather", "operand, indices: reads as many operand elements as the output has, plus the indices")
+def gather(op: Operation) -> OpCost:
+    """Reads only what it touches: one operand element per output element, never the whole
+    operand (a repeated index is read again, as the hardware fetches it again)."""
+    expect_inputs(op, 2, 2, "operand, indices")
+    operand = op.inputs[0]
+    touched = math.prod(op.output)
+    if touched and math.prod(operand) == 0:
+        raise ShapeError(f"{where(op)} gathers {touched} elements from an empty operand {operand}")
+    return OpCost({}, _element_bytes(op, 0, touched) + _index_bytes(op, 1), op.output_bytes)
+
+
+SCATTER_MODES = ("update", "add", "mul", "min", "max")
+
+
+@cost_rule(
+    "scatter",
+    "operand, indices, updates, in place: writes the touched elements; reads indices and updates; "
+    "a combining scatter (add/mul/min/max) also reads the old touched values and does one op per update",
+)
+def scatter(op: Operation) -> OpCost:
+    expect_inputs(op, 3, 3, "operand, indices, updates")
+    operand, _indices, updates = op.inputs
+    expect_output(op, operand, "a scatter updates its operand in place")
+    mode = op.attrs.get("mode", "update")
+    if mode not in SCATTER_MODES:
+        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use one of {', '.join(SCATTER_MODES)}")
+    touched = math.prod(updates)
+    if touched and math.prod(operand) == 0:
+        raise ShapeError(f"{where(op)} scatters {touched} updates into an empty operand {operand}")
+    read = _index_bytes(op, 1) + _element_bytes(op, 2, touched)
+    combining = mode != "update"
+    if combining:
+        read += _element_bytes(op, 0, touched)
+    write = dtype_info(op.dtype).nbytes(touched)
+    flops = touched if combining else 0
+    return OpCost({op.compute_dtype: flops} if flops else {}, read, write)
+
+
+@cost_rule("copy", "pure data movement (casts, materialised transposes, concat, pad): reads inputs, writes output, 0 FLOPs")
+def copy(op: Operation) -> OpCost:
+    expect_inputs(op, 1, 1 << 16, "one or more sources")
+    return OpCost({}, sum(op.input_bytes(i) for i in range(len(op.inputs))), op.output_bytes)

@@ -1,0 +1,103 @@
+"""Normalisations: layer, RMS, group and batch norm.
+
+Counts per normalised row of L elements (stated once, used by every norm):
+mean = L-1 adds + 1 divide = L; centre = L subtracts; variance = L squares + L-1 adds
++ 1 divide = 2L; rstd = 1 eps add + 1 rsqrt = 2 (1 transcendental); normalise = L
+multiplies. Statistics and normalisation: 5L + 2. An affine weight adds L multiplies,
+a bias L adds.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..core.errors import ShapeError
+from ..core.kinds import OpCost
+from ..core.records import Operation
+from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, int_attr, where
+
+
+def _stats_flops(rows: int, length: int) -> int:
+    return rows * (5 * length + 2) if length else 0
+
+
+def _affine_inputs(op: Operation, first: int, expected: tuple[int, ...], label: str) -> int:
+    """Check optional per-feature inputs (weight, bias) and return how many there are."""
+    extra = op.inputs[first:]
+    for i, shape in enumerate(extra):
+        if math.prod(shape) != math.prod(expected):
+            raise ShapeError(
+                f"{where(op)}: inputs[{first + i}] {shape} should hold one value per {label} ({math.prod(expected)})"
+            )
+    return len(extra)
+
+
+@cost_rule("layernorm", "per row of L (attrs['normalized_dims'] trailing dims, default 1): 5L+2, + L per affine input")
+def layernorm(op: Operation) -> OpCost:
+    expect_inputs(op, 1, 3, "x[, weight[, bias]]")
+    x = op.inputs[0]
+    expect_output(op, x, "a norm keeps the input's shape")
+    dims = int_attr(op, "normalized_dims", 1, minimum=1)
+    if dims > len(x):
+        raise ShapeError(f"{where(op)} attrs['normalized_dims']={dims} exceeds the rank of x {x}")
+    length = math.prod(x[-dims:])
+    rows = math.prod(x[:-dims])
+    affine = _affine_inputs(op, 1, x[-dims:], "normalized feature")
+    return default_cost(op, _stats_flops(rows, length) + affine * rows * length, rows)
+
+
+@cost_rule("rmsnorm", "per row of L: 3L+2 (squares, sum, mean divide, eps add, rsqrt, scale), + L with a weight")
+def rmsnorm(op: Operation) -> OpCost:
+    expect_inputs(op, 1, 2, "x[, weight]")
+    x = op.inputs[0]
+    expect_output(op, x, "a norm keeps the input's shape")
+    dims = int_attr(op, "normalized_dims", 1, minimum=1)
+    if dims > len(x):
+        raise ShapeError(f"{where(op)} attrs['normalized_dims']={dims} exceeds the rank of x {x}")
+    length, rows = math.prod(x[-dims:]), math.prod(x[:-dims])
+    affine = _affine_inputs(op, 1, x[-dims:], "normalized feature")
+    flops = rows * (3 * length + 2) if length else 0
+    return default_cost(op, flops + affine * rows * length, rows)
+
+
+@cost_rule("groupnorm", "x (N, C, *spatial) in attrs['groups'] groups: 5L+2 per (sample, group), + 1 per element per affine input")
+def groupnorm(op: Operation) -> OpCost:
+    expect_inputs(op, 1, 3, "x[, weight[, bias]]")
+    x = op.inputs[0]
+    expect_output(op, x, "a norm keeps the input's shape")
+    if len(x) < 2:
+        raise ShapeError(f"{where(op)} needs x (N, C, *spatial), got {x}")
+    groups = int_attr(op, "groups", 1, minimum=1)
+    if x[1] % groups:
+        raise ShapeError(f"{where(op)}: {x[1]} channels are not divisible by groups={groups}")
+    rows = x[0] * groups
+    length = math.prod(x) // rows if rows else 0
+    affine = _affine_inputs(op, 1, (x[1],), "channel")
+    return default_cost(op, _stats_flops(rows, length) + affine * math.prod(x), rows)
+
+
+@cost_rule(
+    "batchnorm",
+    "x (N, C, *spatial): inference 2 per element (subtract mean, scale by rstd) + 2 per channel; "
+    "training (attrs['training']) 5L+2 per channel over L = N·spatial, + 4 per channel for running stats; "
+    "+1 per element per affine input",
+)
+def batchnorm(op: Operation) -> OpCost:
+    """Inputs: x, then per-channel tensors (weight, bias, running mean, running var) as the
+    adapter has them; ``attrs['affine']`` (default: a weight and bias are among them) says
+    whether the scale and shift are applied."""
+    expect_inputs(op, 1, 5, "x[, weight, bias, running_mean, running_var]")
+    x = op.inputs[0]
+    expect_output(op, x, "a norm keeps the input's shape")
+    if len(x) < 2:
+        raise ShapeError(f"{where(op)} needs x (N, C, *spatial), got {x}")
+    channels = x[1]
+    _affine_inputs(op, 1, (channels,), "channel")
+    affine = bool_attr(op, "affine", len(op.inputs) in (3, 5))
+    elements = math.prod(x)
+    length = elements // channels if channels else 0
+    if bool_attr(op, "training", False):
+        flops = _stats_flops(channels, length) + 4 * channels
+    else:
+        flops = 2 * elements + 2 * channels
+    return default_cost(op, flops + (2 * elements if affine else 0), channels)

@@ -1,0 +1,96 @@
+"""Elementwise ops, reductions, softmax and cumulative scans."""
+
+from __future__ import annotations
+
+import math
+
+from ..core.errors import ShapeError
+from ..core.kinds import OpCost
+from ..core.records import Operation
+from .registry import (
+    axis_attr,
+    bool_attr,
+    broadcasts_to,
+    cost_rule,
+    default_cost,
+    expect_inputs,
+    expect_output,
+    int_attr,
+    rows_of,
+    where,
+)
+
+
+@cost_rule(
+    "elementwise",
+    "attrs['flops_per_element'] (default 1) per output element; inputs broadcast to the output; "
+    "attrs['transcendental'] marks exp/log/tanh-like ops",
+)
+def elementwise(op: Operation) -> OpCost:
+    for i, shape in enumerate(op.inputs):
+        if not broadcasts_to(shape, op.output):
+            raise ShapeError(f"{where(op)}: inputs[{i}] {shape} does not broadcast to the output {op.output}")
+    per_element = int_attr(op, "flops_per_element", 1)
+    elements = math.prod(op.output)
+    transcendental = bool_attr(op, "transcendental", False)
+    return default_cost(op, per_element * elements, elements if transcendental else 0)
+
+
+@cost_rule(
+    "reduce",
+    "(input elements - output elements) combining ops, plus attrs['flops_per_output'] per output "
+    "(1 for a mean's divide)",
+)
+def reduce(op: Operation) -> OpCost:
+    """Reducing n elements to one takes n-1 combining ops (adds, max, argmax comparisons)."""
+    expect_inputs(op, 1, 8, "x[, more operands reduced together]")
+    x = op.inputs[0]
+    n_in, n_out = math.prod(x), math.prod(op.output)
+    axes = op.attrs.get("axes")
+    if axes is not None:
+        if not isinstance(axes, tuple) or any(not isinstance(a, int) or not -len(x) <= a < len(x) for a in axes):
+            raise ShapeError(f"{where(op)} attrs['axes']={axes!r} must list dims of x {x}")
+        reduced = {a % len(x) for a in axes}
+        dropped = tuple(s for i, s in enumerate(x) if i not in reduced)
+        kept = tuple(1 if i in reduced else s for i, s in enumerate(x))
+        if op.output not in (dropped, kept):
+            raise ShapeError(f"{where(op)} output={op.output} does not fit reducing x {x} over axes {axes}")
+    elif n_out > n_in or (n_out and n_in % n_out):
+        raise ShapeError(f"{where(op)} output={op.output} cannot be a reduction of x {x}")
+    combining = n_in - n_out if n_out else 0
+    return default_cost(op, combining + int_attr(op, "flops_per_output", 0) * n_out)
+
+
+@cost_rule(
+    "softmax",
+    "per row of length L along attrs['axis']: softmax 5L-2 (max, subtract, exp, sum, divide); "
+    "log_softmax (attrs['log']) 4L-1; L exponentials counted as transcendental",
+)
+def softmax(op: Operation) -> OpCost:
+    expect_inputs(op, 1, 1, "x")
+    (x,) = op.inputs
+    expect_output(op, x, "softmax keeps the input's shape")
+    if not x:
+        raise ShapeError(f"{where(op)} needs an input of rank >= 1")
+    rows, length = rows_of(x, axis_attr(op, len(x)))
+    if length == 0:
+        return default_cost(op, 0)
+    if bool_attr(op, "log", False):
+        # max L-1, subtract L, exp L, sum L-1, log 1, subtract L
+        per_row, transcendental = 4 * length - 1, length + 1
+    else:
+        # max L-1, subtract L, exp L, sum L-1, divide L
+        per_row, transcendental = 5 * length - 2, length
+    return default_cost(op, rows * per_row, rows * transcendental)
+
+
+@cost_rule("cumulative", "cumsum/cumprod/cummax along attrs['axis']: L-1 combining ops per row of length L")
+def cumulative(op: Operation) -> OpCost:
+    """A sequential scan's count; a parallel scan on an accelerator does up to twice this work."""
+    expect_inputs(op, 1, 1, "x")
+    (x,) = op.inputs
+    expect_output(op, x, "a cumulative op keeps the input's shape")
+    if not x:
+        raise ShapeError(f"{where(op)} needs an input of rank >= 1")
+    rows, length = rows_of(x, axis_attr(op, len(x)))
+    return default_cost(op, rows * max(length - 1, 0))

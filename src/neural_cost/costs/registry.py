@@ -1,0 +1,131 @@
+"""Decorator that registers one cost rule per operation kind, and helpers rules share.
+
+A rule takes an ``Operation`` (shapes already plain tuples) and returns an ``OpCost`` for
+one execution, or raises ``ShapeError`` when the shapes do not fit the kind. Rules are
+plain arithmetic; traffic defaults to "read every input once, write every output once".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..core.errors import RecordError, ShapeError
+from ..core.kinds import OpCost, register_rule
+from ..core.records import Operation, Shape
+
+Rule = Callable[[Operation], OpCost]
+
+
+def cost_rule(kind: str, summary: str) -> Callable[[Rule], Rule]:
+    """Register ``rule`` as the cost rule of ``kind``; ``summary`` states its convention."""
+
+    def decorate(rule: Rule) -> Rule:
+        register_rule(kind, rule, summary)
+        return rule
+
+    return decorate
+
+
+def where(op: Operation) -> str:
+    return f"Operation {op.name!r} ({op.kind})"
+
+
+def expect_inputs(op: Operation, low: int, high: int | None = None, names: str = "") -> None:
+    count = len(op.inputs)
+    high = low if high is None else high
+    if not low <= count <= high:
+        wanted = str(low) if low == high else f"{low} to {high}"
+        suffix = f" ({names})" if names else ""
+        raise ShapeError(f"{where(op)} has {count} inputs; this kind takes {wanted}{suffix}")
+
+
+def expect_output(op: Operation, expected: Shape, why: str) -> None:
+    if op.output != expected:
+        raise ShapeError(f"{where(op)} output={op.output} does not fit its inputs: expected {expected} ({why})")
+
+
+def read_inputs(op: Operation) -> int:
+    return sum(op.input_bytes(i) for i in range(len(op.inputs)))
+
+
+def default_cost(op: Operation, flops: int, transcendentals: int = 0, dense_flops: int | None = None) -> OpCost:
+    """Charge ``flops`` to the op's compute dtype; read every input once, write the outputs."""
+    return OpCost(
+        {op.compute_dtype: flops} if flops else {},
+        read_inputs(op),
+        op.output_bytes,
+        dense_flops=dense_flops,
+        transcendentals=transcendentals,
+    )
+
+
+def int_attr(op: Operation, name: str, default: int, minimum: int = 0) -> int:
+    value = op.attrs.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise RecordError(f"{where(op)} attrs[{name!r}]={value!r} must be an integer >= {minimum}")
+    return value
+
+
+def bool_attr(op: Operation, name: str, default: bool) -> bool:
+    value = op.attrs.get(name, default)
+    if not isinstance(value, bool):
+        raise RecordError(f"{where(op)} attrs[{name!r}]={value!r} must be true or false")
+    return value
+
+
+def axis_attr(op: Operation, rank: int, name: str = "axis", default: int = -1) -> int:
+    axis = int_attr(op, name, default, minimum=-rank if rank else -1)
+    if rank == 0:
+        raise ShapeError(f"{where(op)} needs an input of rank >= 1 to take attrs[{name!r}]")
+    if not -rank <= axis < rank:
+        raise ShapeError(f"{where(op)} attrs[{name!r}]={axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def per_dim(op: Operation, name: str, default: int, ndim: int, minimum: int = 0) -> tuple[int, ...]:
+    """An attribute given as one int for every spatial dim, or one int per dim."""
+    value: Any = op.attrs.get(name, default)
+    if isinstance(value, int) and not isinstance(value, bool):
+        values: Sequence[Any] = (value,) * ndim
+    else:
+        values = value
+    if (
+        not isinstance(values, tuple)
+        or len(values) != ndim
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values)
+    ):
+        raise RecordError(
+            f"{where(op)} attrs[{name!r}]={value!r} must be an integer >= {minimum} or {ndim} of them, one per spatial dim"
+        )
+    return tuple(values)
+
+
+def broadcasts_to(shape: Shape, target: Shape) -> bool:
+    """True when numpy broadcasting can expand ``shape`` to exactly ``target``."""
+    if len(shape) > len(target):
+        return False
+    offset = len(target) - len(shape)
+    return all(d == 1 or d == target[offset + i] for i, d in enumerate(shape))
+
+
+def broadcast_shapes(op: Operation, shapes: Sequence[Shape]) -> Shape:
+    rank = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(rank):
+        sizes = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise ShapeError(f"{where(op)} inputs {tuple(shapes)} do not broadcast: sizes {sorted(sizes)} meet on one axis")
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def rows_of(shape: Shape, axis: int) -> tuple[int, int]:
+    """(number of rows, row length) when ``shape`` is split along ``axis``."""
+    length = shape[axis]
+    total = math.prod(shape)
+    return (total // length if length else 0), length
+
+
