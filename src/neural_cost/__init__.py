@@ -1,33 +1,55 @@
-"""neural-cost: how fast should this network run here, how fast did it, and how much does that cover."""
+"""neural-cost: how fast should this network run here, how fast did it, and how much does that cover.
 
-from .core import (
+The public API is curated here; everything else is private. No framework is imported.
+"""
+
+__version__ = "0.1.0"
+
+from .analysis import Finding, GapReport, analyze_gap  # noqa: E402
+from .core import (  # noqa: E402
     CostEstimate,
     Coverage,
+    DTypeError,
+    HardwareError,
     LoopAssumption,
+    MeasurementError,
     NeuralCostError,
     Operation,
     OperationCost,
+    RecordError,
     ScopeCost,
+    ShapeError,
     TensorSpec,
     Trace,
+    UnknownKindError,
 )
-from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds
-from .hardware import HardwareSpec
-
-__version__ = "0.1.0"
+from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds  # noqa: E402
+from .hardware import HardwareSpec  # noqa: E402
+from .measure import Measurement, benchmark  # noqa: E402
 
 __all__ = [
     "CostEstimate",
     "Coverage",
+    "DTypeError",
+    "Finding",
+    "GapReport",
+    "HardwareError",
     "HardwareSpec",
     "LoopAssumption",
+    "Measurement",
+    "MeasurementError",
     "NeuralCostError",
     "Operation",
     "OperationCost",
+    "RecordError",
     "ScopeCost",
+    "ShapeError",
     "TensorSpec",
     "Trace",
+    "UnknownKindError",
     "__version__",
+    "analyze_gap",
+    "benchmark",
     "estimate_model",
     "estimate_operations",
     "estimate_trace",

@@ -48,7 +48,12 @@ def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], d
     room = size + pad[0] + pad[1] - span
     if room < 0:
         return 0
-    return (-(-room // stride) if ceil else room // stride) + 1
+    if not ceil:
+        return room // stride + 1
+    out = -(-room // stride) + 1
+    # ceil_mode (PyTorch): the last window must start inside the input or the low padding,
+    # never wholly in the high padding.
+    return out - 1 if (out - 1) * stride >= size + pad[0] else out
 
 
 @cost_rule(
@@ -90,7 +95,9 @@ def conv(op: Operation) -> OpCost:
             + output_padding[i] + 1
             for i in range(ndim)
         )
-        expect_output(op, (batch, c_out) + spatial, "transposed conv: (in-1)·stride - pads + dilation·(k-1) + output_padding + 1")
+        expect_output(
+            op, (batch, c_out, *spatial), "transposed conv: (in-1)·stride - pads + dilation·(k-1) + output_padding + 1"
+        )
         flops = 2 * batch * math.prod(x[2:]) * c_in * weight[1] * math.prod(kernel)
     else:
         if weight[1] * groups != c_in:
@@ -104,7 +111,7 @@ def conv(op: Operation) -> OpCost:
         spatial = tuple(
             _spatial_output(x[2 + i], kernel[i], stride[i], padding[i], dilation[i], False) for i in range(ndim)
         )
-        expect_output(op, (batch, c_out) + spatial, "conv: (in + pads - dilation·(k-1) - 1) // stride + 1")
+        expect_output(op, (batch, c_out, *spatial), "conv: (in + pads - dilation·(k-1) - 1) // stride + 1")
         flops = 2 * math.prod(op.output) * weight[1] * math.prod(kernel)
     return default_cost(op, flops)
 
@@ -136,7 +143,10 @@ def pooling(op: Operation) -> OpCost:
     spatial = tuple(
         _spatial_output(x[len(lead) + i], kernel[i], stride[i], padding[i], dilation[i], ceil) for i in range(ndim)
     )
-    expect_output(op, lead + spatial, "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim")
+    expect_output(
+        op, lead + spatial, "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim (ceil_mode: rounded up, "
+        "unless the last window would start in the high padding)"
+    )
     window = math.prod(kernel)
     per_output = window - 1 if mode == "max" else window
     return default_cost(op, math.prod(op.output) * per_output)

@@ -11,7 +11,9 @@ from ..core.records import Operation, Shape
 from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, where
 
 
-@cost_rule("linear", "x (..., K) @ W (K, N) [or (N, K) with weight_layout='out_in']: 2·rows·K·N; bias is a separate record")
+@cost_rule(
+    "linear", "x (..., K) @ W (K, N) [or (N, K) with weight_layout='out_in']: 2·rows·K·N; bias is a separate record"
+)
 def linear(op: Operation) -> OpCost:
     expect_inputs(op, 2, 2, "x, weight; add the bias as its own elementwise record")
     x, weight = op.inputs
@@ -29,12 +31,15 @@ def linear(op: Operation) -> OpCost:
             f"{where(op)}: x's last dimension {x[-1]} does not match the weight's input size {k} "
             f"(weight {weight}, weight_layout={layout!r})"
         )
-    expect_output(op, x[:-1] + (n,), "x's leading dims then the weight's output size")
+    expect_output(op, (*x[:-1], n), "x's leading dims then the weight's output size")
     rows = math.prod(x[:-1])
     return default_cost(op, 2 * rows * k * n)
 
 
-def _dimension_numbers(op: Operation, value: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+DimensionNumbers = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def _dimension_numbers(op: Operation, value: Any) -> DimensionNumbers:
     try:
         (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = value
         dims = tuple(tuple(int(d) for d in group) for group in (lhs_contract, rhs_contract, lhs_batch, rhs_batch))
@@ -51,7 +56,8 @@ def _dot_general(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
     for dims, shape, side in ((lc, lhs, "lhs"), (lb, lhs, "lhs"), (rc, rhs, "rhs"), (rb, rhs, "rhs")):
         if any(not 0 <= d < len(shape) for d in dims):
             raise ShapeError(f"{where(op)} dimension_numbers name a {side} dimension outside its shape {shape}")
-    if len(lc) != len(rc) or len(lb) != len(rb) or set(lc) & set(lb) or set(rc) & set(rb):
+    repeated = any(len(set(dims)) != len(dims) for dims in (lc, rc, lb, rb))
+    if repeated or len(lc) != len(rc) or len(lb) != len(rb) or set(lc) & set(lb) or set(rc) & set(rb):
         raise ShapeError(f"{where(op)} dimension_numbers are inconsistent: {op.attrs['dimension_numbers']}")
     for a, b in zip(lc, rc, strict=True):
         if lhs[a] != rhs[b]:
@@ -71,8 +77,8 @@ def _dot_general(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
 def _numpy_matmul(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
     if not lhs or not rhs:
         raise ShapeError(f"{where(op)}: matmul needs inputs of rank >= 1, got {lhs} and {rhs}")
-    a = (1,) + lhs if len(lhs) == 1 else lhs
-    b = rhs + (1,) if len(rhs) == 1 else rhs
+    a = (1, *lhs) if len(lhs) == 1 else lhs
+    b = (*rhs, 1) if len(rhs) == 1 else rhs
     if a[-1] != b[-2]:
         raise ShapeError(
             f"{where(op)}: contracting sizes disagree: {lhs} @ {rhs} contracts {a[-1]} with {b[-2]}"

@@ -32,7 +32,7 @@ def embedding(op: Operation) -> OpCost:
     table, indices = op.inputs
     if len(table) != 2:
         raise ShapeError(f"{where(op)} needs a 2-D table (V, D), got {table}")
-    expect_output(op, indices + (table[1],), "the indices' shape then the embedding width")
+    expect_output(op, (*indices, table[1]), "the indices' shape then the embedding width")
     touched = math.prod(op.output)
     if touched and table[0] == 0:
         raise ShapeError(f"{where(op)} looks up rows of an empty table {table}")
@@ -78,7 +78,9 @@ def scatter(op: Operation) -> OpCost:
     return OpCost({op.compute_dtype: flops} if flops else {}, read, write)
 
 
-@cost_rule("copy", "pure data movement (casts, materialised transposes, concat, pad): reads inputs, writes output, 0 FLOPs")
+@cost_rule(
+    "copy", "pure data movement (casts, materialised transposes, concat, pad): reads inputs, writes output, 0 FLOPs"
+)
 def copy(op: Operation) -> OpCost:
     expect_inputs(op, 1, 1 << 16, "one or more sources")
     return OpCost({}, sum(op.input_bytes(i) for i in range(len(op.inputs))), op.output_bytes)

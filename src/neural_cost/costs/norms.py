@@ -60,7 +60,10 @@ def rmsnorm(op: Operation) -> OpCost:
     return default_cost(op, flops + affine * rows * length, rows)
 
 
-@cost_rule("groupnorm", "x (N, C, *spatial) in attrs['groups'] groups: 5L+2 per (sample, group), + 1 per element per affine input")
+@cost_rule(
+    "groupnorm",
+    "x (N, C, *spatial) in attrs['groups'] groups: 5L+2 per (sample, group), + 1 per element per affine input",
+)
 def groupnorm(op: Operation) -> OpCost:
     expect_inputs(op, 1, 3, "x[, weight[, bias]]")
     x = op.inputs[0]

@@ -55,16 +55,17 @@ def reduce(op: Operation) -> OpCost:
         kept = tuple(1 if i in reduced else s for i, s in enumerate(x))
         if op.output not in (dropped, kept):
             raise ShapeError(f"{where(op)} output={op.output} does not fit reducing x {x} over axes {axes}")
-    elif n_out > n_in or (n_out and n_in % n_out):
+    elif n_out > n_in or (n_out and n_in % n_out) or (n_in and not n_out):
         raise ShapeError(f"{where(op)} output={op.output} cannot be a reduction of x {x}")
-    combining = n_in - n_out if n_out else 0
+    # n elements reduced to one take n-1 ops; an empty reduced axis yields the identity with none.
+    combining = max(n_in - n_out, 0)
     return default_cost(op, combining + int_attr(op, "flops_per_output", 0) * n_out)
 
 
 @cost_rule(
     "softmax",
     "per row of length L along attrs['axis']: softmax 5L-2 (max, subtract, exp, sum, divide); "
-    "log_softmax (attrs['log']) 4L-1; L exponentials counted as transcendental",
+    "log_softmax (attrs['log']) 5L-1; L exponentials counted as transcendental",
 )
 def softmax(op: Operation) -> OpCost:
     expect_inputs(op, 1, 1, "x")
@@ -77,7 +78,7 @@ def softmax(op: Operation) -> OpCost:
         return default_cost(op, 0)
     if bool_attr(op, "log", False):
         # max L-1, subtract L, exp L, sum L-1, log 1, subtract L
-        per_row, transcendental = 4 * length - 1, length + 1
+        per_row, transcendental = 5 * length - 1, length + 1
     else:
         # max L-1, subtract L, exp L, sum L-1, divide L
         per_row, transcendental = 5 * length - 2, length

@@ -97,7 +97,8 @@ def per_dim(op: Operation, name: str, default: int, ndim: int, minimum: int = 0)
         or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values)
     ):
         raise RecordError(
-            f"{where(op)} attrs[{name!r}]={value!r} must be an integer >= {minimum} or {ndim} of them, one per spatial dim"
+            f"{where(op)} attrs[{name!r}]={value!r} must be an integer >= {minimum} "
+            f"or {ndim} of them, one per spatial dim"
         )
     return tuple(values)
 
@@ -117,7 +118,9 @@ def broadcast_shapes(op: Operation, shapes: Sequence[Shape]) -> Shape:
         sizes = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
         sizes.discard(1)
         if len(sizes) > 1:
-            raise ShapeError(f"{where(op)} inputs {tuple(shapes)} do not broadcast: sizes {sorted(sizes)} meet on one axis")
+            raise ShapeError(
+                f"{where(op)} inputs {tuple(shapes)} do not broadcast: sizes {sorted(sizes)} meet on one axis"
+            )
         result.append(sizes.pop() if sizes else 1)
     return tuple(result)
 

@@ -1,0 +1,140 @@
+"""analyze_gap: score an estimate and a measurement against a hardware spec."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.attrs import FrozenAttrs
+from ..core.errors import MeasurementError, RecordError
+from ..core.estimate import CostEstimate
+from ..core.records import Operation
+from ..hardware.spec import HardwareSpec
+from ..measure.timing import Measurement
+from .findings import Finding, build_findings
+from .provenance import collect_provenance
+from .rows import RowTime, compute_seconds, operation_rows, scope_rows
+
+DEFAULT_COVERAGE_THRESHOLD = 0.9
+SCHEMA = "neural-cost/report"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class GapReport:
+    """The roofline bound of an estimate on a spec, the observed time, and what to make of it.
+
+    ``efficiency`` is bound / observed as a fraction (1.5 means 150%) and is never clamped.
+    """
+
+    estimate: CostEstimate
+    measurement: Measurement
+    hardware: HardwareSpec
+    compute_seconds: float
+    memory_seconds: float
+    compulsory_seconds: float | None
+    observed_seconds: float
+    findings: tuple[Finding, ...]
+    operation_rows: tuple[RowTime, ...]
+    scope_rows: tuple[RowTime, ...]
+    coverage_threshold: float = DEFAULT_COVERAGE_THRESHOLD
+    provenance: FrozenAttrs = FrozenAttrs()
+
+    @property
+    def bound_seconds(self) -> float:
+        return max(self.compute_seconds, self.memory_seconds)
+
+    @property
+    def bound_side(self) -> str:
+        return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+
+    @property
+    def efficiency(self) -> float:
+        return self.bound_seconds / self.observed_seconds if self.observed_seconds > 0 else float("inf")
+
+    @property
+    def achieved_flops_per_second(self) -> float:
+        return self.estimate.flops / self.observed_seconds if self.observed_seconds > 0 else float("inf")
+
+    @property
+    def achieved_bytes_per_second(self) -> float:
+        return self.estimate.bytes / self.observed_seconds if self.observed_seconds > 0 else float("inf")
+
+    @property
+    def device_mismatch(self) -> bool:
+        return any(f.code == "device_mismatch" for f in self.findings)
+
+    @property
+    def low_coverage(self) -> bool:
+        return self.estimate.coverage.fraction < self.coverage_threshold
+
+    def finding(self, code: str) -> Finding | None:
+        return next((f for f in self.findings if f.code == code), None)
+
+    def render(self, top: int = 10, group_by_scope: bool = False) -> str:
+        from ..report.text import render_report  # rendering reads the report; it is not part of it
+
+        return render_report(self, top=top, group_by_scope=group_by_scope)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..report.serialize import report_to_dict
+
+        return report_to_dict(self)
+
+
+def analyze_gap(
+    estimate: CostEstimate,
+    measurement: Measurement,
+    hardware: HardwareSpec,
+    operations: Iterable[Operation] | None = None,
+    *,
+    coverage_threshold: float = DEFAULT_COVERAGE_THRESHOLD,
+) -> GapReport:
+    """Score ``estimate`` (what the program must do) and ``measurement`` (how long it took)
+    against ``hardware`` (what the device can do).
+
+    ``operations`` is accepted for the seed's call form; the estimate already carries its
+    per-operation rows, and when given the operations must be the ones it was made from.
+    """
+    if not isinstance(estimate, CostEstimate):
+        raise RecordError(f"analyze_gap: estimate is a {type(estimate).__name__}, not a CostEstimate")
+    if not isinstance(measurement, Measurement):
+        raise MeasurementError(f"analyze_gap: measurement is a {type(measurement).__name__}, not a Measurement")
+    if not isinstance(hardware, HardwareSpec):
+        raise RecordError(f"analyze_gap: hardware is a {type(hardware).__name__}, not a HardwareSpec")
+    if not 0 <= coverage_threshold <= 1:
+        raise RecordError(f"analyze_gap: coverage_threshold={coverage_threshold!r} must be a fraction in [0, 1]")
+    if operations is not None:
+        given = tuple(operations)
+        if given != estimate.operations:
+            raise RecordError(
+                f"analyze_gap: operations= lists {len(given)} operations that are not the {len(estimate.operations)} "
+                f"the estimate was made from; omit operations= (the estimate carries its rows)"
+            )
+    compute = compute_seconds(estimate.flops_by_dtype, hardware)
+    memory = estimate.bytes / hardware.memory_bandwidth
+    compulsory = (
+        estimate.compulsory_bytes / hardware.memory_bandwidth if estimate.compulsory_bytes is not None else None
+    )
+    bound = max(compute, memory)
+    report = GapReport(
+        estimate=estimate,
+        measurement=measurement,
+        hardware=hardware,
+        compute_seconds=compute,
+        memory_seconds=memory,
+        compulsory_seconds=compulsory,
+        observed_seconds=measurement.median_seconds,
+        findings=(),
+        operation_rows=operation_rows(estimate, hardware, bound),
+        scope_rows=scope_rows(estimate, hardware, bound),
+        coverage_threshold=coverage_threshold,
+        provenance=FrozenAttrs(collect_provenance(estimate.framework)),
+    )
+    object.__setattr__(report, "findings", build_findings(report))
+    return report
+
+
+def findings_by_code(report: GapReport) -> Mapping[str, Finding]:
+    return {f.code: f for f in report.findings}

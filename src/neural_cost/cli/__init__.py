@@ -1,0 +1,1 @@
+"""The ``neural-cost`` command line: thin wrappers over the library."""

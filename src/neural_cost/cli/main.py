@@ -1,0 +1,60 @@
+"""``neural-cost``: subcommands are thin; the library does the work."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..core.errors import NeuralCostError
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--top", type=int, default=10, help="rows in the per-operation table (default 10)")
+    parser.add_argument("--group-by-scope", action="store_true", help="sum the table by scope (module)")
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (written atomically)")
+    parser.add_argument("--peak-flops", type=float, help="score against this peak FLOP/s instead of the host formula")
+    parser.add_argument("--memory-bandwidth", type=float, help="score against this bandwidth (bytes/s) instead of a measured one")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs (default 20)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neural-cost",
+        description="Roofline analysis that says what it doesn't know.",
+    )
+    parser.add_argument("--version", action="version", version=f"neural-cost {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    example = commands.add_parser("example", help="analyze the bundled numpy MLP on this machine and print the report")
+    example.add_argument("--batch", type=int, default=256, help="batch size of the example (default 256)")
+    _add_report_options(example)
+    commands.add_parser("kinds", help="list the operation kinds and the convention each cost rule counts by")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "example":
+            from .example import run_example
+
+            return run_example(args)
+        if args.command == "kinds":
+            from ..costs import known_kinds
+
+            for kind, summary in sorted(known_kinds().items()):
+                print(f"{kind:12s} {summary}")
+            return 0
+    except NeuralCostError as error:
+        print(f"neural-cost: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("neural-cost: interrupted", file=sys.stderr)
+        return 130
+    raise AssertionError(f"unhandled command {args.command!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Decimal SI formatting (1 MB = 10⁶ bytes, 1 GFLOP = 10⁹ FLOPs), shared by text and findings."""
+
+from __future__ import annotations
+
+import math
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def format_si(value: float, unit: str) -> str:
+    """``49152000, "FLOP"`` → ``"49.2 MFLOP"``: three significant digits, decimal prefixes."""
+    if not math.isfinite(value):
+        return f"{value} {unit}"
+    magnitude = abs(value)
+    for scale, prefix in _PREFIXES:
+        if magnitude >= scale * 0.9995:
+            return f"{_three_digits(value / scale)} {prefix}{unit}"
+    if float(value).is_integer():
+        return f"{int(value)} {unit}"
+    return f"{_three_digits(value)} {unit}"
+
+
+def _three_digits(value: float) -> str:
+    magnitude = abs(value)
+    if magnitude >= 99.95:
+        return f"{value:.0f}"
+    if magnitude >= 9.995:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def format_seconds(seconds: float) -> str:
+    """Adaptive time: ``0.000182`` → ``"182.0 µs"``, ``0.0123`` → ``"12.300 ms"``."""
+    if not math.isfinite(seconds):
+        return str(seconds)
+    magnitude = abs(seconds)
+    if magnitude >= 1:
+        return f"{seconds:.3f} s"
+    if magnitude >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    if magnitude >= 1e-6:
+        return f"{seconds * 1e6:.1f} µs"
+    return f"{seconds * 1e9:.1f} ns"
+
+
+def format_percent(fraction: float) -> str:
+    return f"{fraction * 100:.1f}%"
+
+
+def format_int(value: int) -> str:
+    return f"{value:,}"

@@ -1,0 +1,1 @@
+"""Bundled examples the CLI can run with no framework installed."""

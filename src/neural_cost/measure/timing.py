@@ -1,0 +1,221 @@
+"""The timing harness: warm up, time every run, wait for asynchronous devices inside the clock."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..core.attrs import FrozenAttrs
+from ..core.errors import MeasurementError
+from .device import _leaves, infer_device
+
+
+class Telemetry(Protocol):
+    """Allocator telemetry an adapter supplies: reset before the timed runs, read after."""
+
+    def reset(self) -> None: ...
+
+    def read(self) -> Mapping[str, int]: ...
+
+
+DEVICE_KINDS = ("cpu", "gpu", "tpu", "npu", "unknown", "mixed")
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """Timed runs of one workload, the device it ran on, and allocator figures if known."""
+
+    samples_seconds: tuple[float, ...]
+    device: str = "unknown"
+    device_kind: str = "unknown"
+    device_source: str = "not recorded"
+    warmup_seconds: tuple[float, ...] = ()
+    peak_memory_bytes: int | None = None
+    allocator: FrozenAttrs = field(default_factory=FrozenAttrs)
+    sync: str = "none"
+    clock: str = "time.perf_counter"
+
+    def __post_init__(self) -> None:
+        samples = self._check_samples(self.samples_seconds, "samples_seconds")
+        if not samples:
+            raise MeasurementError(
+                "Measurement.samples_seconds is empty: a measurement needs at least one timed run (repeats >= 1)"
+            )
+        object.__setattr__(self, "samples_seconds", samples)
+        object.__setattr__(self, "warmup_seconds", self._check_samples(self.warmup_seconds, "warmup_seconds"))
+        if self.device_kind not in DEVICE_KINDS:
+            raise MeasurementError(
+                f"Measurement.device_kind={self.device_kind!r}; use one of {', '.join(DEVICE_KINDS)}"
+            )
+        if self.peak_memory_bytes is not None and (
+            isinstance(self.peak_memory_bytes, bool)
+            or not isinstance(self.peak_memory_bytes, int)
+            or self.peak_memory_bytes < 0
+        ):
+            raise MeasurementError(f"Measurement.peak_memory_bytes={self.peak_memory_bytes!r} must be bytes (int >= 0)")
+        if not isinstance(self.allocator, FrozenAttrs):
+            object.__setattr__(self, "allocator", FrozenAttrs(self.allocator, "Measurement.allocator"))
+
+    @staticmethod
+    def _check_samples(values: Any, field_name: str) -> tuple[float, ...]:
+        result = []
+        for i, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise MeasurementError(f"Measurement.{field_name}[{i}]={value!r} must be a number of seconds")
+            if not math.isfinite(value) or value < 0:
+                raise MeasurementError(
+                    f"Measurement.{field_name}[{i}]={value!r} must be a finite, non-negative number of seconds"
+                )
+            result.append(float(value))
+        return tuple(result)
+
+    @property
+    def runs(self) -> int:
+        return len(self.samples_seconds)
+
+    @property
+    def median_seconds(self) -> float:
+        return statistics.median(self.samples_seconds)
+
+    @property
+    def mean_seconds(self) -> float:
+        return statistics.fmean(self.samples_seconds)
+
+    @property
+    def stdev_seconds(self) -> float:
+        """Sample standard deviation (0 for a single run)."""
+        return statistics.stdev(self.samples_seconds) if self.runs > 1 else 0.0
+
+    @property
+    def min_seconds(self) -> float:
+        return min(self.samples_seconds)
+
+    @property
+    def max_seconds(self) -> float:
+        return max(self.samples_seconds)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples_seconds": list(self.samples_seconds),
+            "warmup_seconds": list(self.warmup_seconds),
+            "runs": self.runs,
+            "median_seconds": self.median_seconds,
+            "mean_seconds": self.mean_seconds,
+            "stdev_seconds": self.stdev_seconds,
+            "device": self.device,
+            "device_kind": self.device_kind,
+            "device_source": self.device_source,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "allocator": self.allocator.to_json(),
+            "sync": self.sync,
+            "clock": self.clock,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
+        return cls(
+            samples_seconds=tuple(data["samples_seconds"]),
+            device=data.get("device", "unknown"),
+            device_kind=data.get("device_kind", "unknown"),
+            device_source=data.get("device_source", "not recorded"),
+            warmup_seconds=tuple(data.get("warmup_seconds", ())),
+            peak_memory_bytes=data.get("peak_memory_bytes"),
+            allocator=FrozenAttrs(data.get("allocator") or {}),
+            sync=data.get("sync", "none"),
+            clock=data.get("clock", "time.perf_counter"),
+        )
+
+
+def auto_sync(result: Any) -> str:
+    """Wait for asynchronous work behind ``result``; return what was done.
+
+    JAX arrays are waited on with ``block_until_ready``; torch tensors on CUDA/MPS with the
+    framework's synchronize (through the already-imported module, never importing it).
+    """
+    waited = "none needed"
+    for leaf in _leaves(result):
+        block = getattr(leaf, "block_until_ready", None)
+        if callable(block):
+            block()
+            waited = "block_until_ready"
+            continue
+        dev_type = getattr(getattr(leaf, "device", None), "type", None)
+        torch = sys.modules.get("torch")
+        if torch is not None and dev_type in ("cuda", "mps"):
+            getattr(torch, dev_type).synchronize()
+            return f"torch.{dev_type}.synchronize"
+    return waited
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def benchmark(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 3,
+    repeats: int = 10,
+    sync: Callable[[Any], Any] | str | None = "auto",
+    clock: Callable[[], float] = time.perf_counter,
+    device: str | None = None,
+    device_kind: str | None = None,
+    telemetry: Telemetry | None = None,
+    **kwargs: Any,
+) -> Measurement:
+    """Call ``fn(*args, **kwargs)`` ``warmup`` times, then time ``repeats`` calls one by one.
+
+    ``sync`` runs inside the timed region after each call: ``"auto"`` waits on JAX arrays
+    and CUDA/MPS tensors in the result, a callable receives the result, None waits for
+    nothing. ``clock`` is injectable so the harness is testable without real time. The
+    device is inferred from the arguments unless given.
+    """
+    if not callable(fn):
+        raise MeasurementError(f"benchmark: fn={fn!r} is not callable; pass the function or model to time")
+    for name, value, minimum in (("warmup", warmup, 0), ("repeats", repeats, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise MeasurementError(f"benchmark: {name}={value!r} must be an integer >= {minimum}")
+    if isinstance(sync, str) and sync != "auto":
+        raise MeasurementError(f"benchmark: sync={sync!r}; use 'auto', None, or a callable taking the result")
+
+    sync_label = "none"
+
+    def run_once() -> float:
+        nonlocal sync_label
+        start = clock()
+        try:
+            result = fn(*args, **kwargs)
+            if sync == "auto":
+                sync_label = auto_sync(result)
+            elif sync is not None:
+                sync(result)
+                sync_label = f"user hook {_name_of(sync)}"
+        except Exception as error:
+            raise MeasurementError(
+                f"benchmark: {_name_of(fn)} raised {type(error).__name__} while being timed: {error}"
+            ) from error
+        return clock() - start
+
+    warm = tuple(run_once() for _ in range(warmup))
+    if telemetry is not None:
+        telemetry.reset()
+    samples = tuple(run_once() for _ in range(repeats))
+    figures = dict(telemetry.read()) if telemetry is not None else {}
+    peak = figures.pop("peak_memory_bytes", None)
+    inferred = infer_device(args, kwargs)
+    return Measurement(
+        samples_seconds=samples,
+        device=device or inferred.name,
+        device_kind=device_kind or (inferred.kind if device is None else "unknown"),
+        device_source="given by the caller" if device is not None else inferred.source,
+        warmup_seconds=warm,
+        peak_memory_bytes=peak,
+        allocator=FrozenAttrs(figures),
+        sync=sync_label,
+        clock="time.perf_counter" if clock is time.perf_counter else _name_of(clock),
+    )

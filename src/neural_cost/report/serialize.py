@@ -1,0 +1,37 @@
+"""The report as plain data: a versioned schema with provenance."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..analysis.gap import GapReport
+
+
+def report_to_dict(report: GapReport) -> dict[str, Any]:
+    from ..analysis.gap import SCHEMA, SCHEMA_VERSION
+
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "provenance": report.provenance.to_json(),
+        "hardware": report.hardware.to_dict(),
+        "measurement": report.measurement.to_dict(),
+        "estimate": report.estimate.to_dict(),
+        "analysis": {
+            "bound_seconds": report.bound_seconds,
+            "compute_seconds": report.compute_seconds,
+            "memory_seconds": report.memory_seconds,
+            "compulsory_seconds": report.compulsory_seconds,
+            "observed_seconds": report.observed_seconds,
+            "efficiency": report.efficiency,
+            "bound_side": report.bound_side,
+            "achieved_flops_per_second": report.achieved_flops_per_second,
+            "achieved_bytes_per_second": report.achieved_bytes_per_second,
+            "coverage_threshold": report.coverage_threshold,
+            "device_mismatch": report.device_mismatch,
+        },
+        "findings": [f.to_dict() for f in report.findings],
+        "operation_rows": [r.to_dict() for r in report.operation_rows],
+        "scope_rows": [r.to_dict() for r in report.scope_rows],
+    }

@@ -1,0 +1,138 @@
+"""The text report: a pure function of a GapReport's numbers.
+
+Header order (ARCHITECTURE.md, "The report says what it doesn't know"): title, coverage,
+WARNING lines, device, Device mismatch, inputs, timed runs; then the bound, the floor,
+observed time, efficiency, achieved rates, findings, and the per-operation table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.units import format_int, format_percent, format_seconds, format_si
+
+if TYPE_CHECKING:
+    from ..analysis.gap import GapReport
+    from ..analysis.rows import RowTime
+
+TITLE = "Neural cost gap analysis"
+INDENT = "  "
+
+
+def _coverage_line(report: GapReport) -> str:
+    coverage = report.estimate.coverage
+    executed = f"{format_int(coverage.total)} {coverage.unit}"
+    if coverage.static_total is not None and coverage.static_total != coverage.total:
+        executed = f"{format_int(coverage.total)} executed {coverage.unit} ({format_int(coverage.static_total)} in the program)"
+    what = "modeled or free" if coverage.free else "modeled"
+    line = f"coverage: {format_percent(coverage.fraction)} of {executed} {what}"
+    details = []
+    if coverage.free:
+        details.append(f"modeled {format_int(coverage.modeled)}, free {format_int(coverage.free)}")
+    if coverage.unmodeled:
+        names = ", ".join(f"{n} x{c}" for n, c in coverage.unmodeled[:3])
+        details.append(f"unmodeled: {names}{', ...' if len(coverage.unmodeled) > 3 else ''}")
+    return line + (f" ({'; '.join(details)})" if details else "")
+
+
+def _device_line(report: GapReport) -> str:
+    m, h = report.measurement, report.hardware
+    ran = f"{m.device} ({m.device_kind})" if m.device_kind != "unknown" else m.device
+    return f"device: ran on {ran} · peaks for {h.name} ({h.kind}; {h.source})"
+
+
+def _inputs_line(report: GapReport) -> str:
+    shapes = report.estimate.input_shapes
+    if not shapes:
+        return "inputs: not recorded"
+    listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes)
+    first = shapes[0][1]
+    batch = f" · batch {first[0]} (leading dim of {shapes[0][0]})" if first else ""
+    return f"inputs: {listed}{batch}"
+
+
+def _runs_line(report: GapReport) -> str:
+    m = report.measurement
+    warm = f" after {len(m.warmup_seconds)} warmup" if m.warmup_seconds else ""
+    return f"timed runs: {m.runs}{warm} · sync: {m.sync}"
+
+
+def _work_line(report: GapReport) -> str:
+    e = report.estimate
+    if len(e.flops_by_dtype) > 1:
+        dtypes = ", ".join(f"{d} {format_si(n, 'FLOP')}" for d, n in e.flops_by_dtype.items())
+    else:
+        dtypes = ", ".join(e.flops_by_dtype)
+    intensity = f"{e.arithmetic_intensity:.2f} FLOP/B" if e.bytes else "n/a"
+    return (f"work: {format_si(e.flops, 'FLOP')}{f' ({dtypes})' if dtypes else ''}, "
+            f"{format_si(e.bytes, 'B')} unfused traffic (read {format_si(e.read_bytes, 'B')}, "
+            f"write {format_si(e.write_bytes, 'B')}), intensity {intensity}")
+
+
+def _floor_line(report: GapReport) -> str:
+    e = report.estimate
+    if report.compulsory_seconds is None or e.compulsory_bytes is None:
+        return "compulsory floor: unknown (the trace does not name the program's inputs, parameters and outputs)"
+    return (f"compulsory floor: {format_seconds(report.compulsory_seconds)} "
+            f"({format_si(e.compulsory_bytes, 'B')} of inputs, parameters and outputs moved once)")
+
+
+def _observed_line(report: GapReport) -> str:
+    m = report.measurement
+    return (f"observed: {format_seconds(report.observed_seconds)} ± {format_seconds(m.stdev_seconds)} "
+            f"(median ± stdev of {m.runs} runs; min {format_seconds(m.min_seconds)})")
+
+
+def _efficiency_line(report: GapReport) -> str:
+    line = f"roofline efficiency: {format_percent(report.efficiency)} ({report.bound_side}-bound"
+    if report.device_mismatch:
+        line += f"; scored against {report.hardware.kind} peaks, ran on {report.measurement.device_kind}"
+    line += ")"
+    if report.efficiency > 1:
+        line += " — above 100%: the peak or the count is wrong, see findings"
+    return line
+
+
+def _table(rows: tuple[RowTime, ...], top: int, noun: str) -> list[str]:
+    shown = rows[:top]
+    header = ("#", noun.rstrip("s"), "kind", "FLOPs", "bytes", "FLOP/B", "share")
+    show_runs = any(r.executions > 1 for r in shown)
+    body = []
+    for i, row in enumerate(shown, start=1):
+        name = row.name if noun == "scopes" or not row.scope else f"{row.scope}/{row.name}"
+        intensity = f"{row.arithmetic_intensity:.2f}" if row.arithmetic_intensity is not None else "-"
+        cells = [str(i), name, row.kind, format_si(row.flops, "FLOP"), format_si(row.bytes, "B"), intensity,
+                 format_percent(row.share)]
+        if show_runs:
+            cells.insert(3, f"×{row.executions}")
+        body.append(cells)
+    head = list(header)
+    if show_runs:
+        head.insert(3, "runs")
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    left = {1, 2}
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    lines = [f"top {len(shown)} of {len(rows)} {noun} by share of bound:", fmt(head)]
+    lines.extend(fmt(cells) for cells in body)
+    return lines
+
+
+def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False) -> str:
+    lines = [_coverage_line(report)]
+    lines += [f"WARNING: {f.message}" for f in report.findings if f.header and f.code == "low_coverage"]
+    lines.append(_device_line(report))
+    lines += [f.message for f in report.findings if f.header and f.code != "low_coverage"]
+    lines += [_inputs_line(report), _runs_line(report), _work_line(report)]
+    lines.append(f"bound: {format_seconds(report.bound_seconds)} (compute {format_seconds(report.compute_seconds)}, "
+                 f"memory {format_seconds(report.memory_seconds)})")
+    lines += [_floor_line(report), _observed_line(report), _efficiency_line(report)]
+    lines.append(f"achieved: {format_si(report.achieved_flops_per_second, 'FLOP/s')}, "
+                 f"{format_si(report.achieved_bytes_per_second, 'B/s')} of unfused traffic")
+    lines += [f"{f.severity}: {f.message}" for f in report.findings if not f.header]
+    rows = report.scope_rows if group_by_scope else report.operation_rows
+    if rows and top > 0:
+        lines += _table(rows, top, "scopes" if group_by_scope else "operations")
+    return "\n".join([TITLE] + [INDENT + line for line in lines]) + "\n"
