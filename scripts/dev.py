@@ -43,7 +43,7 @@ def fingerprint() -> str:
 
 
 def setup() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - this script runs before the venv exists
         raise SystemExit(f"[dev] neural-cost needs Python >= 3.11; this is {sys.version.split()[0]}")
     if not (BIN / "python").exists():
         say(f"creating {VENV.relative_to(ROOT)}")

@@ -5,8 +5,8 @@ The public API is curated here; everything else is private. No framework is impo
 
 __version__ = "0.1.0"
 
-from .analysis import Finding, GapReport, analyze_gap  # noqa: E402
-from .core import (  # noqa: E402
+from .analysis import Finding, GapReport, analyze_gap
+from .core import (
     CostEstimate,
     Coverage,
     DTypeError,
@@ -23,9 +23,9 @@ from .core import (  # noqa: E402
     Trace,
     UnknownKindError,
 )
-from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds  # noqa: E402
-from .hardware import HardwareSpec  # noqa: E402
-from .measure import Measurement, benchmark  # noqa: E402
+from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds
+from .hardware import HardwareSpec
+from .measure import Measurement, benchmark
 
 __all__ = [
     "CostEstimate",

@@ -52,7 +52,9 @@ class FrameworkAdapter:
         try:
             ops = tuple(ops)
         except TypeError:
-            raise AdapterError(f"{type(self).__name__}.operations() returned {type(ops).__name__}, not a sequence") from None
+            raise AdapterError(
+                f"{type(self).__name__}.operations() returned {type(ops).__name__}, not a sequence"
+            ) from None
         for i, op in enumerate(ops):
             if not isinstance(op, Operation):
                 raise AdapterError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.units import format_percent, format_seconds, format_si
+from ..core.units import format_percent, format_seconds, format_si, plural
 
 if TYPE_CHECKING:
     from .gap import GapReport
@@ -49,124 +49,165 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
     found: list[Finding] = []
 
     if coverage.fraction < report.coverage_threshold:
-        found.append(Finding(
-            "low_coverage",
-            f"Low coverage: only {format_percent(coverage.fraction)} of the traced {coverage.unit} were modeled; "
-            f"the roofline bound and efficiency describe part of the workload, not all of it.",
-            "warning", header=True,
-        ))
-    if measurement.device_kind not in ("unknown", "mixed") and hardware.kind != "unknown" \
-            and measurement.device_kind != hardware.kind:
-        found.append(Finding(
-            "device_mismatch",
-            f"Device mismatch: the work ran on a {measurement.device_kind} ({measurement.device}) but is scored "
-            f"against {hardware.kind} peaks ({hardware.name}); the efficiency describes a device the work did not "
-            f"run on. Score it against the device it ran on.",
-            "warning", header=True,
-        ))
+        found.append(
+            Finding(
+                "low_coverage",
+                f"Low coverage: only {format_percent(coverage.fraction)} of the traced {coverage.unit} were modeled "
+                f"or free; "
+                f"the roofline bound and efficiency describe part of the workload, not all of it.",
+                "warning",
+                header=True,
+            )
+        )
+    if (
+        measurement.device_kind not in ("unknown", "mixed")
+        and hardware.kind != "unknown"
+        and measurement.device_kind != hardware.kind
+    ):
+        found.append(
+            Finding(
+                "device_mismatch",
+                f"Device mismatch: the work ran on a {measurement.device_kind} ({measurement.device}) but is scored "
+                f"against {hardware.kind} peaks ({hardware.name}); the efficiency describes a device the work did not "
+                f"run on. Score it against the device it ran on.",
+                "warning",
+                header=True,
+            )
+        )
 
     bound, observed = report.bound_seconds, report.observed_seconds
     if report.efficiency > 1:
         floor = report.compulsory_seconds
         if floor is not None and observed >= floor:
-            why = (f"It is still above the compulsory floor ({format_seconds(floor)}), so a compiler that fused "
-                   f"operations and kept intermediates out of memory can explain it; otherwise the peak or the "
-                   f"count is wrong.")
+            why = (
+                f"It is still above the compulsory floor ({format_seconds(floor)}), so a compiler that fused "
+                f"operations and kept intermediates out of memory can explain it; otherwise the peak or the "
+                f"count is wrong."
+            )
         else:
             why = "The peak or the count must be wrong: no schedule beats a correct roofline bound."
-        found.append(Finding(
-            "efficiency_above_100",
-            f"Efficiency above 100%: observed {format_seconds(observed)} is faster than the bound "
-            f"{format_seconds(bound)} on {hardware.name} ({hardware.source}). {why}",
-            "warning",
-        ))
+        found.append(
+            Finding(
+                "efficiency_above_100",
+                f"Efficiency above 100%: observed {format_seconds(observed)} is faster than the bound "
+                f"{format_seconds(bound)} on {hardware.name} ({hardware.source}). {why}",
+                "warning",
+            )
+        )
 
     if coverage.unmodeled:
         listed = ", ".join(f"{name} x{count}" for name, count in coverage.unmodeled[:5])
         more = f" and {len(coverage.unmodeled) - 5} more" if len(coverage.unmodeled) > 5 else ""
-        found.append(Finding(
-            "unmodeled_ops",
-            f"{coverage.unmodeled_count} of {coverage.total} {coverage.unit} have no cost rule ({listed}{more}); "
-            f"their time is in the observed figure but not in the bound.",
-            "warning",
-        ))
+        found.append(
+            Finding(
+                "unmodeled_ops",
+                f"{coverage.unmodeled_count} of {plural(coverage.total, coverage.unit)} have no cost rule "
+                f"({listed}{more}); "
+                f"their time is in the observed figure but not in the bound.",
+                "warning",
+            )
+        )
     for loop in estimate.loop_assumptions:
         if loop.assumed:
             where = ", ".join(p for p in (loop.scope, loop.location) if p)
-            found.append(Finding(
-                "assumed_loop_count",
-                f"Loop {loop.label}{f' ({where})' if where else ''} was counted {loop.trip_count} times by default: "
-                f"nothing said how many times it runs. Pass its trip count to count it right.",
-                "warning",
-            ))
+            found.append(
+                Finding(
+                    "assumed_loop_count",
+                    f"Loop {loop.label}{f' ({where})' if where else ''} was counted {loop.trip_count} times by "
+                    f"default: "
+                    f"nothing said how many times it runs. Pass its trip count to count it right.",
+                    "warning",
+                )
+            )
 
     if hardware.peak_flops_by_dtype is not None:
         missing = [d for d, n in estimate.flops_by_dtype.items() if n and not hardware.has_peak(d)]
         if missing:
-            found.append(Finding(
-                "dtype_peak_fallback",
-                f"{hardware.name} has no peak for {', '.join(missing)}; those FLOPs are scored at peak_flops "
-                f"({format_si(hardware.peak_flops, 'FLOP/s')}).",
-                "note",
-            ))
+            found.append(
+                Finding(
+                    "dtype_peak_fallback",
+                    f"{hardware.name} has no peak for {', '.join(missing)}; those FLOPs are scored at peak_flops "
+                    f"({format_si(hardware.peak_flops, 'FLOP/s')}).",
+                    "note",
+                )
+            )
     if estimate.dense_flops != estimate.flops:
-        found.append(Finding(
-            "executed_vs_dense",
-            f"FLOPs follow the kernels that run: {format_si(estimate.flops, 'FLOP')} executed; a dense count "
-            f"(as FlopCounterMode reports attention) would be {format_si(estimate.dense_flops, 'FLOP')}.",
-            "note",
-        ))
+        found.append(
+            Finding(
+                "executed_vs_dense",
+                f"FLOPs follow the kernels that run: {format_si(estimate.flops, 'FLOP')} executed; a dense count "
+                f"(as FlopCounterMode reports attention) would be {format_si(estimate.dense_flops, 'FLOP')}.",
+                "note",
+            )
+        )
 
     rows = _rows_for_advice(report)
     unit = "scopes" if rows is report.scope_rows else "operations"
     if bound > 0 and rows:
         if report.bound_side == "memory":
             total_bytes = sum(r.bytes for r in rows)
-            message = f"Memory-bound: the bytes are moved by {_top_names(rows, 'bytes', total_bytes)} (of {len(rows)} {unit})."
+            movers = _top_names(rows, "bytes", total_bytes)
+            message = f"Memory-bound: the bytes are moved by {movers} (of {plural(len(rows), unit)})."
             if estimate.compulsory_bytes and estimate.bytes > estimate.compulsory_bytes:
                 ratio = estimate.bytes / estimate.compulsory_bytes
-                message += (f" Unfused traffic is {ratio:.1f}× the compulsory floor: fusing those operations or "
-                            f"keeping their intermediates out of memory is the headroom.")
+                message += (
+                    f" Unfused traffic is {ratio:.1f}× the compulsory floor: fusing those operations or "
+                    f"keeping their intermediates out of memory is the headroom."
+                )
             found.append(Finding("memory_bound", message, "next"))
         else:
             total_flops = sum(r.flops for r in rows)
             dtypes = ", ".join(f"{d} {format_si(n, 'FLOP')}" for d, n in estimate.flops_by_dtype.items())
-            found.append(Finding(
-                "compute_bound",
-                f"Compute-bound: the FLOPs are done by {_top_names(rows, 'flops', total_flops)} (of {len(rows)} {unit}; "
-                f"{dtypes}). A lower-precision dtype with a higher peak, or less work, moves the bound.",
-                "next",
-            ))
+            found.append(
+                Finding(
+                    "compute_bound",
+                    f"Compute-bound: the FLOPs are done by {_top_names(rows, 'flops', total_flops)} "
+                    f"(of {plural(len(rows), unit)}; "
+                    f"{dtypes}). A lower-precision dtype with a higher peak, or less work, moves the bound.",
+                    "next",
+                )
+            )
     if 0 < report.efficiency < 0.5:
         executions = sum(op.count for op in estimate.operations) or 1
         gap = observed - bound
         per_op = gap / executions
         if per_op < DISPATCH_GAP_SECONDS:
-            cause = ("at this size per-operation dispatch and launch overhead, not FLOPs or bytes, decides the "
-                     "time; larger batches or fused operations amortise it.")
+            cause = (
+                "at this size per-operation dispatch and launch overhead, not FLOPs or bytes, decides the "
+                "time; larger batches or fused operations amortise it."
+            )
         else:
             top = rows[0].name if rows else "the largest operation"
-            cause = ("more than dispatch costs: profile the largest rows "
-                     f"({top} first) for slow kernels, layout changes or synchronisation.")
-        found.append(Finding(
-            "large_gap",
-            f"Observed is {observed / bound:.1f}× the bound: {format_seconds(gap)} above it, "
-            f"{format_seconds(per_op)} per executed operation ({executions}) — {cause}",
-            "next",
-        ))
+            cause = (
+                "more than dispatch costs: profile the largest rows "
+                f"({top} first) for slow kernels, layout changes or synchronisation."
+            )
+        found.append(
+            Finding(
+                "large_gap",
+                f"Observed is {observed / bound:.1f}× the bound: {format_seconds(gap)} above it, "
+                f"{format_seconds(per_op)} per executed operation ({executions}) — {cause}",
+                "next",
+            )
+        )
     if measurement.runs < FEW_RUNS:
-        found.append(Finding(
-            "few_runs",
-            f"Only {measurement.runs} timed run{'s' if measurement.runs != 1 else ''}: the median and spread are "
-            f"not reliable; use at least {FEW_RUNS}.",
-            "note",
-        ))
+        found.append(
+            Finding(
+                "few_runs",
+                f"Only {measurement.runs} timed run{'s' if measurement.runs != 1 else ''}: the median and spread are "
+                f"not reliable; use at least {FEW_RUNS}.",
+                "note",
+            )
+        )
     elif measurement.median_seconds > 0 and measurement.stdev_seconds / measurement.median_seconds > HIGH_SPREAD:
-        found.append(Finding(
-            "high_spread",
-            f"Timing spread is {format_percent(measurement.stdev_seconds / measurement.median_seconds)} of the median "
-            f"(stdev {format_seconds(measurement.stdev_seconds)}): other load, frequency scaling or too few warmup "
-            f"runs; treat the efficiency as ± that much.",
-            "note",
-        ))
+        found.append(
+            Finding(
+                "high_spread",
+                f"Timing spread is {format_percent(measurement.stdev_seconds / measurement.median_seconds)} of the "
+                f"median "
+                f"(stdev {format_seconds(measurement.stdev_seconds)}): other load, frequency scaling or too few warmup "
+                f"runs; treat the efficiency as ± that much.",
+                "note",
+            )
+        )
     return tuple(found)

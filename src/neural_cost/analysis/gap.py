@@ -19,6 +19,7 @@ from .rows import RowTime, compute_seconds, operation_rows, scope_rows
 DEFAULT_COVERAGE_THRESHOLD = 0.9
 SCHEMA = "neural-cost/report"
 SCHEMA_VERSION = 1
+EMPTY_PROVENANCE = FrozenAttrs()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class GapReport:
     operation_rows: tuple[RowTime, ...]
     scope_rows: tuple[RowTime, ...]
     coverage_threshold: float = DEFAULT_COVERAGE_THRESHOLD
-    provenance: FrozenAttrs = FrozenAttrs()
+    provenance: FrozenAttrs = EMPTY_PROVENANCE
 
     @property
     def bound_seconds(self) -> float:

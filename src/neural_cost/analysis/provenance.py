@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib.metadata
 import os
@@ -9,8 +10,15 @@ import platform
 import sys
 from typing import Any
 
-_FRAMEWORK_DISTS = {"torch": "torch", "jax": "jax", "jaxlib": "jaxlib", "tensorflow": "tensorflow", "keras": "keras",
-                    "flax": "flax", "numpy": "numpy"}
+_FRAMEWORK_DISTS = {
+    "torch": "torch",
+    "jax": "jax",
+    "jaxlib": "jaxlib",
+    "tensorflow": "tensorflow",
+    "keras": "keras",
+    "flax": "flax",
+    "numpy": "numpy",
+}
 
 
 def _version(dist: str) -> str | None:
@@ -27,10 +35,8 @@ def _version(dist: str) -> str | None:
 
 def _threads() -> dict[str, Any]:
     threads: dict[str, Any] = {"os_cpu_count": os.cpu_count()}
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         threads["affinity"] = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        pass
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS"):
         if var in os.environ:
             threads[var] = os.environ[var]

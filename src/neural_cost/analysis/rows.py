@@ -51,8 +51,9 @@ class RowTime:
         }
 
 
-def _row(cost: OperationCost | ScopeCost, executions: int, scope: str | None, hardware: HardwareSpec,
-         bound: float) -> RowTime:
+def _row(
+    cost: OperationCost | ScopeCost, executions: int, scope: str | None, hardware: HardwareSpec, bound: float
+) -> RowTime:
     compute = compute_seconds(cost.flops_by_dtype, hardware)
     memory = cost.bytes / hardware.memory_bandwidth
     share = max(compute, memory) / bound if bound > 0 else 0.0

@@ -19,8 +19,14 @@ def host_spec(peak_flops: float | None, memory_bandwidth: float | None) -> Hardw
         return HardwareSpec("host CPU (user-supplied peaks)", peak_flops, memory_bandwidth, kind="cpu")
     spec, _ = host_cpu_spec(memory_bandwidth=memory_bandwidth)
     if peak_flops is not None:
-        return HardwareSpec(spec.name, peak_flops, spec.memory_bandwidth, kind=spec.kind,
-                            memory_capacity=spec.memory_capacity, source=f"peak user-supplied; {spec.source}")
+        return HardwareSpec(
+            spec.name,
+            peak_flops,
+            spec.memory_bandwidth,
+            kind=spec.kind,
+            memory_capacity=spec.memory_capacity,
+            source=f"peak user-supplied; {spec.source}",
+        )
     return spec
 
 

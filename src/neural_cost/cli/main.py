@@ -15,7 +15,9 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group-by-scope", action="store_true", help="sum the table by scope (module)")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (written atomically)")
     parser.add_argument("--peak-flops", type=float, help="score against this peak FLOP/s instead of the host formula")
-    parser.add_argument("--memory-bandwidth", type=float, help="score against this bandwidth (bytes/s) instead of a measured one")
+    parser.add_argument(
+        "--memory-bandwidth", type=float, help="score against this bandwidth (bytes/s) instead of a measured one"
+    )
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
     parser.add_argument("--repeats", type=int, default=20, help="timed runs (default 20)")
 

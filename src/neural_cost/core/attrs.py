@@ -87,3 +87,7 @@ class FrozenAttrs(Mapping[str, Any]):
 
 
 EMPTY_ATTRS = FrozenAttrs()
+
+
+def attrs_to_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: thaw_value(v) for k, v in value.items()}

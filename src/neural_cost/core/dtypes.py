@@ -100,7 +100,7 @@ def canonical_dtype(value: Any, field: str = "dtype") -> str:
         key = value.strip().lower()
         for prefix in ("torch.", "jnp.", "np.", "numpy.", "tf.", "dtypes."):
             if key.startswith(prefix):
-                key = key[len(prefix):]
+                key = key[len(prefix) :]
         key = _ALIASES.get(key, key)
         if key in _DTYPES:
             return key

@@ -39,7 +39,9 @@ class OperationCost:
         cost, n = op.cost, op.count
         flops = {dtype: value * n for dtype, value in cost.flops_by_dtype.items() if value}
         dense = cost.dense_flops if cost.dense_flops is not None else cost.flops
-        return cls(op, FrozenAttrs(flops), cost.read_bytes * n, cost.write_bytes * n, dense * n, cost.transcendentals * n)
+        return cls(
+            op, FrozenAttrs(flops), cost.read_bytes * n, cost.write_bytes * n, dense * n, cost.transcendentals * n
+        )
 
     @property
     def name(self) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .attrs import EMPTY_ATTRS, FrozenAttrs
+from .attrs import EMPTY_ATTRS, FrozenAttrs, attrs_to_json
 from .dtypes import canonical_dtype, dtype_info
 from .errors import RecordError, ShapeError
 from .kinds import OpCost, rule_for
@@ -32,14 +32,12 @@ def as_shape(value: Any, where: str) -> Shape:
     for dim in value:
         if isinstance(dim, bool) or not hasattr(dim, "__index__"):
             raise ShapeError(
-                f"{where}={tuple(value)!r} has a non-integer dimension {dim!r}; "
-                f"shapes must be non-negative integers"
+                f"{where}={tuple(value)!r} has a non-integer dimension {dim!r}; shapes must be non-negative integers"
             )
         size = int(dim.__index__())
         if size < 0:
             raise ShapeError(
-                f"{where}={tuple(value)!r} has a negative dimension {size}; "
-                f"shapes must be non-negative integers"
+                f"{where}={tuple(value)!r} has a negative dimension {size}; shapes must be non-negative integers"
             )
         dims.append(size)
     return tuple(dims)
@@ -102,7 +100,7 @@ class Operation:
     output: Shape
     dtype: str = "float32"
     scope: str | None = None
-    attrs: FrozenAttrs = EMPTY_ATTRS
+    attrs: Mapping[str, Any] = EMPTY_ATTRS
     input_dtypes: tuple[str, ...] | None = None
     extra_outputs: tuple[Shape, ...] = ()
     extra_output_dtypes: tuple[str, ...] | None = None
@@ -116,9 +114,10 @@ class Operation:
         rule = rule_for(self.kind)
         where = f"Operation {self.name!r} ({self.kind})"
         setattr_ = object.__setattr__
-        if isinstance(self.inputs, (str, bytes)) or not isinstance(self.inputs, Iterable):
-            raise ShapeError(f"{where} inputs={self.inputs!r} must be a sequence of shapes")
-        setattr_(self, "inputs", tuple(as_shape(s, f"{where} inputs[{i}]") for i, s in enumerate(self.inputs)))
+        raw_inputs: Any = self.inputs
+        if isinstance(raw_inputs, (str, bytes)) or not isinstance(raw_inputs, Iterable):
+            raise ShapeError(f"{where} inputs={raw_inputs!r} must be a sequence of shapes")
+        setattr_(self, "inputs", tuple(as_shape(s, f"{where} inputs[{i}]") for i, s in enumerate(raw_inputs)))
         setattr_(self, "output", as_shape(self.output, f"{where} output"))
         setattr_(self, "dtype", canonical_dtype(self.dtype, f"{where} dtype"))
         if not isinstance(self.attrs, FrozenAttrs):
@@ -186,7 +185,7 @@ class Operation:
             "output": list(self.output),
             "dtype": self.dtype,
             "scope": self.scope,
-            "attrs": self.attrs.to_json(),
+            "attrs": attrs_to_json(self.attrs),
             "count": self.count,
         }
         if self.input_dtypes is not None:
@@ -308,9 +307,13 @@ class LoopAssumption:
     def __post_init__(self) -> None:
         _check_name(self.label, "LoopAssumption.label")
         if isinstance(self.trip_count, bool) or not isinstance(self.trip_count, int) or self.trip_count < 0:
-            raise RecordError(f"LoopAssumption {self.label!r} trip_count={self.trip_count!r} must be a non-negative integer")
+            raise RecordError(
+                f"LoopAssumption {self.label!r} trip_count={self.trip_count!r} must be a non-negative integer"
+            )
         if self.source not in LOOP_SOURCES:
-            raise RecordError(f"LoopAssumption {self.label!r} source={self.source!r}; use one of {', '.join(LOOP_SOURCES)}")
+            raise RecordError(
+                f"LoopAssumption {self.label!r} source={self.source!r}; use one of {', '.join(LOOP_SOURCES)}"
+            )
 
     @property
     def assumed(self) -> bool:

@@ -34,6 +34,8 @@ def format_seconds(seconds: float) -> str:
     if not math.isfinite(seconds):
         return str(seconds)
     magnitude = abs(seconds)
+    if magnitude == 0:
+        return "0 s"
     if magnitude >= 1:
         return f"{seconds:.3f} s"
     if magnitude >= 1e-3:
@@ -41,6 +43,12 @@ def format_seconds(seconds: float) -> str:
     if magnitude >= 1e-6:
         return f"{seconds * 1e6:.1f} µs"
     return f"{seconds * 1e9:.1f} ns"
+
+
+def plural(count: int, unit: str) -> str:
+    """``1, "operations"`` → ``"1 operation"``; units are given in the plural."""
+    text = f"{count:,}"
+    return f"{text} {unit[:-1]}" if count == 1 and unit.endswith("s") else f"{text} {unit}"
 
 
 def format_percent(fraction: float) -> str:

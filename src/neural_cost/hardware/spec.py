@@ -37,7 +37,7 @@ class HardwareSpec:
     peak_flops: float
     memory_bandwidth: float
     kind: str = "unknown"
-    peak_flops_by_dtype: FrozenAttrs | None = None
+    peak_flops_by_dtype: Mapping[str, float] | None = None
     memory_capacity: int | None = None
     source: str = "user-supplied"
 
@@ -49,9 +49,7 @@ class HardwareSpec:
             self, "memory_bandwidth", _positive(self.memory_bandwidth, f"HardwareSpec {self.name!r} memory_bandwidth")
         )
         if self.kind not in DEVICE_KINDS:
-            raise HardwareError(
-                f"HardwareSpec {self.name!r} kind={self.kind!r}; use one of {', '.join(DEVICE_KINDS)}"
-            )
+            raise HardwareError(f"HardwareSpec {self.name!r} kind={self.kind!r}; use one of {', '.join(DEVICE_KINDS)}")
         if self.peak_flops_by_dtype is not None:
             if not isinstance(self.peak_flops_by_dtype, Mapping):
                 raise HardwareError(f"HardwareSpec {self.name!r} peak_flops_by_dtype must map dtype names to FLOP/s")
@@ -63,9 +61,13 @@ class HardwareSpec:
             }
             object.__setattr__(self, "peak_flops_by_dtype", FrozenAttrs(dict(sorted(peaks.items()))))
         if self.memory_capacity is not None and (
-            isinstance(self.memory_capacity, bool) or not isinstance(self.memory_capacity, int) or self.memory_capacity <= 0
+            isinstance(self.memory_capacity, bool)
+            or not isinstance(self.memory_capacity, int)
+            or self.memory_capacity <= 0
         ):
-            raise HardwareError(f"HardwareSpec {self.name!r} memory_capacity={self.memory_capacity!r} must be a positive int (bytes)")
+            raise HardwareError(
+                f"HardwareSpec {self.name!r} memory_capacity={self.memory_capacity!r} must be a positive int (bytes)"
+            )
         if not isinstance(self.source, str) or not self.source:
             raise HardwareError(f"HardwareSpec {self.name!r} source={self.source!r} must be a non-empty string")
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..core.attrs import FrozenAttrs
+from ..core.attrs import FrozenAttrs, attrs_to_json
 from ..core.errors import MeasurementError
 from .device import _leaves, infer_device
 
@@ -36,7 +36,7 @@ class Measurement:
     device_source: str = "not recorded"
     warmup_seconds: tuple[float, ...] = ()
     peak_memory_bytes: int | None = None
-    allocator: FrozenAttrs = field(default_factory=FrozenAttrs)
+    allocator: Mapping[str, Any] = field(default_factory=FrozenAttrs)
     sync: str = "none"
     clock: str = "time.perf_counter"
 
@@ -111,7 +111,7 @@ class Measurement:
             "device_kind": self.device_kind,
             "device_source": self.device_source,
             "peak_memory_bytes": self.peak_memory_bytes,
-            "allocator": self.allocator.to_json(),
+            "allocator": attrs_to_json(self.allocator),
             "sync": self.sync,
             "clock": self.clock,
         }
@@ -192,7 +192,7 @@ def benchmark(
             result = fn(*args, **kwargs)
             if sync == "auto":
                 sync_label = auto_sync(result)
-            elif sync is not None:
+            elif callable(sync):
                 sync(result)
                 sync_label = f"user hook {_name_of(sync)}"
         except Exception as error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.units import format_int, format_percent, format_seconds, format_si
+from ..core.units import format_int, format_percent, format_seconds, format_si, plural
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -21,9 +21,10 @@ INDENT = "  "
 
 def _coverage_line(report: GapReport) -> str:
     coverage = report.estimate.coverage
-    executed = f"{format_int(coverage.total)} {coverage.unit}"
+    executed = plural(coverage.total, coverage.unit)
     if coverage.static_total is not None and coverage.static_total != coverage.total:
-        executed = f"{format_int(coverage.total)} executed {coverage.unit} ({format_int(coverage.static_total)} in the program)"
+        in_text = format_int(coverage.static_total)
+        executed = f"{format_int(coverage.total)} executed {coverage.unit} ({in_text} in the program)"
     what = "modeled or free" if coverage.free else "modeled"
     line = f"coverage: {format_percent(coverage.fraction)} of {executed} {what}"
     details = []
@@ -38,7 +39,8 @@ def _coverage_line(report: GapReport) -> str:
 def _device_line(report: GapReport) -> str:
     m, h = report.measurement, report.hardware
     ran = f"{m.device} ({m.device_kind})" if m.device_kind != "unknown" else m.device
-    return f"device: ran on {ran} · peaks for {h.name} ({h.kind}; {h.source})"
+    kind = "kind unknown" if h.kind == "unknown" else h.kind
+    return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source})"
 
 
 def _inputs_line(report: GapReport) -> str:
@@ -64,23 +66,29 @@ def _work_line(report: GapReport) -> str:
     else:
         dtypes = ", ".join(e.flops_by_dtype)
     intensity = f"{e.arithmetic_intensity:.2f} FLOP/B" if e.bytes else "n/a"
-    return (f"work: {format_si(e.flops, 'FLOP')}{f' ({dtypes})' if dtypes else ''}, "
-            f"{format_si(e.bytes, 'B')} unfused traffic (read {format_si(e.read_bytes, 'B')}, "
-            f"write {format_si(e.write_bytes, 'B')}), intensity {intensity}")
+    return (
+        f"work: {format_si(e.flops, 'FLOP')}{f' ({dtypes})' if dtypes else ''}, "
+        f"{format_si(e.bytes, 'B')} unfused traffic (read {format_si(e.read_bytes, 'B')}, "
+        f"write {format_si(e.write_bytes, 'B')}), intensity {intensity}"
+    )
 
 
 def _floor_line(report: GapReport) -> str:
     e = report.estimate
     if report.compulsory_seconds is None or e.compulsory_bytes is None:
         return "compulsory floor: unknown (the trace does not name the program's inputs, parameters and outputs)"
-    return (f"compulsory floor: {format_seconds(report.compulsory_seconds)} "
-            f"({format_si(e.compulsory_bytes, 'B')} of inputs, parameters and outputs moved once)")
+    return (
+        f"compulsory floor: {format_seconds(report.compulsory_seconds)} "
+        f"({format_si(e.compulsory_bytes, 'B')} of inputs, parameters and outputs moved once)"
+    )
 
 
 def _observed_line(report: GapReport) -> str:
     m = report.measurement
-    return (f"observed: {format_seconds(report.observed_seconds)} ± {format_seconds(m.stdev_seconds)} "
-            f"(median ± stdev of {m.runs} runs; min {format_seconds(m.min_seconds)})")
+    return (
+        f"observed: {format_seconds(report.observed_seconds)} ± {format_seconds(m.stdev_seconds)} "
+        f"(median ± stdev of {m.runs} runs; min {format_seconds(m.min_seconds)})"
+    )
 
 
 def _efficiency_line(report: GapReport) -> str:
@@ -101,8 +109,15 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str) -> list[str]:
     for i, row in enumerate(shown, start=1):
         name = row.name if noun == "scopes" or not row.scope else f"{row.scope}/{row.name}"
         intensity = f"{row.arithmetic_intensity:.2f}" if row.arithmetic_intensity is not None else "-"
-        cells = [str(i), name, row.kind, format_si(row.flops, "FLOP"), format_si(row.bytes, "B"), intensity,
-                 format_percent(row.share)]
+        cells = [
+            str(i),
+            name,
+            row.kind,
+            format_si(row.flops, "FLOP"),
+            format_si(row.bytes, "B"),
+            intensity,
+            format_percent(row.share),
+        ]
         if show_runs:
             cells.insert(3, f"×{row.executions}")
         body.append(cells)
@@ -113,7 +128,9 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str) -> list[str]:
     left = {1, 2}
 
     def fmt(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+        return "  ".join(
+            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
     lines = [f"top {len(shown)} of {len(rows)} {noun} by share of bound:", fmt(head)]
     lines.extend(fmt(cells) for cells in body)
@@ -126,11 +143,15 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     lines.append(_device_line(report))
     lines += [f.message for f in report.findings if f.header and f.code != "low_coverage"]
     lines += [_inputs_line(report), _runs_line(report), _work_line(report)]
-    lines.append(f"bound: {format_seconds(report.bound_seconds)} (compute {format_seconds(report.compute_seconds)}, "
-                 f"memory {format_seconds(report.memory_seconds)})")
+    lines.append(
+        f"bound: {format_seconds(report.bound_seconds)} (compute {format_seconds(report.compute_seconds)}, "
+        f"memory {format_seconds(report.memory_seconds)})"
+    )
     lines += [_floor_line(report), _observed_line(report), _efficiency_line(report)]
-    lines.append(f"achieved: {format_si(report.achieved_flops_per_second, 'FLOP/s')}, "
-                 f"{format_si(report.achieved_bytes_per_second, 'B/s')} of unfused traffic")
+    lines.append(
+        f"achieved: {format_si(report.achieved_flops_per_second, 'FLOP/s')}, "
+        f"{format_si(report.achieved_bytes_per_second, 'B/s')} of unfused traffic"
+    )
     lines += [f"{f.severity}: {f.message}" for f in report.findings if not f.header]
     rows = report.scope_rows if group_by_scope else report.operation_rows
     if rows and top > 0:

@@ -1,0 +1,42 @@
+"""Shared builders for analysis and report tests: the seed's Linear(768→1000) at batch 32."""
+
+from neural_cost import (
+    Coverage,
+    HardwareSpec,
+    Measurement,
+    Operation,
+    TensorSpec,
+    Trace,
+    estimate_trace,
+)
+
+SEED_OP = Operation("classifier", "linear", ((32, 768), (768, 1000)), (32, 1000), 2)
+SEED_BOUNDARY = (
+    TensorSpec("x", (32, 768), "float16", "input"),
+    TensorSpec("weight", (768, 1000), "float16", "parameter"),
+    TensorSpec("y", (32, 1000), "float16", "output"),
+)
+M3_PRO = HardwareSpec("M3 Pro", peak_flops=7.4e12, memory_bandwidth=150e9)
+SAMPLES = (40e-6, 44e-6, 40e-6, 42e-6, 38e-6)
+
+
+def seed_estimate(coverage=None):
+    trace = Trace(
+        (SEED_OP,),
+        coverage or Coverage.full((SEED_OP,)),
+        input_shapes=[("x", (32, 768))],
+        boundary=SEED_BOUNDARY,
+        framework="custom",
+    )
+    return estimate_trace(trace)
+
+
+def cpu_measurement(samples=SAMPLES):
+    return Measurement(
+        samples,
+        device="Intel Xeon Platinum 8480C",
+        device_kind="cpu",
+        device_source="test",
+        warmup_seconds=(1e-4,) * 3,
+        sync="none needed",
+    )

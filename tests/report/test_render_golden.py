@@ -1,0 +1,132 @@
+"""Golden renders, compared whole. The seed's Linear(768→1000) in float16 at batch 32.
+
+Hand derivations for the numbers in the goldens:
+  FLOPs  2·32·768·1000 = 49,152,000                                 → "49.2 MFLOP"
+  bytes  read 2·(32·768 + 768·1000) = 1,585,152, write 2·32·1000 = 64,000,
+         total 1,649,152                                           → "1.65 MB"; intensity 49,152,000/1,649,152 = 29.80
+  M3 Pro (7.4 TFLOP/s, 150 GB/s): compute 49.152e6/7.4e12 = 6.64 µs, memory 1.649152e6/150e9 = 10.99 µs → bound 11.0 µs
+  samples 40, 44, 40, 42, 38 µs: median 40.0 µs; stdev sqrt(20.8/4) = 2.28 µs
+  efficiency 10.994/40 = 27.5%; achieved 49.152e6/40e-6 = 1.23 TFLOP/s and 1.649152e6/40e-6 = 41.2 GB/s
+  gap 40 - 10.994 = 29.0 µs, 40/10.994 = 3.6×
+  H100 SXM (float16 989 TFLOP/s, 3.35 TB/s): compute 49.152e6/989e12 = 49.7 ns, memory 1.649152e6/3.35e12 = 492.3 ns,
+         efficiency 0.4923/40 = 1.2%, 40/0.4923 = 81.3×
+  5 µs observed: efficiency 10.994/5 = 219.9%; achieved 9.83 TFLOP/s, 330 GB/s
+"""
+
+from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
+
+from neural_cost import Coverage, HardwareSpec, analyze_gap
+
+NORMAL = """\
+Neural cost gap analysis
+  coverage: 100.0% of 1 operation modeled
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
+  inputs: x (32, 768) · batch 32 (leading dim of x)
+  timed runs: 5 after 3 warmup · sync: none needed
+  work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B
+  bound: 11.0 µs (compute 6.6 µs, memory 11.0 µs)
+  compulsory floor: 11.0 µs (1.65 MB of inputs, parameters and outputs moved once)
+  observed: 40.0 µs ± 2.3 µs (median ± stdev of 5 runs; min 38.0 µs)
+  roofline efficiency: 27.5% (memory-bound)
+  achieved: 1.23 TFLOP/s, 41.2 GB/s of unfused traffic
+  next: Memory-bound: the bytes are moved by classifier 100.0% (of 1 operation).
+  next: Observed is 3.6× the bound: 29.0 µs above it, 29.0 µs per executed operation (1) — more than dispatch \
+costs: profile the largest rows (classifier first) for slow kernels, layout changes or synchronisation.
+  top 1 of 1 operations by share of bound:
+  #  operation   kind         FLOPs    bytes  FLOP/B   share
+  1  classifier  linear  49.2 MFLOP  1.65 MB   29.80  100.0%
+"""
+
+LOW_COVERAGE = """\
+Neural cost gap analysis
+  coverage: 30.0% of 10 equations modeled or free (modeled 1, free 2; unmodeled: sort x4, threefry2x32 x3)
+  WARNING: Low coverage: only 30.0% of the traced equations were modeled or free; the roofline bound and \
+efficiency describe part of the workload, not all of it.
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
+  inputs: x (32, 768) · batch 32 (leading dim of x)
+  timed runs: 5 after 3 warmup · sync: none needed
+  work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B
+  bound: 11.0 µs (compute 6.6 µs, memory 11.0 µs)
+  compulsory floor: 11.0 µs (1.65 MB of inputs, parameters and outputs moved once)
+  observed: 40.0 µs ± 2.3 µs (median ± stdev of 5 runs; min 38.0 µs)
+  roofline efficiency: 27.5% (memory-bound)
+  achieved: 1.23 TFLOP/s, 41.2 GB/s of unfused traffic
+  warning: 7 of 10 equations have no cost rule (sort x4, threefry2x32 x3); their time is in the observed figure \
+but not in the bound.
+  next: Memory-bound: the bytes are moved by classifier 100.0% (of 1 operation).
+  next: Observed is 3.6× the bound: 29.0 µs above it, 29.0 µs per executed operation (1) — more than dispatch \
+costs: profile the largest rows (classifier first) for slow kernels, layout changes or synchronisation.
+  top 1 of 1 operations by share of bound:
+  #  operation   kind         FLOPs    bytes  FLOP/B   share
+  1  classifier  linear  49.2 MFLOP  1.65 MB   29.80  100.0%
+"""
+
+DEVICE_MISMATCH = """\
+Neural cost gap analysis
+  coverage: 100.0% of 1 operation modeled
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for H100 SXM (gpu; table: NVIDIA H100 datasheet)
+  Device mismatch: the work ran on a cpu (Intel Xeon Platinum 8480C) but is scored against gpu peaks (H100 SXM); \
+the efficiency describes a device the work did not run on. Score it against the device it ran on.
+  inputs: x (32, 768) · batch 32 (leading dim of x)
+  timed runs: 5 after 3 warmup · sync: none needed
+  work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B
+  bound: 492.3 ns (compute 49.7 ns, memory 492.3 ns)
+  compulsory floor: 492.3 ns (1.65 MB of inputs, parameters and outputs moved once)
+  observed: 40.0 µs ± 2.3 µs (median ± stdev of 5 runs; min 38.0 µs)
+  roofline efficiency: 1.2% (memory-bound; scored against gpu peaks, ran on cpu)
+  achieved: 1.23 TFLOP/s, 41.2 GB/s of unfused traffic
+  next: Memory-bound: the bytes are moved by classifier 100.0% (of 1 operation).
+  next: Observed is 81.3× the bound: 39.5 µs above it, 39.5 µs per executed operation (1) — more than dispatch \
+costs: profile the largest rows (classifier first) for slow kernels, layout changes or synchronisation.
+  top 1 of 1 operations by share of bound:
+  #  operation   kind         FLOPs    bytes  FLOP/B   share
+  1  classifier  linear  49.2 MFLOP  1.65 MB   29.80  100.0%
+"""
+
+ABOVE_100 = """\
+Neural cost gap analysis
+  coverage: 100.0% of 1 operation modeled
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
+  inputs: x (32, 768) · batch 32 (leading dim of x)
+  timed runs: 3 after 3 warmup · sync: none needed
+  work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B
+  bound: 11.0 µs (compute 6.6 µs, memory 11.0 µs)
+  compulsory floor: 11.0 µs (1.65 MB of inputs, parameters and outputs moved once)
+  observed: 5.0 µs ± 0 s (median ± stdev of 3 runs; min 5.0 µs)
+  roofline efficiency: 219.9% (memory-bound) — above 100%: the peak or the count is wrong, see findings
+  achieved: 9.83 TFLOP/s, 330 GB/s of unfused traffic
+  warning: Efficiency above 100%: observed 5.0 µs is faster than the bound 11.0 µs on M3 Pro (user-supplied). \
+The peak or the count must be wrong: no schedule beats a correct roofline bound.
+  next: Memory-bound: the bytes are moved by classifier 100.0% (of 1 operation).
+  note: Only 3 timed runs: the median and spread are not reliable; use at least 5.
+  top 1 of 1 operations by share of bound:
+  #  operation   kind         FLOPs    bytes  FLOP/B   share
+  1  classifier  linear  49.2 MFLOP  1.65 MB   29.80  100.0%
+"""
+
+H100 = HardwareSpec(
+    "H100 SXM",
+    67e12,
+    3.35e12,
+    kind="gpu",
+    peak_flops_by_dtype={"float16": 989e12, "float32": 67e12},
+    source="table: NVIDIA H100 datasheet",
+)
+
+
+def test_normal_report():
+    assert analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO).render() == NORMAL
+
+
+def test_low_coverage_warning():
+    coverage = Coverage(total=10, modeled=1, free=2, unmodeled=(("sort", 4), ("threefry2x32", 3)), unit="equations")
+    assert analyze_gap(seed_estimate(coverage), cpu_measurement(), M3_PRO).render() == LOW_COVERAGE
+
+
+def test_device_mismatch():
+    assert analyze_gap(seed_estimate(), cpu_measurement(), H100).render() == DEVICE_MISMATCH
+
+
+def test_efficiency_above_100_percent():
+    report = analyze_gap(seed_estimate(), cpu_measurement((5e-6, 5e-6, 5e-6)), M3_PRO)
+    assert report.render() == ABOVE_100
