@@ -33,7 +33,8 @@ def forward(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: n
     h = h + b1
     h = np.maximum(h, 0.0)
     y = h @ w2
-    return y + b2
+    out: np.ndarray = y + b2
+    return out
 
 
 def operations(batch: int = 256, d_in: int = 1024, hidden: int = 4096, d_out: int = 1024) -> list[Operation]:
