@@ -6,7 +6,7 @@ lives in ``host.py``, so recorded cpuinfo texts from other machines test the sam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.errors import HardwareError
@@ -203,4 +203,3 @@ def parse_meminfo_total(text: str) -> int | None:
                 scale = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
                 return int(parts[0]) * scale or None
     return None
-
