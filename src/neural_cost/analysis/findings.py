@@ -43,6 +43,27 @@ def _rows_for_advice(report: GapReport) -> tuple[RowTime, ...]:
     return report.scope_rows if scoped and len(report.scope_rows) > 1 else report.operation_rows
 
 
+def _precision_advice(report: GapReport) -> str:
+    """Name a faster dtype the spec actually has, rather than advising precision in general."""
+    hardware, flops = report.hardware, report.estimate.flops_by_dtype
+    main = max(flops, key=lambda d: flops[d]) if flops else None
+    faster = sorted(
+        (
+            (peak, dtype)
+            for dtype, peak in (hardware.peak_flops_by_dtype or {}).items()
+            if main is not None and peak > hardware.peak(main) and dtype.startswith(("float", "bfloat"))
+        ),
+        reverse=True,
+    )
+    if main is not None and faster:
+        peak, dtype = faster[0]
+        return (
+            f"{hardware.name} peaks {peak / hardware.peak(main):.1f}× higher in {dtype} than in {main}: "
+            f"lower precision, or less work, moves the bound."
+        )
+    return f"{hardware.name} lists no faster floating-point dtype than {main}: only less work moves the bound."
+
+
 def build_findings(report: GapReport) -> tuple[Finding, ...]:
     estimate, measurement, hardware = report.estimate, report.measurement, report.hardware
     coverage = estimate.coverage
@@ -163,7 +184,7 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
                     "compute_bound",
                     f"Compute-bound: the FLOPs are done by {_top_names(rows, 'flops', total_flops)} "
                     f"(of {plural(len(rows), unit)}; "
-                    f"{dtypes}). A lower-precision dtype with a higher peak, or less work, moves the bound.",
+                    f"{dtypes}). {_precision_advice(report)}",
                     "next",
                 )
             )

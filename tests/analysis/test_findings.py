@@ -1,0 +1,127 @@
+"""Findings name the operations and scopes that decide the numbers, not generic advice."""
+
+import pytest
+
+from neural_cost import (
+    Coverage,
+    HardwareSpec,
+    LoopAssumption,
+    Measurement,
+    Operation,
+    TensorSpec,
+    Trace,
+    analyze_gap,
+    estimate_operations,
+    estimate_trace,
+)
+
+CPU = Measurement((1e-3,) * 5, device="cpu0", device_kind="cpu")
+
+
+def codes(report):
+    return [f.code for f in report.findings]
+
+
+def test_compute_bound_names_the_biggest_scope_and_a_faster_dtype():
+    ops = [
+        Operation("head", "matmul", ((128, 4096), (4096, 4672)), (128, 4672), scope="policy"),
+        Operation("trunk", "matmul", ((128, 512), (512, 512)), (128, 512), scope="trunk"),
+    ]
+    spec = HardwareSpec("gpu0", 60e12, 1e15, kind="cpu", peak_flops_by_dtype={"float32": 60e12, "bfloat16": 240e12})
+    report = analyze_gap(estimate_operations(ops), CPU, spec)
+    message = report.finding("compute_bound").message
+    # policy: 2·128·4096·4672 = 4,898,947,072; trunk: 2·128·512·512 = 67,108,864 → 98.6% and 1.4%
+    assert "policy 98.6%, trunk 1.4% (of 2 scopes" in message
+    assert "4.0× higher in bfloat16 than in float32" in message  # 240e12 / 60e12
+
+
+def test_memory_bound_reports_fusion_headroom_against_the_floor():
+    n = 1_000_000
+    ops = [Operation(name, "elementwise", ((n,),), (n,), scope=name) for name in ("exp", "mul", "add")]
+    boundary = [TensorSpec("x", (n,)), TensorSpec("y", (n,), role="output")]
+    report = analyze_gap(estimate_operations(ops, boundary=boundary), CPU, HardwareSpec("c", 1e15, 1e11, kind="cpu"))
+    message = report.finding("memory_bound").message
+    # each op moves 8 MB of 24 MB; unfused 24 MB vs compulsory 8 MB → 3.0×
+    assert "exp 33.3%, mul 33.3%, add 33.3% (of 3 scopes)" in message
+    assert "Unfused traffic is 3.0× the compulsory floor" in message
+
+
+def test_assumed_loop_and_unmodeled_ops_are_findings():
+    op = Operation("body", "elementwise", ((8,),), (8,), count=8)
+    trace = Trace(
+        (op,),
+        Coverage(total=12, modeled=8, free=1, unmodeled=(("sort", 3),), static_total=4, unit="equations"),
+        loop_assumptions=(
+            LoopAssumption("while_0", 8, "default", scope="search", location="search.py:41"),
+            LoopAssumption("scan_0", 16, "static"),
+        ),
+    )
+    report = analyze_gap(estimate_trace(trace), CPU, HardwareSpec("c", 1e12, 1e11))
+    loop = report.finding("assumed_loop_count").message
+    assert "Loop while_0 (search, search.py:41) was counted 8 times by default" in loop
+    assert codes(report).count("assumed_loop_count") == 1  # the static scan is not an assumption
+    assert "3 of 12 equations have no cost rule (sort x3)" in report.finding("unmodeled_ops").message
+    assert "coverage: 75.0% of 12 executed equations (4 in the program)" in report.render()  # (8 + 1) / 12
+
+
+def test_coverage_threshold_is_configurable():
+    trace = Trace((), Coverage(total=10, modeled=0, free=8, unmodeled=(("x", 2),)))
+    estimate = estimate_trace(trace)
+    spec = HardwareSpec("c", 1e12, 1e11)
+    assert "low_coverage" in codes(analyze_gap(estimate, CPU, spec))  # (0 + 8) / 10 = 80% < the 90% default
+    assert "low_coverage" not in codes(analyze_gap(estimate, CPU, spec, coverage_threshold=0.75))
+
+
+def test_dispatch_overhead_is_named_for_many_tiny_ops():
+    ops = [Operation(f"op{i}", "elementwise", ((4,),), (4,)) for i in range(100)]
+    # bound = 100 × 32 B / 1e11 B/s = 32 ns; observed 1 ms → 10 µs per op, below the 20 µs dispatch threshold
+    report = analyze_gap(estimate_operations(ops), CPU, HardwareSpec("c", 1e12, 1e11))
+    assert "dispatch and launch overhead" in report.finding("large_gap").message
+
+
+def test_dtype_fallback_and_executed_vs_dense_notes():
+    attention = Operation(
+        "sdpa",
+        "attention",
+        ((1, 8, 128, 64), (1, 2, 128, 64), (1, 2, 128, 64)),
+        (1, 8, 128, 64),
+        "bfloat16",
+        attrs={"causal": True, "skips_masked": True},
+    )
+    spec = HardwareSpec("g", 1e12, 1e11, kind="gpu", peak_flops_by_dtype={"float32": 1e12})
+    report = analyze_gap(estimate_operations([attention]), Measurement((1e-3,) * 5, device_kind="gpu"), spec)
+    assert "g has no peak for bfloat16" in report.finding("dtype_peak_fallback").message
+    # executed pairs 128·129/2 = 8,256; dense 128² = 16,384; FLOPs = 2·8 heads·pairs·(64+64)
+    assert report.estimate.flops == 2 * 8 * 8_256 * 128 and report.estimate.dense_flops == 2 * 8 * 16_384 * 128
+    assert "executed_vs_dense" in codes(report)
+
+
+def test_spread_and_few_runs():
+    spec = HardwareSpec("c", 1e12, 1e11)
+    estimate = estimate_operations([Operation("a", "elementwise", ((4,),), (4,))])
+    noisy = Measurement((1e-3, 2e-3, 1e-3, 3e-3, 1e-3))
+    assert "high_spread" in codes(analyze_gap(estimate, noisy, spec))
+    assert "few_runs" in codes(analyze_gap(estimate, Measurement((1e-3,)), spec))
+
+
+def test_group_by_scope_sums_each_scope():
+    ops = [
+        Operation("fc", "linear", ((32, 768), (768, 1000)), (32, 1000), scope="classifier"),
+        Operation("bias", "elementwise", ((32, 1000), (1000,)), (32, 1000), scope="classifier"),
+        Operation("relu", "elementwise", ((32, 1000),), (32, 1000), scope="act"),
+    ]
+    report = analyze_gap(estimate_operations(ops), CPU, HardwareSpec("c", 1e12, 1e11))
+    classifier = next(r for r in report.scope_rows if r.name == "classifier")
+    assert classifier.flops == 2 * 32 * 768 * 1000 + 32 * 1000  # linear + bias add = 49,184,000
+    # linear reads 4·(32·768 + 768·1000) and writes 4·32·1000; the bias add reads 4·(32·1000 + 1000), writes 4·32·1000
+    assert classifier.bytes == 4 * (32 * 768 + 768 * 1000) + 4 * 32_000 + 4 * (32_000 + 1000) + 4 * 32_000
+    text = report.render(group_by_scope=True, top=1)
+    assert "top 1 of 2 scopes by share of bound:" in text and "classifier  mixed" in text
+
+
+@pytest.mark.parametrize("top", [0, 1, 3])
+def test_top_limits_the_table(top):
+    ops = [Operation(f"op{i}", "elementwise", ((4 * (i + 1),),), (4 * (i + 1),)) for i in range(3)]
+    text = analyze_gap(estimate_operations(ops), CPU, HardwareSpec("c", 1e12, 1e11)).render(top=top)
+    assert ("by share of bound" in text) == (top > 0)
+    assert text.count("elementwise") == top
