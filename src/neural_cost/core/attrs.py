@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from .errors import RecordError
@@ -66,6 +66,22 @@ class FrozenAttrs(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+    # Delegated directly to the dict: the Mapping mixins go through __getitem__ and are slow.
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._data.items()
+
+    def values(self) -> ValuesView[Any]:
+        return self._data.values()
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -97,6 +97,8 @@ def known_dtypes() -> tuple[str, ...]:
 def canonical_dtype(value: Any, field: str = "dtype") -> str:
     """Return the canonical name of ``value``: a name, an itemsize, or a framework dtype."""
     if isinstance(value, str):
+        if value in _DTYPES:  # fast path: already canonical
+            return value
         key = value.strip().lower()
         for prefix in ("torch.", "jnp.", "np.", "numpy.", "tf.", "dtypes."):
             if key.startswith(prefix):
@@ -127,7 +129,5 @@ def canonical_dtype(value: Any, field: str = "dtype") -> str:
 
 
 def dtype_info(name: str) -> DType:
-    try:
-        return _DTYPES[name]
-    except KeyError:
-        return _DTYPES[canonical_dtype(name)]
+    found = _DTYPES.get(name)
+    return found if found is not None else _DTYPES[canonical_dtype(name)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .attrs import EMPTY_ATTRS, FrozenAttrs, attrs_to_json
-from .dtypes import canonical_dtype, dtype_info
+from .dtypes import canonical_dtype, dtype_info, known_dtypes
 from .errors import RecordError, ShapeError
 from .kinds import OpCost, rule_for
 
@@ -20,6 +20,7 @@ Shape = tuple[int, ...]
 
 TENSOR_ROLES = ("input", "parameter", "output")
 LOOP_SOURCES = ("explicit", "inferred", "static", "default")
+_CANONICAL_DTYPES = frozenset(known_dtypes())
 
 
 def as_shape(value: Any, where: str) -> Shape:
@@ -82,6 +83,14 @@ class TensorSpec:
         return cls(data["name"], tuple(data["shape"]), data["dtype"], data["role"])
 
 
+def _shapes(raw: Any, op: Operation, field_name: str) -> tuple[Shape, ...]:
+    shapes = tuple(raw)
+    for shape in shapes:
+        if not (type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape)):
+            return tuple(as_shape(s, f"{op._where()} {field_name}[{i}]") for i, s in enumerate(shapes))
+    return shapes
+
+
 @dataclass(frozen=True, slots=True)
 class Operation:
     """One operation of a traced program, in portable form.
@@ -108,44 +117,57 @@ class Operation:
     _cost: OpCost = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        # Error labels are built only when something is wrong: this runs once per operation.
         _check_name(self.name, "Operation.name")
-        _check_name(self.kind, f"Operation {self.name!r} kind")
-        _check_name(self.scope, f"Operation {self.name!r} scope", optional=True)
+        if not isinstance(self.kind, str) or not self.kind:
+            _check_name(self.kind, f"Operation {self.name!r} kind")
+        if self.scope is not None and (not isinstance(self.scope, str) or not self.scope):
+            _check_name(self.scope, f"Operation {self.name!r} scope")
         rule = rule_for(self.kind)
-        where = f"Operation {self.name!r} ({self.kind})"
         setattr_ = object.__setattr__
         raw_inputs: Any = self.inputs
         if isinstance(raw_inputs, (str, bytes)) or not isinstance(raw_inputs, Iterable):
-            raise ShapeError(f"{where} inputs={raw_inputs!r} must be a sequence of shapes")
-        setattr_(self, "inputs", tuple(as_shape(s, f"{where} inputs[{i}]") for i, s in enumerate(raw_inputs)))
-        setattr_(self, "output", as_shape(self.output, f"{where} output"))
-        setattr_(self, "dtype", canonical_dtype(self.dtype, f"{where} dtype"))
+            raise ShapeError(f"{self._where()} inputs={raw_inputs!r} must be a sequence of shapes")
+        setattr_(self, "inputs", _shapes(raw_inputs, self, "inputs"))
+        output: Any = self.output
+        if not (type(output) is tuple and all(type(d) is int and d >= 0 for d in output)):
+            setattr_(self, "output", as_shape(output, f"{self._where()} output"))
+        if not (isinstance(self.dtype, str) and self.dtype in _CANONICAL_DTYPES):
+            setattr_(self, "dtype", canonical_dtype(self.dtype, f"{self._where()} dtype"))
         if not isinstance(self.attrs, FrozenAttrs):
-            setattr_(self, "attrs", FrozenAttrs(self.attrs, f"{where} attrs"))
+            setattr_(self, "attrs", FrozenAttrs(self.attrs, f"{self._where()} attrs") if self.attrs else EMPTY_ATTRS)
         if self.input_dtypes is not None:
-            dtypes = tuple(canonical_dtype(d, f"{where} input_dtypes[{i}]") for i, d in enumerate(self.input_dtypes))
+            dtypes = tuple(
+                canonical_dtype(d, f"{self._where()} input_dtypes[{i}]") for i, d in enumerate(self.input_dtypes)
+            )
             if len(dtypes) != len(self.inputs):
                 raise RecordError(
-                    f"{where} input_dtypes has {len(dtypes)} entries for {len(self.inputs)} inputs; give one per input"
+                    f"{self._where()} input_dtypes has {len(dtypes)} entries for {len(self.inputs)} inputs; "
+                    f"give one per input"
                 )
             setattr_(self, "input_dtypes", dtypes)
-        setattr_(
-            self,
-            "extra_outputs",
-            tuple(as_shape(s, f"{where} extra_outputs[{i}]") for i, s in enumerate(self.extra_outputs)),
-        )
+        extra_outputs: Any = self.extra_outputs
+        if extra_outputs:
+            setattr_(self, "extra_outputs", _shapes(extra_outputs, self, "extra_outputs"))
+        elif not isinstance(extra_outputs, tuple):
+            setattr_(self, "extra_outputs", ())
         if self.extra_output_dtypes is not None:
             extra = tuple(
-                canonical_dtype(d, f"{where} extra_output_dtypes[{i}]") for i, d in enumerate(self.extra_output_dtypes)
+                canonical_dtype(d, f"{self._where()} extra_output_dtypes[{i}]")
+                for i, d in enumerate(self.extra_output_dtypes)
             )
             if len(extra) != len(self.extra_outputs):
                 raise RecordError(
-                    f"{where} extra_output_dtypes has {len(extra)} entries for {len(self.extra_outputs)} extra outputs"
+                    f"{self._where()} extra_output_dtypes has {len(extra)} entries for {len(self.extra_outputs)} "
+                    f"extra outputs"
                 )
             setattr_(self, "extra_output_dtypes", extra)
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
-            raise RecordError(f"{where} count={self.count!r} must be a non-negative integer (executions)")
+        if type(self.count) is not int or self.count < 0:
+            raise RecordError(f"{self._where()} count={self.count!r} must be a non-negative integer (executions)")
         setattr_(self, "_cost", rule(self))
+
+    def _where(self) -> str:
+        return f"Operation {self.name!r} ({self.kind})"
 
     # -- views the cost rules read ------------------------------------------------------
     def input_dtype(self, index: int) -> str:

@@ -91,8 +91,12 @@ def conv(op: Operation) -> OpCost:
         c_out = weight[1] * groups
         output_padding = per_dim(op, "output_padding", 0, ndim)
         spatial = tuple(
-            (x[2 + i] - 1) * stride[i] - padding[i][0] - padding[i][1] + dilation[i] * (kernel[i] - 1)
-            + output_padding[i] + 1
+            (x[2 + i] - 1) * stride[i]
+            - padding[i][0]
+            - padding[i][1]
+            + dilation[i] * (kernel[i] - 1)
+            + output_padding[i]
+            + 1
             for i in range(ndim)
         )
         expect_output(
@@ -144,8 +148,10 @@ def pooling(op: Operation) -> OpCost:
         _spatial_output(x[len(lead) + i], kernel[i], stride[i], padding[i], dilation[i], ceil) for i in range(ndim)
     )
     expect_output(
-        op, lead + spatial, "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim (ceil_mode: rounded up, "
-        "unless the last window would start in the high padding)"
+        op,
+        lead + spatial,
+        "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim (ceil_mode: rounded up, "
+        "unless the last window would start in the high padding)",
     )
     window = math.prod(kernel)
     per_output = window - 1 if mode == "max" else window

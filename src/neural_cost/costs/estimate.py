@@ -76,9 +76,7 @@ def estimate_operations(
     for row in rows:
         for dtype, value in row.flops_by_dtype.items():
             flops[dtype] = flops.get(dtype, 0) + value
-    notes = tuple(notes) + tuple(
-        dict.fromkeys(f"{op.name}: {note}" for op in ops for note in op.cost.notes)
-    )
+    notes = tuple(notes) + tuple(dict.fromkeys(f"{op.name}: {note}" for op in ops for note in op.cost.notes))
     return CostEstimate(
         flops_by_dtype=FrozenAttrs(dict(sorted(flops.items()))),
         read_bytes=sum(row.read_bytes for row in rows),

@@ -80,9 +80,7 @@ def _numpy_matmul(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
     a = (1, *lhs) if len(lhs) == 1 else lhs
     b = (*rhs, 1) if len(rhs) == 1 else rhs
     if a[-1] != b[-2]:
-        raise ShapeError(
-            f"{where(op)}: contracting sizes disagree: {lhs} @ {rhs} contracts {a[-1]} with {b[-2]}"
-        )
+        raise ShapeError(f"{where(op)}: contracting sizes disagree: {lhs} @ {rhs} contracts {a[-1]} with {b[-2]}")
     batch_a, batch_b = a[:-2], b[:-2]
     rank = max(len(batch_a), len(batch_b))
     batch = []

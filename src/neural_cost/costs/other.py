@@ -114,5 +114,3 @@ def custom(op: Operation) -> OpCost:
         dense_flops=None if dense is None else _count(op, "dense_flops", dense),
         transcendentals=_count(op, "transcendentals", op.attrs.get("transcendentals", 0)),
     )
-
-

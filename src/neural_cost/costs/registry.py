@@ -130,5 +130,3 @@ def rows_of(shape: Shape, axis: int) -> tuple[int, int]:
     length = shape[axis]
     total = math.prod(shape)
     return (total // length if length else 0), length
-
-

@@ -1,0 +1,79 @@
+"""The command line: the bundled example end to end, JSON output, and clear errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from neural_cost.cli.main import main
+from neural_cost.cli.output import write_json_atomic
+
+
+def test_example_prints_the_full_report_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "nested" / "report.json"
+    code = main(
+        [
+            "example",
+            "--batch",
+            "8",
+            "--warmup",
+            "1",
+            "--repeats",
+            "3",
+            "--peak-flops",
+            "1e11",
+            "--memory-bandwidth",
+            "1e10",
+            "--json",
+            str(out),
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0
+    assert text.startswith("Neural cost gap analysis\n  coverage: 100.0% of 5 operations modeled\n")
+    assert "inputs: x (8, 1024) · batch 8" in text and "timed runs: 3 after 1 warmup" in text
+    data = json.loads(out.read_text())
+    # fc1 2·8·1024·4096 + fc2 2·8·4096·1024 + bias1 8·4096 + relu 8·4096 + bias2 8·1024
+    assert data["estimate"]["flops"] == 2 * 2 * 8 * 1024 * 4096 + 2 * 8 * 4096 + 8 * 1024
+    assert data["hardware"]["peak_flops"] == 1e11 and data["measurement"]["runs"] == 3
+
+
+def test_example_with_the_detected_host_spec(capsys):
+    assert main(["example", "--batch", "4", "--warmup", "0", "--repeats", "2", "--group-by-scope"]) == 0
+    text = capsys.readouterr().out
+    assert "(cpu; formula:" in text and "top 2 of 2 scopes" in text
+
+
+def test_bad_input_is_a_clear_error_not_a_traceback(capsys):
+    assert main(["example", "--repeats", "0", "--peak-flops", "1e11", "--memory-bandwidth", "1e10"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("neural-cost: error: benchmark: repeats=0 must be an integer >= 1")
+    assert "Traceback" not in err
+
+
+def test_negative_peak_is_rejected(capsys):
+    assert main(["example", "--batch", "2", "--repeats", "1", "--peak-flops", "-5", "--memory-bandwidth", "1e10"]) == 2
+    assert "peak_flops=-5.0 must be a positive" in capsys.readouterr().err
+
+
+def test_kinds_lists_every_rule(capsys):
+    from neural_cost import known_kinds
+
+    assert main(["kinds"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == sorted(known_kinds())
+
+
+def test_console_script_entry_point():
+    result = subprocess.run([sys.executable, "-m", "neural_cost.cli.main", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("neural-cost ")
+
+
+def test_json_is_written_atomically(tmp_path):
+    target = tmp_path / "r.json"
+    write_json_atomic(target, {"a": 1})
+    with pytest.raises(ValueError):
+        write_json_atomic(target, {"a": float("nan")})  # not valid JSON: the old file stays whole
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left behind
