@@ -1,0 +1,103 @@
+"""sort, rng and custom records: never silently zero.
+
+sort: ⌈L·log2 L⌉ comparisons per row; ⌈L·log2 L⌉ = c exactly when 2^(c-1) < L^L ≤ 2^c, which the
+tests check in integers. rng: random bits = elements × bits per element, rounded up to whole
+generator blocks; threefry2x32 does 115 integer ops per 64-bit block, philox4x32-10 100 per 128.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from neural_cost import Operation, estimate_operations
+from neural_cost.costs import sort_comparisons
+
+
+@pytest.mark.parametrize(
+    ("length", "comparisons"),
+    [
+        (1_024, 10_240),  # power of two: 1,024 * log2 1,024 = 1,024 * 10 = 10,240 exactly
+        (1_000, 9_966),  # 1,000 * 9.9657... = 9,965.78..., rounded up
+        (3, 5),  # 3 * 1.58496... = 4.75..., rounded up
+        (2, 2),  # 2 * 1 = 2
+        (1, 0),  # nothing to compare
+    ],
+)
+def test_sort_comparisons_is_the_ceiling_of_l_log2_l(length, comparisons):
+    assert sort_comparisons(length) == comparisons
+    if length >= 2:
+        assert 2 ** (comparisons - 1) < length**length <= 2**comparisons
+
+
+def test_sort_rows_power_of_two_and_not():
+    pow2 = Operation("sort", "sort", ((4, 1_024),), (4, 1_024), "float32")
+    assert pow2.cost.flops_by_dtype == {"float32": 40_960}  # 4 rows * 10,240 = 40,960
+    other = Operation("sort", "sort", ((4, 1_000),), (4, 1_000), "float32")
+    assert other.cost.flops_by_dtype == {"float32": 39_864}  # 4 rows * 9,966 = 39,864
+    columns = Operation("sort", "sort", ((1_000, 4),), (1_000, 4), "float32", attrs={"axis": 0})
+    assert columns.cost.flops == 39_864  # 4 columns of 1,000 keys: same count
+    assert (pow2.cost.read_bytes, pow2.cost.write_bytes) == (16_384, 16_384)  # 4 * 4,096 each way
+
+
+def test_sort_with_values_moves_them_but_compares_only_keys():
+    op = Operation(
+        "argsort",
+        "sort",
+        ((4, 1_024), (4, 1_024)),
+        (4, 1_024),
+        "float32",
+        input_dtypes=("float32", "int32"),
+        extra_outputs=((4, 1_024),),
+        extra_output_dtypes=("int32",),
+    )
+    assert op.cost.flops_by_dtype == {"float32": 40_960}  # comparisons of keys only
+    assert op.cost.read_bytes == 32_768  # 4,096 keys * 4 + 4,096 values * 4 = 32,768
+    assert op.cost.write_bytes == 32_768  # sorted keys 16,384 + permuted values 16,384
+
+
+def test_rng_threefry_counts_whole_blocks():
+    op = Operation(
+        "bits", "rng", ((2,),), (1_000,), "float32", attrs={"generator": "threefry2x32"}, input_dtypes=("uint32",)
+    )
+    # 1,000 * 32 bits = 32,000 bits = 500 blocks of 64; 500 * 115 = 57,500 integer ops
+    assert op.cost.flops_by_dtype == {"uint32": 57_500}
+    assert op.cost.read_bytes == 8  # the key: 2 * 4 bytes
+    assert op.cost.write_bytes == 4_000  # 1,000 * 4 bytes
+    odd = Operation("bits", "rng", (), (3,), "float32", attrs={"generator": "threefry2x32"})
+    assert odd.cost.flops == 230  # 3 * 32 = 96 bits → 2 blocks of 64 (rounded up) * 115 = 230
+
+
+def test_rng_default_philox_says_so():
+    op = Operation("dropout_mask", "rng", (), (1_000,), "float32")
+    assert op.cost.flops_by_dtype == {"uint32": 25_000}  # 32,000 bits / 128 = 250 blocks * 100 = 25,000
+    assert op.cost.notes == ("generator not named; counted as philox4x32-10",)
+    assert estimate_operations([op]).notes == ("dropout_mask: generator not named; counted as philox4x32-10",)
+    wide = Operation("bits", "rng", (), (10,), "uint32", attrs={"generator": "philox4x32-10", "bits_per_element": 64})
+    assert wide.cost.flops == 500  # 10 * 64 = 640 bits = 5 blocks * 100 = 500
+    assert wide.cost.notes == ()
+
+
+def test_custom_int_flops_charge_the_compute_dtype():
+    op = Operation("kernel", "custom", ((100,),), (100,), "float16", attrs={"flops": 1_000})
+    assert op.cost.flops_by_dtype == {"float16": 1_000}
+    assert (op.cost.read_bytes, op.cost.write_bytes) == (200, 200)  # default traffic: 2 * 100 each way
+
+
+def test_custom_dtype_mapping_and_explicit_traffic():
+    op = Operation(
+        "fused",
+        "custom",
+        ((100,),),
+        (100,),
+        "float32",
+        attrs={
+            "flops": {"bf16": 500, "float32": 20, "int8": 0},
+            "read_bytes": 64,
+            "write_bytes": 32,
+            "dense_flops": 900,
+            "transcendentals": 7,
+        },
+    )
+    assert op.cost.flops_by_dtype == {"bfloat16": 500, "float32": 20}  # names canonicalised; zeros dropped
+    assert (op.cost.read_bytes, op.cost.write_bytes) == (64, 32)
+    assert (op.cost.dense_flops, op.cost.transcendentals) == (900, 7)
