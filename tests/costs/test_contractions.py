@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from neural_cost import Operation, estimate_operations
-from neural_cost.core.errors import ShapeError
+from neural_cost.core.errors import RecordError, ShapeError
 from neural_cost.costs import causal_pairs
 
 
@@ -219,3 +219,23 @@ def test_attention_dense_flops_match_flop_counter_mode(q_len, k_len):
         )
     assert counted == ours == 61_440  # 2*16*60*16 (q·kᵀ) + 2*16*60*16 (p·v) = 30,720 + 30,720
     assert sdpa_flop_count(tuple(q.shape), tuple(k.shape), tuple(v.shape)) == ours
+
+
+def test_bottom_right_causal_alignment():
+    # bottom_right: query i sees keys 0..i+(Sk-Sq); brute force over the mask it names
+    for q_len, k_len in ((6, 10), (10, 6), (1, 8), (8, 8), (0, 4)):
+        expected = sum(max(0, min(k_len, i + 1 + k_len - q_len)) for i in range(q_len))
+        assert causal_pairs(q_len, k_len, "bottom_right") == expected
+    assert causal_pairs(1, 8, "bottom_right") == 8  # one decoding query sees the whole cache
+    assert causal_pairs(6, 10, "bottom_right") == 45  # 5+6+...+10 = 55 - 10 = 45
+    assert causal_pairs(8, 8, "bottom_right") == causal_pairs(8, 8)  # same when Sq == Sk
+    op = Operation(
+        "decode",
+        "attention",
+        ((1, 8, 1, 64), (1, 2, 8, 64), (1, 2, 8, 64)),
+        (1, 8, 1, 64),
+        attrs={"causal": True, "skips_masked": True, "causal_alignment": "bottom_right"},
+    )
+    assert op.cost.flops == 1 * 8 * 8 * 2 * (64 + 64)  # 8 heads × 8 pairs × 256 = 16,384
+    with pytest.raises(RecordError, match=r"attrs\['causal_alignment'\]='diagonal'"):
+        Operation("a", "attention", ((1, 1, 2, 4),) * 3, (1, 1, 2, 4), attrs={"causal_alignment": "diagonal"})

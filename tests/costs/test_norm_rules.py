@@ -55,7 +55,7 @@ def test_batchnorm_inference():
     bare = Operation("bn", "batchnorm", (BN,), BN)
     assert bare.cost.flops == 12_832  # 2 per element (subtract, scale) 12,800 + 2 per channel (eps, rsqrt) 32
     assert bare.cost.transcendentals == 16  # one rsqrt per channel
-    full = Operation("bn", "batchnorm", BN_FULL, BN)
+    full = Operation("bn", "batchnorm", BN_FULL, BN, attrs={"affine": True})
     assert full.cost.flops == 25_632  # 12,832 + weight and bias 2 * 6,400 = 25,632
     assert full.cost.read_bytes == 25_856  # 4 * (6,400 + 4 * 16) = 25,856
     assert full.cost.write_bytes == 25_600  # 4 * 6,400
@@ -67,6 +67,16 @@ def test_batchnorm_training():
     bare = Operation("bn", "batchnorm", (BN,), BN, attrs={"training": True})
     # 16 * (5*400 + 2 = 2,002) = 32,032 statistics; running stats 4 * 16 = 64
     assert bare.cost.flops == 32_096  # 32,032 + 64 = 32,096
-    full = Operation("bn", "batchnorm", BN_FULL, BN, attrs={"training": True})
+    full = Operation("bn", "batchnorm", BN_FULL, BN, attrs={"training": True, "affine": True})
     assert full.cost.flops == 44_896  # 32,096 + 2 * 6,400 = 44,896
     assert full.cost.transcendentals == 16
+
+
+def test_batchnorm_needs_affine_stated_when_it_has_per_channel_inputs():
+    import pytest
+
+    from neural_cost import RecordError
+
+    # F.batch_norm(x, running_mean, running_var) also has three inputs: the count cannot tell
+    with pytest.raises(RecordError, match=r"2 per-channel inputs.*attrs\['affine'\]"):
+        Operation("bn", "batchnorm", (BN, (16,), (16,)), BN)

@@ -108,3 +108,14 @@ def test_cumulative_along_either_axis():
     assert last.cost.flops_by_dtype == {"int32": 594}  # 6 rows * (100 - 1) adds = 594
     assert first.cost.flops_by_dtype == {"int32": 500}  # 100 rows * (6 - 1) adds = 500
     assert (last.cost.read_bytes, last.cost.write_bytes) == (2_400, 2_400)  # 4 * 600 each way
+
+
+def test_elementwise_output_must_be_the_inputs_broadcast():
+    import pytest
+
+    from neural_cost import ShapeError
+
+    # (4,) + (4,) broadcasts to (4,); an output of (3, 4) would be a materialised broadcast, i.e. a copy
+    with pytest.raises(ShapeError, match=r"output=\(3, 4\).*expected \(4,\)"):
+        Operation("add", "elementwise", ((4,), (4,)), (3, 4))
+    assert Operation("fill", "elementwise", (), (3, 4), attrs={"flops_per_element": 0}).cost.write_bytes == 48

@@ -111,17 +111,31 @@ def matmul(op: Operation) -> OpCost:
     return default_cost(op, 2 * math.prod(out) * contracted)
 
 
-def causal_pairs(q_len: int, k_len: int) -> int:
-    """Σ_{i<q_len} min(i+1, k_len): query i sees keys 0..i (top-left aligned causal mask)."""
-    if q_len <= k_len:
-        return q_len * (q_len + 1) // 2
-    return k_len * (k_len + 1) // 2 + (q_len - k_len) * k_len
+CAUSAL_ALIGNMENTS = ("top_left", "bottom_right")
+
+
+def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left") -> int:
+    """Query-key pairs a causal mask keeps.
+
+    top_left (PyTorch's ``is_causal``, ``torch.tril``): query i sees keys 0..i, so
+    Σ_{i<Sq} min(i+1, Sk). bottom_right (FlashAttention >= 2.1, KV-cache decoding): query i
+    sees keys 0..i+(Sk-Sq), so Σ_{i<Sq} clamp(i+1+Sk-Sq, 0, Sk). They differ only when Sq != Sk.
+    """
+    if alignment == "top_left":
+        if q_len <= k_len:
+            return q_len * (q_len + 1) // 2
+        return k_len * (k_len + 1) // 2 + (q_len - k_len) * k_len
+    offset = k_len - q_len
+    if offset >= 0:  # terms i+1+offset run from offset+1 to Sk
+        return k_len * (k_len + 1) // 2 - offset * (offset + 1) // 2
+    return k_len * (k_len + 1) // 2  # the first Sq-Sk queries see nothing
 
 
 @cost_rule(
     "attention",
     "q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv): 2·B·Hq·pairs·(D+Dv); causal kernels that skip "
-    "masked blocks execute Σ min(i+1,Sk) pairs; dense_flops always counts Sq·Sk pairs",
+    "masked blocks execute Σ min(i+1,Sk) pairs (attrs['causal_alignment']='bottom_right': Σ clamp(i+1+Sk-Sq, 0, Sk)); "
+    "dense_flops always counts Sq·Sk pairs",
 )
 def attention(op: Operation) -> OpCost:
     """Scaled dot-product attention as one fused kernel.
@@ -155,7 +169,12 @@ def attention(op: Operation) -> OpCost:
     causal = bool_attr(op, "causal", False)
     skips = bool_attr(op, "skips_masked", False)
     dense_pairs = q_len * k_len
-    pairs = causal_pairs(q_len, k_len) if causal and skips else dense_pairs
+    alignment = op.attrs.get("causal_alignment", "top_left")
+    if alignment not in CAUSAL_ALIGNMENTS:
+        raise RecordError(
+            f"{where(op)} attrs['causal_alignment']={alignment!r}; use one of {', '.join(CAUSAL_ALIGNMENTS)}"
+        )
+    pairs = causal_pairs(q_len, k_len, alignment) if causal and skips else dense_pairs
     per_pair = 2 * (head_dim + value_dim)
     heads = batch * q_heads
     return default_cost(op, heads * pairs * per_pair, heads * pairs, dense_flops=heads * dense_pairs * per_pair)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.errors import ShapeError
+from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
 from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, int_attr, where
@@ -83,12 +83,13 @@ def groupnorm(op: Operation) -> OpCost:
     "batchnorm",
     "x (N, C, *spatial): inference 2 per element (subtract mean, scale by rstd) + 2 per channel; "
     "training (attrs['training']) 5L+2 per channel over L = N·spatial, + 4 per channel for running stats; "
-    "+1 per element per affine input",
+    "+2 per element when attrs['affine'] (scale and shift)",
 )
 def batchnorm(op: Operation) -> OpCost:
-    """Inputs: x, then per-channel tensors (weight, bias, running mean, running var) as the
-    adapter has them; ``attrs['affine']`` (default: a weight and bias are among them) says
-    whether the scale and shift are applied."""
+    """Inputs: x, then the per-channel tensors the kernel reads (running mean and variance,
+    weight, bias) in any order. Whether a scale and shift are applied cannot be told from
+    their count (``F.batch_norm(x, mean, var)`` also has three inputs), so ``attrs['affine']``
+    must say so whenever there are per-channel inputs; with x alone it is False."""
     expect_inputs(op, 1, 5, "x[, weight, bias, running_mean, running_var]")
     x = op.inputs[0]
     expect_output(op, x, "a norm keeps the input's shape")
@@ -96,7 +97,12 @@ def batchnorm(op: Operation) -> OpCost:
         raise ShapeError(f"{where(op)} needs x (N, C, *spatial), got {x}")
     channels = x[1]
     _affine_inputs(op, 1, (channels,), "channel")
-    affine = bool_attr(op, "affine", len(op.inputs) in (3, 5))
+    if len(op.inputs) > 1 and "affine" not in op.attrs:
+        raise RecordError(
+            f"{where(op)} has {len(op.inputs) - 1} per-channel inputs; say whether they include a scale and "
+            f"shift with attrs['affine']=True or False"
+        )
+    affine = bool_attr(op, "affine", False)
     elements = math.prod(x)
     length = elements // channels if channels else 0
     if bool_attr(op, "training", False):

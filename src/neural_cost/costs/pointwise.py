@@ -10,6 +10,7 @@ from ..core.records import Operation
 from .registry import (
     axis_attr,
     bool_attr,
+    broadcast_shapes,
     broadcasts_to,
     cost_rule,
     default_cost,
@@ -30,6 +31,9 @@ def elementwise(op: Operation) -> OpCost:
     for i, shape in enumerate(op.inputs):
         if not broadcasts_to(shape, op.output):
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} does not broadcast to the output {op.output}")
+    if op.inputs:
+        # A larger output than the inputs broadcast to is a materialised broadcast: a copy, not arithmetic.
+        expect_output(op, broadcast_shapes(op, op.inputs), "the inputs' broadcast shape")
     per_element = int_attr(op, "flops_per_element", 1)
     elements = math.prod(op.output)
     transcendental = bool_attr(op, "transcendental", False)
