@@ -1,0 +1,127 @@
+"""The primitive table: every JAX primitive is modeled (a builder), free (with its reason),
+or absent — which means unmodeled: counted and named in Coverage, never dropped.
+
+A builder receives the equation and a ``LowerContext`` and returns the ``Operation``
+records for one execution of it (usually one). All FLOP and byte arithmetic stays in
+``neural_cost.costs``: a builder only translates a primitive's shapes and params into a
+record of the right kind, permuting layouts into the canonical ones the rules expect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.dtypes import canonical_dtype
+from ...core.errors import NeuralCostError
+from ...core.records import Operation, Shape
+
+
+@dataclass(frozen=True, slots=True)
+class Free:
+    """A primitive that only aliases memory or reads metadata: no FLOPs, no traffic."""
+
+    reason: str
+
+
+class LowerContext:
+    """What a builder needs to make records: shapes and dtypes of atoms, the scope, the count."""
+
+    __slots__ = ("count", "scope")
+
+    def __init__(self, scope: str | None, count: int) -> None:
+        self.scope = scope
+        self.count = count
+
+    @staticmethod
+    def shape(atom: Any) -> Shape:
+        aval = atom.aval
+        shape = tuple(int(d) for d in aval.shape)
+        dtype = aval.dtype
+        if is_key_dtype(dtype):  # a typed PRNG key array: its data is uint32 words per key
+            shape = shape + tuple(int(d) for d in dtype._impl.key_shape)
+        return shape
+
+    @staticmethod
+    def dtype(atom: Any) -> str:
+        dtype = atom.aval.dtype
+        if is_key_dtype(dtype):
+            return "uint32"
+        return canonical_dtype(getattr(dtype, "name", str(dtype)), "jaxpr dtype")
+
+    def op(
+        self,
+        eqn: Any,
+        kind: str,
+        inputs: Sequence[Any] | None = None,
+        output: Any = None,
+        *,
+        attrs: dict[str, Any] | None = None,
+        input_shapes: Sequence[Shape] | None = None,
+        output_shape: Shape | None = None,
+        input_dtypes: Sequence[str] | None = None,
+        dtype: str | None = None,
+        extra_outputs: Sequence[Any] = (),
+        name: str | None = None,
+    ) -> Operation:
+        """One record for ``eqn``: atoms default to the equation's invars and first outvar.
+
+        Pass ``input_shapes``/``output_shape`` (with ``input_dtypes``/``dtype``) instead of
+        atoms when a builder has permuted a layout into the canonical one.
+        """
+        atoms_in = list(eqn.invars) if inputs is None else list(inputs)
+        atom_out = eqn.outvars[0] if output is None else output
+        shapes = tuple(input_shapes) if input_shapes is not None else tuple(self.shape(a) for a in atoms_in)
+        dtypes = tuple(input_dtypes) if input_dtypes is not None else tuple(self.dtype(a) for a in atoms_in)
+        out_dtype = dtype if dtype is not None else self.dtype(atom_out)
+        mixed = any(d != out_dtype for d in dtypes)
+        return Operation(
+            name or eqn.primitive.name,
+            kind,
+            shapes,
+            output_shape if output_shape is not None else self.shape(atom_out),
+            out_dtype,
+            scope=self.scope,
+            attrs=attrs or {},
+            input_dtypes=dtypes if mixed else None,
+            extra_outputs=tuple(self.shape(a) for a in extra_outputs),
+            extra_output_dtypes=tuple(self.dtype(a) for a in extra_outputs) if extra_outputs else None,
+            count=self.count,
+        )
+
+
+def is_key_dtype(dtype: Any) -> bool:
+    return hasattr(dtype, "_impl") and hasattr(getattr(dtype, "_impl", None), "key_shape")
+
+
+Builder = Callable[[Any, LowerContext], Sequence[Operation]]
+Entry = Builder | Free
+
+TABLE: dict[str, Entry] = {}
+
+
+def lowers(*names: str) -> Callable[[Builder], Builder]:
+    """Register ``builder`` for each primitive name in ``names``."""
+
+    def register(builder: Builder) -> Builder:
+        for name in names:
+            if name in TABLE:
+                raise NeuralCostError(f"JAX primitive {name!r} is in the table twice")
+            TABLE[name] = builder
+        return builder
+
+    return register
+
+
+def free(reason: str, *names: str) -> None:
+    """Register each primitive in ``names`` as free, for ``reason``."""
+    for name in names:
+        if name in TABLE:
+            raise NeuralCostError(f"JAX primitive {name!r} is in the table twice")
+        TABLE[name] = Free(reason)
+
+
+def literal_value(atom: Any) -> Any:
+    """The Python value of a jaxpr Literal, or None for a variable (only Literals carry ``val``)."""
+    return getattr(atom, "val", None)
