@@ -38,6 +38,8 @@ __all__ = [
     "LoopAssumption",
     "Measurement",
     "MeasurementError",
+    "MemoryProfile",
+    "ModelProfile",
     "NeuralCostError",
     "Operation",
     "OperationCost",
@@ -54,4 +56,5 @@ __all__ = [
     "estimate_operations",
     "estimate_trace",
     "known_kinds",
+    "profile_model",
 ]

@@ -1,7 +1,7 @@
 """Every registered kind has a rule, a stated convention, and one hand-checked example here.
 
 The detailed cases live beside this file: test_contractions.py (linear, matmul, attention),
-test_conv_rules.py (conv, pooling), test_pointwise_rules.py (elementwise, reduce, softmax,
+test_conv_rules.py (conv, pooling, pooling_backward), test_pointwise_rules.py (elementwise, reduce, softmax,
 cumulative), test_norm_rules.py, test_memory_rules.py (embedding, gather, scatter, copy),
 test_other_rules.py (sort, rng, custom), test_estimate_rules.py and test_rule_errors.py.
 """
@@ -51,6 +51,12 @@ EXAMPLES = {
         12,  # 4 outputs * (4 - 1) comparisons = 12
         64,  # 4 * 16 = 64
         16,  # 4 * 4 = 16
+    ),
+    "pooling_backward": (
+        Operation("pb", "pooling_backward", ((1, 1, 2, 2), (1, 1, 4, 4)), (1, 1, 4, 4), attrs={"kernel": 2}),
+        16,  # 4 gradient elements * (3 comparisons + 1 add) = 16
+        80,  # 4 * (4 + 16) = 80
+        64,  # 4 * 16 = 64: the output is written whole
     ),
     "embedding": (
         Operation("e", "embedding", ((10, 4), (3,)), (3, 4)),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.units import format_percent, format_seconds, format_si, plural
+from ..core.dtypes import dtype_info
+from ..core.units import format_percent, format_percent_down, format_seconds, format_si, plural
 
 if TYPE_CHECKING:
     from .gap import GapReport
@@ -16,6 +17,8 @@ SEVERITIES = ("warning", "note", "next")
 DISPATCH_GAP_SECONDS = 20e-6
 HIGH_SPREAD = 0.10
 FEW_RUNS = 5
+#: Unfused ÷ compulsory traffic from which fusing is named as headroom (below it shows as "1.0×").
+FUSION_HEADROOM = 1.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +54,7 @@ def _precision_advice(report: GapReport) -> str:
         (
             (peak, dtype)
             for dtype, peak in (hardware.peak_flops_by_dtype or {}).items()
-            if main is not None and peak > hardware.peak(main) and dtype.startswith(("float", "bfloat"))
+            if main is not None and peak > hardware.peak(main) and dtype_info(dtype).category == "float"
         ),
         reverse=True,
     )
@@ -70,11 +73,11 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
     found: list[Finding] = []
 
     if coverage.fraction < report.coverage_threshold:
+        covered = format_percent_down(coverage.modeled + coverage.free, coverage.total)
         found.append(
             Finding(
                 "low_coverage",
-                f"Low coverage: only {format_percent(coverage.fraction)} of the traced {coverage.unit} were modeled "
-                f"or free; "
+                f"Low coverage: only {covered} of the traced {coverage.unit} were modeled or free; "
                 f"the roofline bound and efficiency describe part of the workload, not all of it.",
                 "warning",
                 header=True,
@@ -85,10 +88,12 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
         and hardware.kind != "unknown"
         and measurement.device_kind != hardware.kind
     ):
+        assumed = measurement.device_source.startswith("assumed")
         found.append(
             Finding(
                 "device_mismatch",
-                f"Device mismatch: the work ran on a {measurement.device_kind} ({measurement.device}) but is scored "
+                f"Device mismatch: the work ran on a {measurement.device_kind} ({measurement.device}"
+                f"{', assumed: nothing said where it ran' if assumed else ''}) but is scored "
                 f"against {hardware.kind} peaks ({hardware.name}); the efficiency describes a device the work did not "
                 f"run on. Score it against the device it ran on.",
                 "warning",
@@ -99,11 +104,13 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
     bound, observed = report.bound_seconds, report.observed_seconds
     if report.efficiency > 1:
         floor = report.compulsory_seconds
-        if floor is not None and observed >= floor:
+        # Fusion removes memory traffic, never FLOPs: it can explain beating the unfused memory time
+        # only while the observed time is still above both the compute time and the compulsory floor.
+        if floor is not None and observed >= max(floor, report.compute_seconds):
             why = (
-                f"It is still above the compulsory floor ({format_seconds(floor)}), so a compiler that fused "
-                f"operations and kept intermediates out of memory can explain it; otherwise the peak or the "
-                f"count is wrong."
+                f"It is still above the compute time ({format_seconds(report.compute_seconds)}) and the "
+                f"compulsory floor ({format_seconds(floor)}), so a compiler that fused operations and kept "
+                f"intermediates out of memory can explain it; otherwise the peak or the count is wrong."
             )
         else:
             why = "The peak or the count must be wrong: no schedule beats a correct roofline bound."
@@ -169,12 +176,13 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
             total_bytes = sum(r.bytes for r in rows)
             movers = _top_names(rows, "bytes", total_bytes)
             message = f"Memory-bound: the bytes are moved by {movers} (of {plural(len(rows), unit)})."
-            if estimate.compulsory_bytes and estimate.bytes > estimate.compulsory_bytes:
+            if estimate.compulsory_bytes:
                 ratio = estimate.bytes / estimate.compulsory_bytes
-                message += (
-                    f" Unfused traffic is {ratio:.1f}× the compulsory floor: fusing those operations or "
-                    f"keeping their intermediates out of memory is the headroom."
-                )
+                if ratio >= FUSION_HEADROOM:
+                    message += (
+                        f" Unfused traffic is {ratio:.1f}× the compulsory floor: fusing those operations or "
+                        f"keeping their intermediates out of memory is the headroom."
+                    )
             found.append(Finding("memory_bound", message, "next"))
         else:
             total_flops = sum(r.flops for r in rows)

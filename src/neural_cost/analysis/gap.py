@@ -106,6 +106,12 @@ def analyze_gap(
         raise RecordError(f"analyze_gap: hardware is a {type(hardware).__name__}, not a HardwareSpec")
     if not 0 <= coverage_threshold <= 1:
         raise RecordError(f"analyze_gap: coverage_threshold={coverage_threshold!r} must be a fraction in [0, 1]")
+    if measurement.median_seconds <= 0:
+        raise MeasurementError(
+            f"analyze_gap: measurement median_seconds=0 (samples {list(measurement.samples_seconds)}): the clock "
+            f"did not resolve the work, so there is no efficiency to report; time a larger input or more work per "
+            f"call, or use a finer clock"
+        )
     if operations is not None:
         given = tuple(operations)
         if given != estimate.operations:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..analysis.gap import analyze_gap
+from ..core.errors import NeuralCostError
 from ..costs.estimate import estimate_operations
 from ..examples import numpy_mlp
 from ..hardware.spec import HardwareSpec
@@ -44,6 +45,12 @@ def run_example(args: argparse.Namespace) -> int:
     report = analyze_gap(estimate, measurement, hardware)
     print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
     if args.json:
-        path = write_json_atomic(args.json, report.to_dict())
+        try:
+            path = write_json_atomic(args.json, report.to_dict())
+        except OSError as error:
+            raise NeuralCostError(
+                f"--json {args.json}: cannot write the report ({error.strerror or error}); pass a path to a file "
+                f"in a writable directory"
+            ) from error
         print(f"wrote {path}")
     return 0

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..core.errors import NeuralCostError
 
 
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum`` (argparse names the flag and the value on error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be an integer >= {minimum}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--top", type=int, default=10, help="rows in the per-operation table (default 10)")
+    parser.add_argument("--top", type=_count(0), default=10, help="rows in the per-operation table (default 10)")
     parser.add_argument("--group-by-scope", action="store_true", help="sum the table by scope (module)")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (written atomically)")
     parser.add_argument("--peak-flops", type=float, help="score against this peak FLOP/s instead of the host formula")
@@ -30,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"neural-cost {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     example = commands.add_parser("example", help="analyze the bundled numpy MLP on this machine and print the report")
-    example.add_argument("--batch", type=int, default=256, help="batch size of the example (default 256)")
+    example.add_argument("--batch", type=_count(1), default=256, help="batch size of the example (default 256)")
     _add_report_options(example)
     commands.add_parser("kinds", help="list the operation kinds and the convention each cost rule counts by")
     return parser

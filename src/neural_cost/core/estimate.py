@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .attrs import FrozenAttrs
+from .attrs import FrozenAttrs, attrs_to_json
 from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as_input_shapes
 
 
@@ -178,9 +178,13 @@ class CostEstimate:
     notes: tuple[str, ...] = ()
     dense_flops: int = 0
     transcendentals: int = 0
+    #: Another tool's figures for the same program (e.g. XLA's cost_analysis), shown beside ours.
+    cross_check: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
+        if self.cross_check is not None and not isinstance(self.cross_check, FrozenAttrs):
+            object.__setattr__(self, "cross_check", FrozenAttrs(self.cross_check, "CostEstimate.cross_check"))
         object.__setattr__(self, "by_operation", tuple(self.by_operation))
         object.__setattr__(self, "by_scope", tuple(self.by_scope))
         object.__setattr__(self, "input_shapes", _as_input_shapes(self.input_shapes))
@@ -222,6 +226,7 @@ class CostEstimate:
             "loop_assumptions": [a.to_dict() for a in self.loop_assumptions],
             "boundary": [t.to_dict() for t in self.boundary],
             "notes": list(self.notes),
+            "cross_check": attrs_to_json(self.cross_check) if self.cross_check is not None else None,
             "by_operation": [row.to_dict() for row in self.by_operation],
             "by_scope": [row.to_dict() for row in self.by_scope],
         }
@@ -243,4 +248,5 @@ class CostEstimate:
             notes=tuple(data.get("notes", ())),
             dense_flops=data.get("dense_flops", 0),
             transcendentals=data.get("transcendentals", 0),
+            cross_check=data.get("cross_check"),
         )

@@ -261,8 +261,10 @@ class Coverage:
         pairs = []
         for item in self.unmodeled:
             if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], int):
-                if item[1] < 0:
-                    raise RecordError(f"Coverage.unmodeled count for {item[0]!r} is negative: {item[1]}")
+                if isinstance(item[1], bool) or item[1] < 0:
+                    raise RecordError(
+                        f"Coverage.unmodeled count for {item[0]!r} is {item[1]!r}; it must be a non-negative integer"
+                    )
                 pairs.append((item[0], item[1]))
             else:
                 raise RecordError(f"Coverage.unmodeled entry {item!r} must be a (name, count) pair")
@@ -274,7 +276,9 @@ class Coverage:
                 f"Coverage does not add up: modeled {self.modeled} + free {self.free} + unmodeled "
                 f"{unmodeled_count} != total {self.total}"
             )
-        if self.static_total is not None and (not isinstance(self.static_total, int) or self.static_total < 0):
+        if self.static_total is not None and (
+            isinstance(self.static_total, bool) or not isinstance(self.static_total, int) or self.static_total < 0
+        ):
             raise RecordError(f"Coverage.static_total={self.static_total!r} must be a non-negative integer or None")
         _check_name(self.unit, "Coverage.unit")
 
@@ -355,6 +359,17 @@ class LoopAssumption:
         return cls(data["label"], data["trip_count"], data["source"], data.get("scope"), data.get("location"))
 
 
+def records_of(values: Any, record: type[Any], where: str) -> tuple[Any, ...]:
+    """``values`` as a tuple of ``record`` instances, or a RecordError naming the first that is not."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise RecordError(f"{where}={values!r} must be a sequence of {record.__name__} records")
+    items = tuple(values)
+    for i, item in enumerate(items):
+        if not isinstance(item, record):
+            raise RecordError(f"{where}[{i}] is a {type(item).__name__}, not a {record.__name__}")
+    return items
+
+
 def _as_input_shapes(value: Any) -> tuple[tuple[str, Shape], ...]:
     """Accept ``[(32, 768), ...]`` or ``[("x", (32, 768)), ...]`` or ``{"x": (32, 768)}``."""
     if isinstance(value, Mapping):
@@ -380,6 +395,8 @@ class Trace:
     framework: str | None = None
     boundary: tuple[TensorSpec, ...] = ()
     notes: tuple[str, ...] = ()
+    #: Another tool's figures for the same program (e.g. XLA's cost_analysis), shown beside ours.
+    cross_check: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         ops = tuple(self.operations)
@@ -396,9 +413,13 @@ class Trace:
                 f"{self.coverage.modeled} were modeled"
             )
         object.__setattr__(self, "input_shapes", _as_input_shapes(self.input_shapes))
-        object.__setattr__(self, "loop_assumptions", tuple(self.loop_assumptions))
-        object.__setattr__(self, "boundary", tuple(self.boundary))
+        object.__setattr__(
+            self, "loop_assumptions", records_of(self.loop_assumptions, LoopAssumption, "Trace.loop_assumptions")
+        )
+        object.__setattr__(self, "boundary", records_of(self.boundary, TensorSpec, "Trace.boundary"))
         object.__setattr__(self, "notes", tuple(self.notes))
+        if self.cross_check is not None and not isinstance(self.cross_check, FrozenAttrs):
+            object.__setattr__(self, "cross_check", FrozenAttrs(self.cross_check, "Trace.cross_check"))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -409,6 +430,7 @@ class Trace:
             "loop_assumptions": [a.to_dict() for a in self.loop_assumptions],
             "boundary": [t.to_dict() for t in self.boundary],
             "notes": list(self.notes),
+            "cross_check": attrs_to_json(self.cross_check) if self.cross_check is not None else None,
         }
 
     @classmethod
@@ -421,4 +443,5 @@ class Trace:
             framework=data.get("framework"),
             boundary=tuple(TensorSpec.from_dict(t) for t in data.get("boundary", ())),
             notes=tuple(data.get("notes", ())),
+            cross_check=data.get("cross_check"),
         )

@@ -55,5 +55,17 @@ def format_percent(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
+def format_percent_down(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage rounded *down* to 0.1%, in exact integer arithmetic.
+
+    For coverage: 9,999 of 10,000 must not print as a complete "100.0%", nor 89,996 of
+    100,000 as "90.0%" under a 90% threshold. An empty whole is fully covered.
+    """
+    if whole <= 0:
+        return "100.0%"
+    tenths = part * 1000 // whole
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
 def format_int(value: int) -> str:
     return f"{value:,}"

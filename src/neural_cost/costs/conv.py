@@ -17,7 +17,11 @@ from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_
 
 
 def _padding(op: Operation, ndim: int) -> tuple[tuple[int, int], ...]:
-    """Padding as (low, high) per spatial dim: an int, one int per dim, or (low, high) pairs."""
+    """Padding as (low, high) per spatial dim: an int, one int per dim, or (low, high) pairs.
+
+    A pair may be negative (XLA crops that many elements; JAX emits it in the weight gradient
+    of a strided convolution); a single int may not.
+    """
     value: Any = op.attrs.get("padding", 0)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -31,7 +35,7 @@ def _padding(op: Operation, ndim: int) -> tuple[tuple[int, int], ...]:
             elif (
                 isinstance(item, tuple)
                 and len(item) == 2
-                and all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in item)
+                and all(isinstance(p, int) and not isinstance(p, bool) for p in item)
             ):
                 pads.append((item[0], item[1]))
             else:
@@ -41,6 +45,11 @@ def _padding(op: Operation, ndim: int) -> tuple[tuple[int, int], ...]:
     raise RecordError(
         f"{where(op)} attrs['padding']={value!r} must be an int, one int per spatial dim, or a (low, high) pair per dim"
     )
+
+
+def _dilated(size: int, lhs_dilation: int) -> int:
+    """The length of an input with lhs_dilation-1 holes between its elements."""
+    return (size - 1) * lhs_dilation + 1 if size else 0
 
 
 def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int, ceil: bool) -> int:
@@ -59,12 +68,23 @@ def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], d
 @cost_rule(
     "conv",
     "2 · output elements · (C_in/groups) · prod(kernel) (every output position × the full kernel, as "
-    "FlopCounterMode counts); transposed: 2 · N · prod(input spatial) · C_in · (C_out/groups) · prod(kernel)",
+    "FlopCounterMode counts); transposed (attrs['transposed'], or any attrs['lhs_dilation'] > 1): "
+    "2 · N · prod(input spatial) · C_in · (C_out/groups) · prod(kernel); attrs['batch_groups'] splits the batch",
 )
 def conv(op: Operation) -> OpCost:
     """Convolution FLOPs count every output position times the whole kernel, padded taps
     included (PyTorch's convention; XLA counts only unpadded taps, so it reports less on
-    padded convolutions). A bias is a separate elementwise record."""
+    padded convolutions). A bias is a separate elementwise record.
+
+    XLA's general convolution is described with two more attributes. ``lhs_dilation`` (one
+    per spatial dim) puts lhs_dilation-1 holes between input elements: that is how JAX writes
+    a transposed convolution and the input gradient of a strided one, with the weight in the
+    forward layout (C_out, C_in/groups, *kernel). Its FLOPs follow the transposed convention
+    (only real taps, as FlopCounterMode counts a transposed conv), never the holes.
+    ``batch_groups`` (XLA's batch_group_count, the weight gradient of a grouped or depthwise
+    conv) splits the batch into that many groups, each convolved with its own C_out/batch_groups
+    output channels: the output batch is N/batch_groups.
+    """
     expect_inputs(op, 2, 2, "x (N, C_in, *spatial), weight; add the bias as its own record")
     x, weight = op.inputs
     ndim = len(x) - 2
@@ -77,12 +97,19 @@ def conv(op: Operation) -> OpCost:
     transposed = bool_attr(op, "transposed", False)
     stride = per_dim(op, "stride", 1, ndim, minimum=1)
     dilation = per_dim(op, "dilation", 1, ndim, minimum=1)
+    lhs_dilation = per_dim(op, "lhs_dilation", 1, ndim, minimum=1)
+    batch_groups = int_attr(op, "batch_groups", 1, minimum=1)
     padding = _padding(op, ndim)
     batch, c_in = x[0], x[1]
     kernel = weight[2:]
     if c_in % groups:
         raise ShapeError(f"{where(op)}: input channels {c_in} are not divisible by groups={groups}")
     if transposed:
+        if lhs_dilation != (1,) * ndim or batch_groups != 1:
+            raise RecordError(
+                f"{where(op)} is transposed=True and also has lhs_dilation/batch_groups; describe a transposed conv "
+                f"one way: transposed=True with a (C_in, C_out/groups, *kernel) weight, or XLA's lhs_dilation"
+            )
         if weight[0] != c_in:
             raise ShapeError(
                 f"{where(op)}: a transposed conv's weight is (C_in, C_out/groups, *kernel); weight {weight} "
@@ -112,22 +139,31 @@ def conv(op: Operation) -> OpCost:
         c_out = weight[0]
         if c_out % groups:
             raise ShapeError(f"{where(op)}: output channels {c_out} are not divisible by groups={groups}")
+        if batch % batch_groups or c_out % batch_groups:
+            raise ShapeError(
+                f"{where(op)}: batch {batch} and output channels {c_out} must both be divisible by "
+                f"batch_groups={batch_groups}"
+            )
         spatial = tuple(
-            _spatial_output(x[2 + i], kernel[i], stride[i], padding[i], dilation[i], False) for i in range(ndim)
+            _spatial_output(_dilated(x[2 + i], lhs_dilation[i]), kernel[i], stride[i], padding[i], dilation[i], False)
+            for i in range(ndim)
         )
-        expect_output(op, (batch, c_out, *spatial), "conv: (in + pads - dilation·(k-1) - 1) // stride + 1")
-        flops = 2 * math.prod(op.output) * weight[1] * math.prod(kernel)
+        expect_output(
+            op,
+            (batch // batch_groups, c_out, *spatial),
+            "conv: ((in-1)·lhs_dilation + 1 + pads - dilation·(k-1) - 1) // stride + 1; batch / batch_groups",
+        )
+        if any(d > 1 for d in lhs_dilation):
+            # Transposed convention: every real input element times the kernel and the output
+            # channels it feeds, (C_in/groups)·C_out = C_in·(C_out/groups); the holes are not work.
+            flops = 2 * batch * math.prod(x[2:]) * weight[1] * (c_out // batch_groups) * math.prod(kernel)
+        else:
+            flops = 2 * math.prod(op.output) * weight[1] * math.prod(kernel)
     return default_cost(op, flops)
 
 
-@cost_rule(
-    "pooling",
-    "window reductions over x (N, C, *spatial): max counts prod(kernel)-1 comparisons per output, "
-    "avg counts prod(kernel) (adds and one divide)",
-)
-def pooling(op: Operation) -> OpCost:
-    expect_inputs(op, 1, 1, "x")
-    (x,) = op.inputs
+def _window(op: Operation, x: tuple[int, ...]) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """(rank of the window, window sizes, pooled shape) for a window reduction over x."""
     kernel_value = op.attrs.get("kernel")
     if kernel_value is None:
         raise RecordError(f"{where(op)} needs attrs['kernel'] (window size per spatial dim)")
@@ -138,21 +174,76 @@ def pooling(op: Operation) -> OpCost:
     stride = per_dim(op, "stride", 0, ndim, minimum=0) if "stride" in op.attrs else kernel
     stride = tuple(s or k for s, k in zip(stride, kernel, strict=True))
     dilation = per_dim(op, "dilation", 1, ndim, minimum=1)
+    lhs_dilation = per_dim(op, "lhs_dilation", 1, ndim, minimum=1)
     padding = _padding(op, ndim)
     ceil = bool_attr(op, "ceil_mode", False)
-    mode = op.attrs.get("mode", "max")
-    if mode not in ("max", "avg"):
-        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use 'max' or 'avg'")
     lead = x[: len(x) - ndim]
     spatial = tuple(
-        _spatial_output(x[len(lead) + i], kernel[i], stride[i], padding[i], dilation[i], ceil) for i in range(ndim)
+        _spatial_output(
+            _dilated(x[len(lead) + i], lhs_dilation[i]), kernel[i], stride[i], padding[i], dilation[i], ceil
+        )
+        for i in range(ndim)
     )
-    expect_output(
-        op,
-        lead + spatial,
-        "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim (ceil_mode: rounded up, "
-        "unless the last window would start in the high padding)",
-    )
+    return ndim, kernel, lead + spatial
+
+
+_POOLED_SIZE = (
+    "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim (ceil_mode: rounded up, "
+    "unless the last window would start in the high padding; lhs_dilation: in becomes (in-1)·lhs_dilation + 1)"
+)
+POOLING_MODES = ("max", "min", "avg", "sum")
+
+
+@cost_rule(
+    "pooling",
+    "window reductions over x (N, C, *spatial): max/min count prod(kernel)-1 comparisons per output, "
+    "sum prod(kernel)-1 adds, avg prod(kernel) (adds and one divide); a second input of x's shape "
+    "(values picked at each max/min window's selected position) is read, not compared",
+)
+def pooling(op: Operation) -> OpCost:
+    """Every output counts the whole window, padded positions included (as for conv).
+
+    ``mode='sum'`` is a bare window sum (XLA's reduce_window_sum); an average pool written as
+    a window sum then a divide is a sum record plus an elementwise record, k per output in all,
+    the same as ``mode='avg'``. The optional second input is what JAX's select_and_gather_add
+    reads: the windows are compared on x and the value at the winner is taken from it.
+    """
+    expect_inputs(op, 1, 2, "x[, values picked at the selected positions]")
+    x = op.inputs[0]
+    mode = op.attrs.get("mode", "max")
+    if mode not in POOLING_MODES:
+        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use one of {', '.join(POOLING_MODES)}")
+    if len(op.inputs) == 2 and (op.inputs[1] != x or mode not in ("max", "min")):
+        raise ShapeError(
+            f"{where(op)}: a second input must have x's shape {x} and select by max or min; got {op.inputs[1]} "
+            f"with mode={mode!r}"
+        )
+    _, kernel, pooled = _window(op, x)
+    expect_output(op, pooled, _POOLED_SIZE)
     window = math.prod(kernel)
-    per_output = window - 1 if mode == "max" else window
+    per_output = window if mode == "avg" else window - 1
     return default_cost(op, math.prod(op.output) * per_output)
+
+
+@cost_rule(
+    "pooling_backward",
+    "gradient of max/min pooling, (grad (N, C, *pooled), x (N, C, *spatial)) → x's shape: per gradient "
+    "element prod(kernel)-1 comparisons to find the window's winner and 1 add into it; the output is written whole",
+)
+def pooling_backward(op: Operation) -> OpCost:
+    """JAX's select_and_scatter_add: recompute each window's max (or min) from x, add the
+    incoming gradient at that position. The output starts as zeros and is written in full;
+    x and the gradient are each read once (windows that overlap re-read x from cache, not
+    counted again)."""
+    expect_inputs(op, 2, 2, "grad (N, C, *pooled), x (N, C, *spatial)")
+    grad, x = op.inputs
+    mode = op.attrs.get("mode", "max")
+    if mode not in ("max", "min"):
+        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use 'max' or 'min'")
+    if bool_attr(op, "ceil_mode", False):
+        raise RecordError(f"{where(op)} does not take ceil_mode; give the padding that produced the pooled size")
+    _, kernel, pooled = _window(op, x)
+    if grad != pooled:
+        raise ShapeError(f"{where(op)}: grad {grad} is not the pooled shape of x {x}: expected {pooled} ({_POOLED_SIZE})")
+    expect_output(op, x, "the gradient has x's shape")
+    return default_cost(op, math.prod(grad) * math.prod(kernel))

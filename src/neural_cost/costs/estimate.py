@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.attrs import FrozenAttrs
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate, OperationCost, ScopeCost
-from ..core.records import Coverage, LoopAssumption, Operation, TensorSpec, Trace
+from ..core.records import Coverage, LoopAssumption, Operation, TensorSpec, Trace, records_of
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -60,6 +60,7 @@ def estimate_operations(
     loop_assumptions: Sequence[LoopAssumption] = (),
     framework: str | None = None,
     notes: Sequence[str] = (),
+    cross_check: Mapping[str, Any] | None = None,
 ) -> CostEstimate:
     """Sum the cost of every operation. Without ``coverage`` all operations count as modeled.
 
@@ -67,10 +68,15 @@ def estimate_operations(
     compulsory-traffic floor is unknown (None), since a list of operations does not say
     which tensors are intermediate.
     """
+    raw: Any = operations
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
+        raise RecordError(f"operations={raw!r} is not a sequence of Operation records")
     ops = tuple(operations)
     for i, op in enumerate(ops):
         if not isinstance(op, Operation):
             raise RecordError(f"operations[{i}] is a {type(op).__name__}, not an Operation")
+    boundary = records_of(boundary, TensorSpec, "boundary")
+    loop_assumptions = records_of(loop_assumptions, LoopAssumption, "loop_assumptions")
     rows = tuple(OperationCost.of(op) for op in ops)
     flops: dict[str, int] = {}
     for row in rows:
@@ -92,6 +98,7 @@ def estimate_operations(
         notes=notes,
         dense_flops=sum(row.dense_flops for row in rows),
         transcendentals=sum(row.transcendentals for row in rows),
+        cross_check=cross_check,
     )
 
 
@@ -104,6 +111,7 @@ def estimate_trace(trace: Trace) -> CostEstimate:
         loop_assumptions=trace.loop_assumptions,
         framework=trace.framework,
         notes=trace.notes,
+        cross_check=trace.cross_check,
     )
 
 

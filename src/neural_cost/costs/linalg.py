@@ -8,7 +8,7 @@ from typing import Any
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation, Shape
-from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, where
+from .registry import bool_attr, broadcasts_to, cost_rule, default_cost, expect_inputs, expect_output, where
 
 
 @cost_rule(
@@ -166,6 +166,10 @@ def attention(op: Operation) -> OpCost:
         )
     value_dim = v[3]
     expect_output(op, (batch, q_heads, q_len, value_dim), "(batch, query heads, query length, v's head_dim)")
+    if len(op.inputs) == 4:  # its bytes are read, so its shape must be one the kernel could read
+        scores = (batch, q_heads, q_len, k_len)
+        if not broadcasts_to(op.inputs[3], scores):
+            raise ShapeError(f"{where(op)}: mask {op.inputs[3]} does not broadcast to the scores {scores}")
     causal = bool_attr(op, "causal", False)
     skips = bool_attr(op, "skips_masked", False)
     dense_pairs = q_len * k_len

@@ -51,13 +51,13 @@ def gather(op: Operation) -> OpCost:
     return OpCost({}, _element_bytes(op, 0, touched) + _index_bytes(op, 1), op.output_bytes)
 
 
-SCATTER_MODES = ("update", "add", "mul", "min", "max")
+SCATTER_MODES = ("update", "add", "sub", "mul", "min", "max")
 
 
 @cost_rule(
     "scatter",
     "operand, indices, updates, in place: writes the touched elements; reads indices and updates; "
-    "a combining scatter (add/mul/min/max) also reads the old touched values and does one op per update",
+    "a combining scatter (add/sub/mul/min/max) also reads the old touched values and does one op per update",
 )
 def scatter(op: Operation) -> OpCost:
     expect_inputs(op, 3, 3, "operand, indices, updates")
@@ -78,9 +78,29 @@ def scatter(op: Operation) -> OpCost:
     return OpCost({op.compute_dtype: flops} if flops else {}, read, write)
 
 
+COPY_READS = ("all", "touched")
+
+
 @cost_rule(
-    "copy", "pure data movement (casts, materialised transposes, concat, pad): reads inputs, writes output, 0 FLOPs"
+    "copy",
+    "pure data movement (casts, materialised transposes, concat, pad): reads inputs, writes output, 0 FLOPs; "
+    "attrs['reads']='touched' (a slice): reads as many elements of inputs[0] as the outputs have, the rest in full",
 )
 def copy(op: Operation) -> OpCost:
+    """A slice reads only the part it keeps: with ``reads='touched'`` the first input is
+    charged one element per output element (extra outputs included), never its whole size;
+    further inputs (a dynamic slice's start indices) are read in full."""
     expect_inputs(op, 1, 1 << 16, "one or more sources")
-    return OpCost({}, sum(op.input_bytes(i) for i in range(len(op.inputs))), op.output_bytes)
+    reads = op.attrs.get("reads", "all")
+    if reads not in COPY_READS:
+        raise RecordError(f"{where(op)} attrs['reads']={reads!r}; use one of {', '.join(COPY_READS)}")
+    if reads == "all":
+        return OpCost({}, sum(op.input_bytes(i) for i in range(len(op.inputs))), op.output_bytes)
+    touched = math.prod(op.output) + sum(math.prod(shape) for shape in op.extra_outputs)
+    if touched > math.prod(op.inputs[0]):
+        raise ShapeError(
+            f"{where(op)} reads {touched} touched elements of inputs[0] {op.inputs[0]}, more than it has; "
+            f"use reads='all' for an op whose output outgrows its source"
+        )
+    read = _element_bytes(op, 0, touched) + sum(op.input_bytes(i) for i in range(1, len(op.inputs)))
+    return OpCost({}, read, op.output_bytes)

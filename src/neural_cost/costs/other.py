@@ -97,10 +97,17 @@ def custom(op: Operation) -> OpCost:
         raise RecordError(f"{where(op)} needs attrs['flops']: the FLOPs of one execution (int or dtype → int)")
     value = op.attrs["flops"]
     if isinstance(value, Mapping):
-        flops = {
-            canonical_dtype(d, f"{where(op)} attrs['flops'] key"): _count(op, f"flops[{d!r}]", n)
-            for d, n in value.items()
-        }
+        flops: dict[str, int] = {}
+        spelled: dict[str, str] = {}
+        for d, n in value.items():
+            dtype = canonical_dtype(d, f"{where(op)} attrs['flops'] key")
+            if dtype in flops:  # "fp16" and "float16": keeping either value would drop the other's FLOPs
+                raise RecordError(
+                    f"{where(op)} attrs['flops'] names {dtype} twice ({spelled[dtype]!r} and {d!r}); "
+                    f"give one count per dtype"
+                )
+            flops[dtype] = _count(op, f"flops[{d!r}]", n)
+            spelled[dtype] = d
     else:
         flops = {op.compute_dtype: _count(op, "flops", value)}
     flops = {d: n for d, n in flops.items() if n}

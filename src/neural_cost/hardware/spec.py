@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +16,13 @@ DEVICE_KINDS = ("cpu", "gpu", "tpu", "npu", "unknown")
 
 
 def _positive(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # numbers.Real admits numpy scalars (np.float32, np.int64), which are numbers too.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise HardwareError(f"{field}={value!r} must be a positive number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        raise HardwareError(f"{field}={value!r} must be a positive, finite number") from None
     if not math.isfinite(number) or number <= 0:
         raise HardwareError(f"{field}={value!r} must be a positive, finite number")
     return number
@@ -53,12 +58,17 @@ class HardwareSpec:
         if self.peak_flops_by_dtype is not None:
             if not isinstance(self.peak_flops_by_dtype, Mapping):
                 raise HardwareError(f"HardwareSpec {self.name!r} peak_flops_by_dtype must map dtype names to FLOP/s")
-            peaks = {
-                canonical_dtype(d, f"HardwareSpec {self.name!r} peak_flops_by_dtype key"): _positive(
-                    v, f"HardwareSpec {self.name!r} peak_flops_by_dtype[{d!r}]"
-                )
-                for d, v in self.peak_flops_by_dtype.items()
-            }
+            peaks: dict[str, float] = {}
+            spelled: dict[str, Any] = {}
+            for d, v in self.peak_flops_by_dtype.items():
+                dtype = canonical_dtype(d, f"HardwareSpec {self.name!r} peak_flops_by_dtype key")
+                if dtype in peaks:  # "bf16" and "bfloat16": which peak was meant is unknowable
+                    raise HardwareError(
+                        f"HardwareSpec {self.name!r} peak_flops_by_dtype names {dtype} twice "
+                        f"({spelled[dtype]!r} and {d!r}); give one peak per dtype"
+                    )
+                peaks[dtype] = _positive(v, f"HardwareSpec {self.name!r} peak_flops_by_dtype[{d!r}]")
+                spelled[dtype] = d
             object.__setattr__(self, "peak_flops_by_dtype", FrozenAttrs(dict(sorted(peaks.items()))))
         if self.memory_capacity is not None and (
             isinstance(self.memory_capacity, bool)

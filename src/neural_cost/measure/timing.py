@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
+import numbers
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..core.attrs import FrozenAttrs, attrs_to_json
 from ..core.errors import MeasurementError
-from .device import _leaves, infer_device
+from .device import DeviceInfo, _leaves, infer_device
 
 
 class Telemetry(Protocol):
@@ -39,6 +40,8 @@ class Measurement:
     allocator: Mapping[str, Any] = field(default_factory=FrozenAttrs)
     sync: str = "none"
     clock: str = "time.perf_counter"
+    #: Time to compile before the first run (JIT frameworks), kept out of the samples.
+    compile_seconds: float | None = None
 
     def __post_init__(self) -> None:
         samples = self._check_samples(self.samples_seconds, "samples_seconds")
@@ -58,20 +61,30 @@ class Measurement:
             or self.peak_memory_bytes < 0
         ):
             raise MeasurementError(f"Measurement.peak_memory_bytes={self.peak_memory_bytes!r} must be bytes (int >= 0)")
+        if self.compile_seconds is not None:
+            (compile_seconds,) = self._check_samples((self.compile_seconds,), "compile_seconds")
+            object.__setattr__(self, "compile_seconds", compile_seconds)
         if not isinstance(self.allocator, FrozenAttrs):
             object.__setattr__(self, "allocator", FrozenAttrs(self.allocator, "Measurement.allocator"))
 
     @staticmethod
     def _check_samples(values: Any, field_name: str) -> tuple[float, ...]:
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise MeasurementError(f"Measurement.{field_name}={values!r} must be a sequence of seconds")
         result = []
         for i, value in enumerate(values):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            # numbers.Real admits numpy scalars (np.float32 from a device timer), which are numbers too.
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise MeasurementError(f"Measurement.{field_name}[{i}]={value!r} must be a number of seconds")
-            if not math.isfinite(value) or value < 0:
+            try:
+                seconds = float(value)
+            except OverflowError:  # an int too large for a float
+                seconds = math.inf
+            if not math.isfinite(seconds) or seconds < 0:
                 raise MeasurementError(
                     f"Measurement.{field_name}[{i}]={value!r} must be a finite, non-negative number of seconds"
                 )
-            result.append(float(value))
+            result.append(seconds)
         return tuple(result)
 
     @property
@@ -114,6 +127,7 @@ class Measurement:
             "allocator": attrs_to_json(self.allocator),
             "sync": self.sync,
             "clock": self.clock,
+            "compile_seconds": self.compile_seconds,
         }
 
     @classmethod
@@ -128,6 +142,7 @@ class Measurement:
             allocator=FrozenAttrs(data.get("allocator") or {}),
             sync=data.get("sync", "none"),
             clock=data.get("clock", "time.perf_counter"),
+            compile_seconds=data.get("compile_seconds"),
         )
 
 
@@ -137,8 +152,10 @@ def auto_sync(result: Any) -> str:
     JAX arrays are waited on with ``block_until_ready``; torch tensors on CUDA/MPS with the
     framework's synchronize (through the already-imported module, never importing it).
     """
-    waited = "none needed"
+    waited = "none: the result holds no arrays to wait on"
     for leaf in _leaves(result):
+        if waited.startswith("none:"):
+            waited = "none needed"  # there are arrays, and none of them is asynchronous (so far)
         block = getattr(leaf, "block_until_ready", None)
         if callable(block):
             block()
@@ -184,12 +201,13 @@ def benchmark(
         raise MeasurementError(f"benchmark: sync={sync!r}; use 'auto', None, or a callable taking the result")
 
     sync_label = "none"
+    last_result: Any = None
 
     def run_once() -> float:
-        nonlocal sync_label
+        nonlocal sync_label, last_result
         start = clock()
         try:
-            result = fn(*args, **kwargs)
+            result = last_result = fn(*args, **kwargs)
             if sync == "auto":
                 sync_label = auto_sync(result)
             elif callable(sync):
@@ -208,6 +226,10 @@ def benchmark(
     figures = dict(telemetry.read()) if telemetry is not None else {}
     peak = figures.pop("peak_memory_bytes", None)
     inferred = infer_device(args, kwargs)
+    if inferred.source.startswith("assumed"):  # no arrays among the arguments: the result may say where it ran
+        from_result = infer_device(last_result)
+        if not from_result.source.startswith("assumed"):
+            inferred = DeviceInfo(from_result.name, from_result.kind, f"the result: {from_result.source}")
     return Measurement(
         samples_seconds=samples,
         device=device or inferred.name,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.units import format_int, format_percent, format_seconds, format_si, plural
+from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -26,7 +26,7 @@ def _coverage_line(report: GapReport) -> str:
         in_text = format_int(coverage.static_total)
         executed = f"{format_int(coverage.total)} executed {coverage.unit} ({in_text} in the program)"
     what = "modeled or free" if coverage.free else "modeled"
-    line = f"coverage: {format_percent(coverage.fraction)} of {executed} {what}"
+    line = f"coverage: {format_percent_down(coverage.modeled + coverage.free, coverage.total)} of {executed} {what}"
     details = []
     if coverage.free:
         details.append(f"modeled {format_int(coverage.modeled)}, free {format_int(coverage.free)}")
@@ -39,6 +39,8 @@ def _coverage_line(report: GapReport) -> str:
 def _device_line(report: GapReport) -> str:
     m, h = report.measurement, report.hardware
     ran = f"{m.device} ({m.device_kind})" if m.device_kind != "unknown" else m.device
+    if m.device_source.startswith("assumed"):  # nothing said where it ran: say so rather than assert it
+        ran += f" [{m.device_source}]"
     kind = "kind unknown" if h.kind == "unknown" else h.kind
     return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source})"
 
@@ -56,7 +58,10 @@ def _inputs_line(report: GapReport) -> str:
 def _runs_line(report: GapReport) -> str:
     m = report.measurement
     warm = f" after {len(m.warmup_seconds)} warmup" if m.warmup_seconds else ""
-    return f"timed runs: {m.runs}{warm} · sync: {m.sync}"
+    compiled = (
+        f" · compiled in {format_seconds(m.compile_seconds)} (not timed)" if m.compile_seconds is not None else ""
+    )
+    return f"timed runs: {m.runs}{warm} · sync: {m.sync}{compiled}"
 
 
 def _work_line(report: GapReport) -> str:
@@ -71,6 +76,20 @@ def _work_line(report: GapReport) -> str:
         f"{format_si(e.bytes, 'B')} unfused traffic (read {format_si(e.read_bytes, 'B')}, "
         f"write {format_si(e.write_bytes, 'B')}), intensity {intensity}"
     )
+
+
+def _cross_check_line(report: GapReport) -> str | None:
+    check = report.estimate.cross_check
+    if not check:
+        return None
+    figures = []
+    if check.get("flops") is not None:
+        figures.append(format_si(float(check["flops"]), "FLOP"))
+    if check.get("bytes") is not None:
+        figures.append(f"{format_si(float(check['bytes']), 'B')} accessed")
+    shown = ", ".join(figures) or "no figures"
+    note = f" — {check['note']}" if check.get("note") else ""
+    return f"cross-check: {check.get('source', 'another tool')} reports {shown} (shown, not used){note}"
 
 
 def _floor_line(report: GapReport) -> str:
@@ -143,6 +162,9 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     lines.append(_device_line(report))
     lines += [f.message for f in report.findings if f.header and f.code != "low_coverage"]
     lines += [_inputs_line(report), _runs_line(report), _work_line(report)]
+    cross_check = _cross_check_line(report)
+    if cross_check:
+        lines.append(cross_check)
     lines.append(
         f"bound: {format_seconds(report.bound_seconds)} (compute {format_seconds(report.compute_seconds)}, "
         f"memory {format_seconds(report.memory_seconds)})"
