@@ -6,7 +6,9 @@ The public API is curated here; everything else is private. No framework is impo
 __version__ = "0.1.0"
 
 from .analysis import Finding, GapReport, analyze_gap
+from .analysis.memory import MemoryProfile, ModelProfile, profile_model
 from .core import (
+    AdapterError,
     CostEstimate,
     Coverage,
     DTypeError,
@@ -28,6 +30,7 @@ from .hardware import HardwareSpec
 from .measure import Measurement, benchmark
 
 __all__ = [
+    "AdapterError",
     "CostEstimate",
     "Coverage",
     "DTypeError",

@@ -125,3 +125,25 @@ def test_top_limits_the_table(top):
     text = analyze_gap(estimate_operations(ops), CPU, HardwareSpec("c", 1e12, 1e11)).render(top=top)
     assert ("by share of bound" in text) == (top > 0)
     assert text.count("elementwise") == top
+
+
+def test_a_single_peak_spec_says_it_scores_every_dtype_at_one_rate():
+    ops = [
+        Operation("mm", "matmul", ((4, 4), (4, 4)), (4, 4), "bfloat16"),
+        Operation("bits", "rng", (), (64,), "uint32", attrs={"generator": "philox4x32-10"}),
+    ]
+    report = analyze_gap(estimate_operations(ops), CPU, HardwareSpec("M3 Pro", 7.4e12, 150e9))
+    assert "M3 Pro has one peak (7.40 TFLOP/s) for every dtype: the bfloat16, uint32 FLOPs" in (
+        report.finding("single_peak").message
+    )
+
+
+def test_a_select_charges_its_flops_to_the_values_not_the_predicate():
+    op = Operation(
+        "where", "elementwise", ((8,), (8,), (8,)), (8,), "float32", input_dtypes=("bool", "float32", "float32")
+    )
+    assert op.cost.flops_by_dtype == {"float32": 8}  # 1 per element, on the float32 values
+
+
+def test_a_fill_with_no_inputs_does_no_arithmetic_by_default():
+    assert Operation("zeros", "elementwise", (), (3, 4)).cost.flops == 0  # it only writes 3·4·4 = 48 bytes

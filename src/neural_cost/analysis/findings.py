@@ -159,6 +159,18 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
                     "note",
                 )
             )
+    elif len(estimate.flops_by_dtype) > 1 or any(
+        not d.startswith(("float", "bfloat")) for d in estimate.flops_by_dtype
+    ):
+        found.append(
+            Finding(
+                "single_peak",
+                f"{hardware.name} has one peak ({format_si(hardware.peak_flops, 'FLOP/s')}) for every dtype: the "
+                f"{', '.join(estimate.flops_by_dtype)} FLOPs are all scored at it. Give peak_flops_by_dtype to "
+                f"score each at its own rate.",
+                "note",
+            )
+        )
     if estimate.dense_flops != estimate.flops:
         found.append(
             Finding(

@@ -175,11 +175,16 @@ class Operation:
 
     @property
     def compute_dtype(self) -> str:
-        """The dtype FLOPs are charged to: ``attrs['compute_dtype']``, else the first input's."""
+        """The dtype FLOPs are charged to: ``attrs['compute_dtype']``, else the first non-boolean
+        input's, else the output's."""
         explicit = self.attrs.get("compute_dtype")
         if explicit is not None:
             return canonical_dtype(explicit, f"Operation {self.name!r} attrs['compute_dtype']")
-        return self.input_dtype(0) if self.inputs else self.dtype
+        for index in range(len(self.inputs)):  # a select's boolean predicate is not what computes
+            dtype = self.input_dtype(index)
+            if dtype != "bool":
+                return dtype
+        return self.dtype
 
     def input_bytes(self, index: int) -> int:
         return dtype_info(self.input_dtype(index)).nbytes(num_elements(self.inputs[index]))

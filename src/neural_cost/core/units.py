@@ -36,11 +36,12 @@ def format_seconds(seconds: float) -> str:
     magnitude = abs(seconds)
     if magnitude == 0:
         return "0 s"
-    if magnitude >= 1:
+    # thresholds sit where rounding would otherwise print "1000.0 µs"
+    if magnitude >= 1 - 5e-4:
         return f"{seconds:.3f} s"
-    if magnitude >= 1e-3:
+    if magnitude >= 1e-3 - 5e-7:
         return f"{seconds * 1e3:.3f} ms"
-    if magnitude >= 1e-6:
+    if magnitude >= 1e-6 - 5e-11:
         return f"{seconds * 1e6:.1f} µs"
     return f"{seconds * 1e9:.1f} ns"
 

@@ -25,7 +25,8 @@ from .registry import (
 @cost_rule(
     "elementwise",
     "attrs['flops_per_element'] (default 1) per output element; inputs broadcast to the output; "
-    "attrs['transcendental'] marks exp/log/tanh-like ops",
+    "attrs['transcendental'] marks exp/log/tanh-like ops (one transcendental per element, or "
+    "attrs['transcendentals_per_element'] of them, e.g. 2 for pow as exp(y·log x))",
 )
 def elementwise(op: Operation) -> OpCost:
     for i, shape in enumerate(op.inputs):
@@ -34,10 +35,11 @@ def elementwise(op: Operation) -> OpCost:
     if op.inputs:
         # A larger output than the inputs broadcast to is a materialised broadcast: a copy, not arithmetic.
         expect_output(op, broadcast_shapes(op, op.inputs), "the inputs' broadcast shape")
-    per_element = int_attr(op, "flops_per_element", 1)
+    per_element = int_attr(op, "flops_per_element", 1 if op.inputs else 0)  # no inputs: a fill or iota writes
     elements = math.prod(op.output)
     transcendental = bool_attr(op, "transcendental", False)
-    return default_cost(op, per_element * elements, elements if transcendental else 0)
+    per_element_transcendentals = int_attr(op, "transcendentals_per_element", 1 if transcendental else 0)
+    return default_cost(op, per_element * elements, per_element_transcendentals * elements)
 
 
 @cost_rule(
@@ -89,13 +91,23 @@ def softmax(op: Operation) -> OpCost:
     return default_cost(op, rows * per_row, rows * transcendental)
 
 
-@cost_rule("cumulative", "cumsum/cumprod/cummax along attrs['axis']: L-1 combining ops per row of length L")
+@cost_rule(
+    "cumulative",
+    "cumsum/cumprod/cummax along attrs['axis']: L-1 combining steps per row of length L, each "
+    "attrs['flops_per_combine'] FLOPs (default 1) and attrs['transcendentals_per_combine'] (default 0)",
+)
 def cumulative(op: Operation) -> OpCost:
-    """A sequential scan's count; a parallel scan on an accelerator does up to twice this work."""
+    """A sequential scan's count; a parallel scan on an accelerator does up to twice this work.
+
+    A combining step is one op for sum/product/max; a log-sum-exp scan combines with
+    logaddexp, which its builder states as several FLOPs and transcendentals per step."""
     expect_inputs(op, 1, 1, "x")
     (x,) = op.inputs
     expect_output(op, x, "a cumulative op keeps the input's shape")
     if not x:
         raise ShapeError(f"{where(op)} needs an input of rank >= 1")
     rows, length = rows_of(x, axis_attr(op, len(x)))
-    return default_cost(op, rows * max(length - 1, 0))
+    steps = rows * max(length - 1, 0)
+    flops_per_combine = int_attr(op, "flops_per_combine", 1)
+    transcendentals_per_combine = int_attr(op, "transcendentals_per_combine", 0)
+    return default_cost(op, steps * flops_per_combine, steps * transcendentals_per_combine)
