@@ -3,9 +3,9 @@
 import math
 
 import pytest
-from tests.helpers import M3_PRO, SEED_OP, cpu_measurement, seed_estimate
 
 from neural_cost import HardwareSpec, Measurement, Operation, RecordError, analyze_gap, estimate_operations
+from tests.helpers import M3_PRO, SEED_OP, cpu_measurement, seed_estimate
 
 FLOPS = 2 * 32 * 768 * 1000  # = 49,152,000
 BYTES = 2 * (32 * 768 + 768 * 1000) + 2 * 32 * 1000  # read 1,585,152 + write 64,000 = 1,649,152

@@ -7,7 +7,10 @@ place; scatter-add also reads the old values of the touched elements. Indices de
 
 from __future__ import annotations
 
+import pytest
+
 from neural_cost import Operation
+from neural_cost.core.errors import RecordError, ShapeError
 
 TABLE = (1_000_000, 64)  # 256,000,000 bytes of float32 that a 3-row lookup must never be charged
 
@@ -77,3 +80,34 @@ def test_copy_cast_reads_and_writes_at_each_width():
 def test_copy_concat_reads_every_source():
     op = Operation("cat", "copy", ((2, 3), (4, 3)), (6, 3), "float32")
     assert (op.cost.read_bytes, op.cost.write_bytes) == (72, 72)  # 4 * (6 + 12) = 72; 4 * 18 = 72
+
+
+def test_scatter_sub_combines_like_add():
+    op = _scatter("sub")
+    assert op.cost.read_bytes == 1_320  # indices 40 + updates 640 + old touched values 640
+    assert op.cost.write_bytes == 640  # 160 touched * 4 bytes
+    assert op.cost.flops_by_dtype == {"float32": 160}  # one subtract per update
+
+
+def test_copy_that_reads_only_what_it_keeps():
+    # lax.dynamic_slice of 4 rows from a (1,000, 64) table: reads the slice and two int32 start indices
+    op = Operation(
+        "ds",
+        "copy",
+        ((1_000, 64), (), ()),
+        (4, 64),
+        "float32",
+        attrs={"reads": "touched"},
+        input_dtypes=("float32", "int32", "int32"),
+    )
+    assert op.cost.read_bytes == 1_032  # 4*64 elements * 4 bytes = 1,024 + 2 indices * 4 bytes = 1,032
+    assert op.cost.write_bytes == 1_024  # 4 * 64 * 4
+    whole = Operation("ds", "copy", ((1_000, 64), (), ()), (4, 64), input_dtypes=("float32", "int32", "int32"))
+    assert whole.cost.read_bytes == 256_008  # reads='all' (the default): 64,000 * 4 + 8
+
+
+def test_copy_touched_cannot_read_more_than_its_source():
+    with pytest.raises(ShapeError, match=r"reads 12 touched elements of inputs\[0\] \(2, 3\), more than it has"):
+        Operation("pad", "copy", ((2, 3),), (3, 4), attrs={"reads": "touched"})
+    with pytest.raises(RecordError, match=r"attrs\['reads'\]='some'; use one of all, touched"):
+        Operation("c", "copy", ((2, 3),), (2, 3), attrs={"reads": "some"})

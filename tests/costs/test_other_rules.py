@@ -2,7 +2,9 @@
 
 sort: ⌈L·log2 L⌉ comparisons per row; ⌈L·log2 L⌉ = c exactly when 2^(c-1) < L^L ≤ 2^c, which the
 tests check in integers. rng: random bits = elements × bits per element, rounded up to whole
-generator blocks; threefry2x32 does 115 integer ops per 64-bit block, philox4x32-10 100 per 128.
+generator blocks; threefry2x32 does 115 integer ops per 64-bit block, philox4x32-10 100 per 128,
+philox2x32-10 50 per 64, threefry4x32 225 per 128. top-k (sort with attrs["k"]): L-1 comparisons per
+row for k = 1, else ⌈L·log2 k⌉ (a heap of size k).
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import pytest
 
 from neural_cost import Operation, estimate_operations
+from neural_cost.core.errors import RecordError, ShapeError
 from neural_cost.costs import sort_comparisons
+from neural_cost.costs.other import top_k_comparisons
 
 
 @pytest.mark.parametrize(
@@ -53,6 +57,53 @@ def test_sort_with_values_moves_them_but_compares_only_keys():
     assert op.cost.flops_by_dtype == {"float32": 40_960}  # comparisons of keys only
     assert op.cost.read_bytes == 32_768  # 4,096 keys * 4 + 4,096 values * 4 = 32,768
     assert op.cost.write_bytes == 32_768  # sorted keys 16,384 + permuted values 16,384
+
+
+# --- top-k: the sort rule with attrs["k"] -----------------------------------------------------
+def test_top_k_comparisons_closed_forms():
+    assert top_k_comparisons(1_024, 1) == 1_023  # a running max: L - 1
+    assert top_k_comparisons(1_024, 8) == 3_072  # 1,024 * log2 8 = 1,024 * 3 = 3,072 exactly
+    assert top_k_comparisons(1_000, 5) == 2_322  # 1,000 * 2.3219... = 2,321.9..., rounded up
+    assert 2**2_321 < 5**1_000 <= 2**2_322  # the same ceiling in integers
+    assert top_k_comparisons(1_024, 1_024) == sort_comparisons(1_024) == 10_240  # k = L is a full sort
+    assert top_k_comparisons(1_024, 0) == 0  # nothing selected
+    assert top_k_comparisons(1, 1) == 0  # nothing to compare
+
+
+def test_top_k_record_values_and_indices():
+    op = Operation(
+        "top_k",
+        "sort",
+        ((4, 1_024),),
+        (4, 8),
+        "float32",
+        attrs={"k": 8},
+        extra_outputs=((4, 8),),
+        extra_output_dtypes=("int32",),
+    )
+    assert op.cost.flops_by_dtype == {"float32": 12_288}  # 4 rows * 3,072 = 12,288
+    assert op.cost.read_bytes == 16_384  # the keys once: 4,096 * 4 bytes
+    assert op.cost.write_bytes == 256  # 32 values * 4 + 32 int32 indices * 4 = 256
+    argmax_like = Operation("top_1", "sort", ((4, 1_024),), (4, 1), "float32", attrs={"k": 1})
+    assert argmax_like.cost.flops == 4_092  # 4 rows * 1,023 = 4,092
+    columns = Operation("top_k", "sort", ((1_000, 4),), (5, 4), "float32", attrs={"k": 5, "axis": 0})
+    assert columns.cost.flops == 9_288  # 4 columns * 2,322 = 9,288
+
+
+def test_top_k_bad_k_or_output():
+    with pytest.raises(ShapeError, match=r"attrs\['k'\]=9 exceeds the 8 keys along axis 1"):
+        Operation("top_k", "sort", ((2, 8),), (2, 9), attrs={"k": 9})
+    with pytest.raises(ShapeError, match=r"output=\(2, 8\).*expected \(2, 3\)"):
+        Operation("top_k", "sort", ((2, 8),), (2, 8), attrs={"k": 3})
+    with pytest.raises(RecordError, match=r"attrs\['k'\]=-1 must be an integer >= 0"):
+        Operation("top_k", "sort", ((2, 8),), (2, 1), attrs={"k": -1})
+
+
+def test_philox2x32_and_threefry4x32_blocks():
+    philox2 = Operation("bits", "rng", (), (1_000,), "uint32", attrs={"generator": "philox2x32-10"})
+    assert philox2.cost.flops_by_dtype == {"uint32": 25_000}  # 32,000 bits / 64 = 500 blocks * 50 = 25,000
+    fry4 = Operation("bits", "rng", (), (1_000,), "uint32", attrs={"generator": "threefry4x32"})
+    assert fry4.cost.flops_by_dtype == {"uint32": 56_250}  # 32,000 bits / 128 = 250 blocks * 225 = 56,250
 
 
 def test_rng_threefry_counts_whole_blocks():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from neural_cost import Operation
-from neural_cost.core.errors import ShapeError
+from neural_cost.core.errors import RecordError, ShapeError
 
 
 def test_elementwise_broadcasting_reads_each_input_at_its_own_size():
@@ -26,6 +26,27 @@ def test_elementwise_flops_per_element_and_transcendental():
     assert op.cost.flops_by_dtype == {"bfloat16": 1_600}  # 8 * 10*20 = 1,600
     assert op.cost.transcendentals == 200  # one tanh per element: 200
     assert (op.cost.read_bytes, op.cost.write_bytes) == (400, 400)  # 2 bytes * 200 each way
+
+
+def test_elementwise_several_transcendentals_per_element():
+    # pow as exp(y * log x): log, multiply, exp = 3 FLOPs, of which 2 are transcendental
+    op = Operation(
+        "pow",
+        "elementwise",
+        ((10, 20), (10, 20)),
+        (10, 20),
+        "float32",
+        attrs={"flops_per_element": 3, "transcendentals_per_element": 2},
+    )
+    assert op.cost.flops_by_dtype == {"float32": 600}  # 3 * 200 = 600
+    assert op.cost.transcendentals == 400  # 2 * 200 = 400
+    # the explicit count wins over the flag; the flag alone means one per element
+    flagged = Operation(
+        "exp", "elementwise", ((10,),), (10,), attrs={"transcendental": True, "transcendentals_per_element": 3}
+    )
+    assert flagged.cost.transcendentals == 30  # 3 * 10
+    with pytest.raises(RecordError, match=r"transcendentals_per_element.*must be an integer >= 0"):
+        Operation("exp", "elementwise", ((10,),), (10,), attrs={"transcendentals_per_element": -1})
 
 
 def test_elementwise_compare_charges_the_input_dtype_and_writes_bool():
@@ -108,6 +129,25 @@ def test_cumulative_along_either_axis():
     assert last.cost.flops_by_dtype == {"int32": 594}  # 6 rows * (100 - 1) adds = 594
     assert first.cost.flops_by_dtype == {"int32": 500}  # 100 rows * (6 - 1) adds = 500
     assert (last.cost.read_bytes, last.cost.write_bytes) == (2_400, 2_400)  # 4 * 600 each way
+
+
+def test_cumulative_combine_cost_and_transcendentals():
+    # a log-sum-exp scan: each of the L-1 steps per row is a logaddexp of 10 FLOPs, 2 of them transcendental
+    op = Operation(
+        "cumlogsumexp",
+        "cumulative",
+        ((6, 100),),
+        (6, 100),
+        "float32",
+        attrs={"flops_per_combine": 10, "transcendentals_per_combine": 2},
+    )
+    assert op.cost.flops_by_dtype == {"float32": 5_940}  # 6 rows * 99 steps * 10 = 5,940
+    assert op.cost.transcendentals == 1_188  # 6 * 99 * 2 = 1,188
+    assert (op.cost.read_bytes, op.cost.write_bytes) == (2_400, 2_400)  # unchanged traffic: 4 * 600 each way
+    plain = Operation("cumsum", "cumulative", ((6, 100),), (6, 100), "float32")
+    assert (plain.cost.flops, plain.cost.transcendentals) == (594, 0)  # defaults: 1 FLOP, 0 transcendentals
+    with pytest.raises(RecordError, match=r"flops_per_combine.*must be an integer >= 0"):
+        Operation("c", "cumulative", ((6,),), (6,), attrs={"flops_per_combine": True})
 
 
 def test_elementwise_output_must_be_the_inputs_broadcast():

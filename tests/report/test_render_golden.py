@@ -13,9 +13,8 @@ Hand derivations for the numbers in the goldens:
   5 µs observed: efficiency 10.994/5 = 219.9%; achieved 9.83 TFLOP/s, 330 GB/s
 """
 
-from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
-
 from neural_cost import Coverage, HardwareSpec, analyze_gap
+from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
 
 NORMAL = """\
 Neural cost gap analysis

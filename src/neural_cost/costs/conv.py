@@ -244,6 +244,8 @@ def pooling_backward(op: Operation) -> OpCost:
         raise RecordError(f"{where(op)} does not take ceil_mode; give the padding that produced the pooled size")
     _, kernel, pooled = _window(op, x)
     if grad != pooled:
-        raise ShapeError(f"{where(op)}: grad {grad} is not the pooled shape of x {x}: expected {pooled} ({_POOLED_SIZE})")
+        raise ShapeError(
+            f"{where(op)}: grad {grad} is not the pooled shape of x {x}: expected {pooled} ({_POOLED_SIZE})"
+        )
     expect_output(op, x, "the gradient has x's shape")
     return default_cost(op, math.prod(grad) * math.prod(kernel))

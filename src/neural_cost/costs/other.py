@@ -10,33 +10,78 @@ from ..core.dtypes import canonical_dtype, dtype_info
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .registry import axis_attr, cost_rule, default_cost, expect_inputs, expect_output, read_inputs, rows_of, where
+from .registry import (
+    axis_attr,
+    cost_rule,
+    default_cost,
+    expect_inputs,
+    expect_output,
+    int_attr,
+    read_inputs,
+    rows_of,
+    where,
+)
+
+
+def _ceil_length_log2(length: int, base: int) -> int:
+    """⌈L·log2 base⌉, exact where L·log2 base is an integer (powers of two)."""
+    exact = length * math.log2(base)
+    rounded = round(exact)
+    return rounded if abs(exact - rounded) < 1e-9 else math.ceil(exact)
 
 
 def sort_comparisons(length: int) -> int:
     """⌈L·log2 L⌉ comparisons for one row of L keys (0 for L < 2)."""
     if length < 2:
         return 0
-    exact = length * math.log2(length)
-    rounded = round(exact)
-    return rounded if abs(exact - rounded) < 1e-9 else math.ceil(exact)
+    return _ceil_length_log2(length, length)
 
 
-@cost_rule("sort", "per row of L keys along attrs['axis']: ⌈L·log2 L⌉ comparisons, counted as FLOPs of the key dtype")
+def top_k_comparisons(length: int, k: int) -> int:
+    """Comparisons to select the k largest of one row of L keys.
+
+    L-1 for k = 1 (a running maximum); otherwise ⌈L·log2 k⌉, every key tested against a
+    heap of the k best so far. k = L gives ⌈L·log2 L⌉, a full sort's count. 0 when k = 0
+    or L < 2. A backend that sorts the whole row instead does up to ⌈L·log2 L⌉: this
+    counts the selection, not that worst case."""
+    if k == 0 or length < 2:
+        return 0
+    if k == 1:
+        return length - 1
+    return _ceil_length_log2(length, k)
+
+
+@cost_rule(
+    "sort",
+    "per row of L keys along attrs['axis']: ⌈L·log2 L⌉ comparisons, counted as FLOPs of the key dtype; "
+    "with attrs['k'] a top-k along that axis (output: the axis cut to k): L-1 comparisons for k = 1, "
+    "else ⌈L·log2 k⌉ (a heap of size k)",
+)
 def sort(op: Operation) -> OpCost:
     """A comparison sort's count, stated as comparisons: the work of the sort network or
     merge passes a backend runs differs by a constant factor. Extra operands sorted along
-    (values, indices) are read and written but add no comparisons."""
+    (values, indices) are read and written but add no comparisons.
+
+    ``attrs['k']`` makes it a top-k selection along ``attrs['axis']`` (default the last):
+    the output is the keys' shape with that axis cut to k, extra outputs (indices) as the
+    caller states them; comparisons per row as ``top_k_comparisons``."""
     expect_inputs(op, 1, 8, "keys[, operands sorted along]")
     keys = op.inputs[0]
     for i, shape in enumerate(op.inputs[1:], start=1):
         if shape != keys:
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} must have the keys' shape {keys}")
-    expect_output(op, keys, "a sort keeps the keys' shape")
     if not keys:
         raise ShapeError(f"{where(op)} needs keys of rank >= 1")
-    rows, length = rows_of(keys, axis_attr(op, len(keys)))
-    return default_cost(op, rows * sort_comparisons(length))
+    axis = axis_attr(op, len(keys))
+    rows, length = rows_of(keys, axis)
+    if "k" not in op.attrs:
+        expect_output(op, keys, "a sort keeps the keys' shape")
+        return default_cost(op, rows * sort_comparisons(length))
+    k = int_attr(op, "k", 0)
+    if k > length:
+        raise ShapeError(f"{where(op)} attrs['k']={k} exceeds the {length} keys along axis {axis} of {keys}")
+    expect_output(op, (*keys[:axis], k, *keys[axis + 1 :]), f"top-k keeps k={k} along axis {axis}")
+    return default_cost(op, rows * top_k_comparisons(length, k))
 
 
 # Integer operations per block of random bits, derived from each generator's round function.
@@ -52,6 +97,16 @@ RNG_GENERATORS: dict[str, tuple[int, int, str]] = {
         100,
         "10 rounds × (2 mul-hi + 2 mul-lo, 4 xors, 2 key-bump adds) = 100",
     ),
+    "philox2x32-10": (
+        64,
+        50,
+        "10 rounds × (1 mul-hi + 1 mul-lo, 2 xors, 1 key-bump add) = 50",
+    ),
+    "threefry4x32": (
+        128,
+        225,
+        "20 rounds × 2 mixes × (add, rotate as shl+shr+or, xor) = 200, + 5 key injections × 5 adds = 25",
+    ),
 }
 DEFAULT_GENERATOR = "philox4x32-10"
 
@@ -59,7 +114,8 @@ DEFAULT_GENERATOR = "philox4x32-10"
 @cost_rule(
     "rng",
     "random bits generated = output elements × bits (attrs['bits_per_element'], default the dtype's width); "
-    "integer ops per generator block (threefry2x32: 115 per 64 bits; philox4x32-10: 100 per 128 bits)",
+    "integer ops per generator block (threefry2x32: 115 per 64 bits; philox4x32-10: 100 per 128 bits; "
+    "philox2x32-10: 50 per 64 bits; threefry4x32: 225 per 128 bits)",
 )
 def rng(op: Operation) -> OpCost:
     generator = op.attrs.get("generator")

@@ -75,7 +75,6 @@ class LowerContext:
         shapes = tuple(input_shapes) if input_shapes is not None else tuple(self.shape(a) for a in atoms_in)
         dtypes = tuple(input_dtypes) if input_dtypes is not None else tuple(self.dtype(a) for a in atoms_in)
         out_dtype = dtype if dtype is not None else self.dtype(atom_out)
-        mixed = any(d != out_dtype for d in dtypes)
         return Operation(
             name or eqn.primitive.name,
             kind,
@@ -84,7 +83,7 @@ class LowerContext:
             out_dtype,
             scope=self.scope,
             attrs=attrs or {},
-            input_dtypes=dtypes if mixed else None,
+            input_dtypes=dtypes,  # always explicit: an int32 index must not default to int64
             extra_outputs=tuple(self.shape(a) for a in extra_outputs),
             extra_output_dtypes=tuple(self.dtype(a) for a in extra_outputs) if extra_outputs else None,
             count=self.count,
@@ -99,6 +98,8 @@ Builder = Callable[[Any, LowerContext], Sequence[Operation]]
 Entry = Builder | Free
 
 TABLE: dict[str, Entry] = {}
+#: Why a builder's empty result (this equation only aliases) is free, per primitive.
+EMPTY_REASONS: dict[str, str] = {}
 
 
 def lowers(*names: str) -> Callable[[Builder], Builder]:

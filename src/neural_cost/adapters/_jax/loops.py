@@ -1,0 +1,115 @@
+"""Trip counts of ``while`` loops: inferred for counted loops, else given or defaulted.
+
+A loop is counted when its condition compares one carried value with a constant bound
+(``i < N``, ``i <= N``, ``N > i``, ``i != N``...), the body steps that value by a constant
+(``i + 1``, ``i - 2``), and it starts at a constant. Everything else is data-dependent
+and takes a trip count from the caller or the default, with a finding naming the loop.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .table import literal_value
+
+_FLIP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "ne": "ne"}
+
+
+def _jaxpr(value: Any) -> Any:
+    return getattr(value, "jaxpr", value)
+
+
+def _producer(jaxpr: Any, var: Any) -> Any:
+    for eqn in jaxpr.eqns:
+        if any(out is var for out in eqn.outvars):
+            return eqn
+    return None
+
+
+def _constant(atom: Any, jaxpr: Any, outer_invars: list[Any], consts_offset: int, nconsts: int) -> float | None:
+    """A literal, or a jaxpr input bound to a literal in the enclosing while equation."""
+    value = literal_value(atom)
+    if value is not None:
+        return float(value)
+    for position, var in enumerate(jaxpr.invars):
+        if var is atom and position < nconsts:
+            return _as_number(literal_value(outer_invars[consts_offset + position]))
+    return None
+
+
+def _as_number(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def infer_trip_count(eqn: Any) -> int | None:
+    """The trip count of a counted ``while`` equation, or None when it is data-dependent."""
+    params = eqn.params
+    cond, body = _jaxpr(params["cond_jaxpr"]), _jaxpr(params["body_jaxpr"])
+    cond_nconsts, body_nconsts = int(params["cond_nconsts"]), int(params["body_nconsts"])
+    inits = list(eqn.invars[cond_nconsts + body_nconsts :])
+    if len(cond.outvars) != 1:
+        return None
+    compare = _producer(cond, cond.outvars[0])
+    if compare is None or compare.primitive.name not in _FLIP or len(compare.invars) != 2:
+        return None
+    carry_vars = list(cond.invars[cond_nconsts:])
+    lhs, rhs = compare.invars
+    relation = compare.primitive.name
+    if any(lhs is v for v in carry_vars):
+        counter_atom, bound_atom = lhs, rhs
+    elif any(rhs is v for v in carry_vars):
+        counter_atom, bound_atom, relation = rhs, lhs, _FLIP[relation]
+    else:
+        return None
+    index = next(i for i, v in enumerate(carry_vars) if v is counter_atom)
+    bound = _constant(bound_atom, cond, list(eqn.invars), 0, cond_nconsts)
+    if bound is None:  # a bound carried through the loop unchanged, starting at a constant
+        for j, v in enumerate(carry_vars):
+            if v is bound_atom and body.outvars[j] is body.invars[body_nconsts + j]:
+                bound = _as_number(literal_value(inits[j]))
+    start = _as_number(literal_value(inits[index]))
+    step = _step(body, body_nconsts + index, index, list(eqn.invars), cond_nconsts, body_nconsts)
+    if bound is None or start is None or step is None or step == 0:
+        return None
+    return _count(start, bound, step, relation)
+
+
+def _step(
+    body: Any, invar_position: int, index: int, outer: list[Any], cond_nconsts: int, nconsts: int
+) -> float | None:
+    carried_in = body.invars[invar_position]
+    update = _producer(body, body.outvars[index])
+    if update is None or update.primitive.name not in ("add", "sub") or len(update.invars) != 2:
+        return None
+    a, b = update.invars
+    sign = 1.0 if update.primitive.name == "add" else -1.0
+    if a is carried_in:
+        amount = _constant(b, body, outer, cond_nconsts, nconsts)
+        return None if amount is None else sign * amount
+    if b is carried_in and update.primitive.name == "add":
+        return _constant(a, body, outer, cond_nconsts, nconsts)
+    return None
+
+
+def _count(start: float, bound: float, step: float, relation: str) -> int | None:
+    """Iterations of ``i = start; while i REL bound: i += step``."""
+    if relation == "ne":
+        span = (bound - start) / step
+        return int(span) if span >= 0 and span == int(span) else None
+    if relation in ("lt", "le"):
+        if step < 0:
+            return None if start < bound or (relation == "le" and start == bound) else 0
+        span = bound - start
+        trips = math.ceil(span / step) if relation == "lt" else math.floor(span / step) + 1
+    else:  # gt, ge: counting down
+        if step > 0:
+            return None if start > bound or (relation == "ge" and start == bound) else 0
+        span = start - bound
+        trips = math.ceil(span / -step) if relation == "gt" else math.floor(span / -step) + 1
+    return max(0, int(trips))

@@ -1,0 +1,249 @@
+"""Walk a jaxpr, every equation and every sub-jaxpr, into records and coverage.
+
+Each executed equation is counted once per execution (loop bodies multiply), as modeled
+(its records were made), free (the table or a call boundary says why) or unmodeled
+(named). Containers — jit, custom_jvp/vjp, checkpoint, shard_map, closed_call, and any
+primitive carrying a jaxpr — are call boundaries: free themselves, their bodies walked.
+``cond`` is costed as its most expensive branch; ``scan`` bodies count ``length`` times;
+``while`` bodies take an explicit, inferred or default trip count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.errors import AdapterError
+from ...core.records import LoopAssumption, Operation
+from .loops import infer_trip_count
+from .table import EMPTY_REASONS, TABLE, Free, LowerContext
+
+CALL_BOUNDARY = "a call boundary: its body's equations are counted instead"
+
+
+@dataclass
+class WalkState:
+    operations: list[Operation] = field(default_factory=list)
+    executed: int = 0
+    static: int = 0
+    modeled: int = 0
+    free: int = 0
+    unmodeled: Counter[str] = field(default_factory=Counter)
+    loops: list[LoopAssumption] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    free_reasons: dict[str, str] = field(default_factory=dict)
+
+    def absorb(self, other: WalkState) -> None:
+        self.operations += other.operations
+        self.executed += other.executed
+        self.static += other.static
+        self.modeled += other.modeled
+        self.free += other.free
+        self.unmodeled.update(other.unmodeled)
+        self.loops += other.loops
+        self.notes += other.notes
+        self.free_reasons.update(other.free_reasons)
+
+    def weight(self) -> tuple[int, int]:
+        """(FLOPs, bytes) of the records: how a cond picks its most expensive branch."""
+        flops = sum(op.cost.flops * op.count for op in self.operations)
+        moved = sum((op.cost.read_bytes + op.cost.write_bytes) * op.count for op in self.operations)
+        return flops, moved
+
+
+def _open(jaxpr: Any) -> Any:
+    """The open Jaxpr inside a ClosedJaxpr (or the Jaxpr itself)."""
+    inner = getattr(jaxpr, "jaxpr", None)
+    return inner if inner is not None and hasattr(inner, "eqns") else jaxpr
+
+
+def _is_jaxpr(value: Any) -> bool:
+    return hasattr(_open(value), "eqns") and hasattr(_open(value), "invars")
+
+
+def _jaxpr_params(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    found = []
+    for key, value in params.items():
+        if _is_jaxpr(value):
+            found.append((key, value))
+        elif isinstance(value, (tuple, list)):
+            found += [(f"{key}[{i}]", v) for i, v in enumerate(value) if _is_jaxpr(v)]
+    return found
+
+
+def _location(eqn: Any) -> str | None:
+    try:
+        from jax._src import source_info_util
+
+        return str(source_info_util.summarize(eqn.source_info))
+    except Exception:  # a private helper: its absence must not break tracing
+        return None
+
+
+def _join(prefix: str | None, name_stack: str) -> str | None:
+    if prefix and name_stack:
+        return f"{prefix}/{name_stack}"
+    return prefix or name_stack or None
+
+
+def _unmodeled_name(eqn: Any) -> str:
+    name = str(eqn.primitive.name)
+    target = eqn.params.get("target_name") or eqn.params.get("call_target_name")
+    return f"{name}:{target}" if target else name
+
+
+class Walker:
+    """One walk of one program; trip counts keyed by while-loop index or label."""
+
+    def __init__(self, trip_counts: Mapping[int | str, int], default_trip_count: int) -> None:
+        self.trip_counts = dict(trip_counts)
+        self.default_trip_count = default_trip_count
+        self.while_index = 0
+        self.scan_index = 0
+        self.loop_labels: list[tuple[int, str]] = []
+
+    def run(self, closed_jaxpr: Any) -> WalkState:
+        state = WalkState()
+        self.walk(_open(closed_jaxpr), 1, None, state)
+        known = {index for index, _ in self.loop_labels} | {label for _, label in self.loop_labels}
+        unknown = [key for key in self.trip_counts if key not in known]
+        if unknown:
+            listed = ", ".join(f"{i} ({label})" for i, label in self.loop_labels) or "none"
+            raise AdapterError(
+                f"trip_counts names no loop of this program: {unknown!r}; its while loops (index, label) are: {listed}"
+            )
+        return state
+
+    def walk(self, jaxpr: Any, count: int, prefix: str | None, state: WalkState) -> None:
+        for eqn in jaxpr.eqns:
+            self.equation(eqn, count, prefix, state)
+
+    def equation(self, eqn: Any, count: int, prefix: str | None, state: WalkState) -> None:
+        name = str(eqn.primitive.name)
+        scope = _join(prefix, str(eqn.source_info.name_stack))
+        state.static += 1
+        state.executed += count
+        if name == "while":
+            return self._while(eqn, count, scope, state)
+        if name == "scan":
+            return self._scan(eqn, count, scope, state)
+        if name == "cond":
+            return self._cond(eqn, count, scope, state)
+        entry = TABLE.get(name)
+        if isinstance(entry, Free):
+            state.free += count
+            state.free_reasons[name] = entry.reason
+            return None
+        if entry is not None:
+            records = list(entry(eqn, LowerContext(scope, count)))
+            if records:
+                state.operations += records
+                state.modeled += count
+            else:  # the builder found this equation only aliases (a reshape, a weak-type cast)
+                state.free += count
+                state.free_reasons.setdefault(name, EMPTY_REASONS.get(name, "aliases its input for this equation"))
+            return None
+        bodies = _jaxpr_params(eqn.params)
+        if bodies and name in KNOWN_CALLS:
+            state.free += count
+            state.free_reasons[name] = CALL_BOUNDARY
+            for _key, body in bodies:
+                self.walk(_open(body), count, scope, state)
+            return None
+        if name in ("reduce", "reduce_window") and bodies:
+            return self._reduction_with_body(eqn, count, scope, state, bodies[0][1])
+        state.unmodeled[_unmodeled_name(eqn)] += count
+        if bodies:  # an unknown container: walk what it carries, once, and say so
+            state.notes.append(
+                f"{name} at {scope or 'top level'} carries a jaxpr neural-cost does not know; its body was counted once"
+            )
+            for _key, body in bodies:
+                self.walk(_open(body), count, scope, state)
+        return None
+
+    # -- control flow ---------------------------------------------------------------------
+    def _scan(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
+        length = int(eqn.params["length"])
+        state.free += count
+        state.free_reasons["scan"] = CALL_BOUNDARY
+        index = self.scan_index
+        self.scan_index += 1
+        label = f"{scope}/scan_{index}" if scope else f"scan_{index}"
+        state.loops.append(LoopAssumption(label, length, "static", scope=scope, location=_location(eqn)))
+        self.walk(_open(eqn.params["jaxpr"]), count * length, scope, state)
+
+    def _while(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
+        index = self.while_index
+        self.while_index += 1
+        label = f"{scope}/while_{index}" if scope else f"while_{index}"
+        self.loop_labels.append((index, label))
+        if index in self.trip_counts or label in self.trip_counts:
+            trips = self.trip_counts[index] if index in self.trip_counts else self.trip_counts[label]
+            if isinstance(trips, bool) or not isinstance(trips, int) or trips < 0:
+                raise AdapterError(f"trip_counts[{index!r}] for loop {label} is {trips!r}; give a non-negative integer")
+            source = "explicit"
+        else:
+            inferred = infer_trip_count(eqn)
+            trips, source = (inferred, "inferred") if inferred is not None else (self.default_trip_count, "default")
+        state.free += count
+        state.free_reasons["while"] = CALL_BOUNDARY
+        state.loops.append(LoopAssumption(label, trips, source, scope=scope, location=_location(eqn)))
+        self.walk(_open(eqn.params["cond_jaxpr"]), count * (trips + 1), scope, state)
+        self.walk(_open(eqn.params["body_jaxpr"]), count * trips, scope, state)
+
+    def _cond(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
+        branches = list(eqn.params["branches"])
+        walked = []
+        for branch in branches:
+            branch_state = WalkState()
+            self.walk(_open(branch), count, scope, branch_state)
+            walked.append(branch_state)
+        chosen = max(range(len(walked)), key=lambda i: walked[i].weight())
+        state.free += count
+        state.free_reasons["cond"] = "selects a branch; the most expensive branch's equations are counted"
+        state.absorb(walked[chosen])
+        state.static += sum(w.static for i, w in enumerate(walked) if i != chosen)
+        if len(walked) > 1:
+            state.notes.append(
+                f"cond at {scope or 'top level'} ({_location(eqn) or 'unknown location'}) costed as its most "
+                f"expensive branch ({chosen} of {len(walked)})"
+            )
+
+    def _reduction_with_body(self, eqn: Any, count: int, scope: str | None, state: WalkState, body: Any) -> None:
+        """A generic reduce/reduce_window applies its body once per combined pair of elements."""
+        in_elements = math.prod(LowerContext.shape(eqn.invars[0]))
+        out_elements = math.prod(LowerContext.shape(eqn.outvars[0]))
+        if eqn.primitive.name == "reduce_window":
+            window = math.prod(int(w) for w in eqn.params["window_dimensions"])
+            applications = out_elements * max(window - 1, 0)
+        else:
+            applications = max(in_elements - out_elements, 0)
+        state.free += count
+        state.free_reasons[eqn.primitive.name] = "its combining body is counted once per combined pair"
+        self.walk(_open(body), count * applications, scope, state)
+
+
+KNOWN_CALLS = frozenset(
+    {
+        "jit",
+        "pjit",
+        "closed_call",
+        "core_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "custom_vjp_call_jaxpr",
+        "custom_jvp_call_jaxpr",
+        "remat2",
+        "checkpoint",
+        "shard_map",
+        "custom_lin",
+        "xla_call",
+        "named_call",
+        "custom_vmap_call",
+        "compute_on",
+        "jaxpr_call",
+    }
+)

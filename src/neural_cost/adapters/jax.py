@@ -1,0 +1,248 @@
+"""JaxAdapter: every equation of a JAX program accounted for.
+
+Traces with ``jax.make_jaxpr`` and walks every equation and sub-jaxpr through the
+primitive table (see ``_jax/``). Imported only when JAX is installed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+
+from ..core.errors import AdapterError, HardwareError
+from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
+from ..hardware.spec import HardwareSpec
+from ..measure.timing import Measurement, auto_sync, benchmark
+from . import _jax
+from ._jax import prims_elementwise, prims_movement
+from ._jax.table import EMPTY_REASONS, LowerContext
+from ._jax.walker import Walker
+from .base import FrameworkAdapter
+
+del _jax
+EMPTY_REASONS.update(prims_movement.FREE_WHEN_EMPTY_REASONS)
+EMPTY_REASONS.update(prims_elementwise.CONDITIONALLY_FREE)
+
+CROSS_CHECK_NOTE = (
+    "XLA counts each loop body once, bytes after fusion, and only unpadded convolution taps; "
+    "neural-cost counts every iteration, unfused traffic, and full kernels"
+)
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _positional(args: Any) -> tuple[Any, ...]:
+    """``trace(fn, args)``: a tuple is the positional arguments; anything else is the one argument."""
+    return tuple(args) if isinstance(args, tuple) else (args,)
+
+
+def _static(static_argnums: int | Sequence[int]) -> tuple[int, ...]:
+    return (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+
+class JaxAdapter(FrameworkAdapter):
+    """Trace, count and time JAX functions.
+
+    ``trip_counts`` maps a while loop — its 0-based pre-order index, or the label the
+    report prints (``"search/while_1"``) — to its trip count; loops not named are inferred
+    when they count ``i < N`` from a constant, else take ``default_trip_count`` and are
+    reported as assumed. ``cross_check`` compiles the program once to show XLA's own
+    ``cost_analysis()`` beside our counts (never instead of them).
+    """
+
+    framework = "jax"
+    coverage_unit = "equations"
+
+    def __init__(
+        self,
+        trip_counts: Mapping[int | str, int] | None = None,
+        default_trip_count: int = 8,
+        cross_check: bool = True,
+    ) -> None:
+        if isinstance(default_trip_count, bool) or not isinstance(default_trip_count, int) or default_trip_count < 0:
+            raise AdapterError(f"JaxAdapter: default_trip_count={default_trip_count!r} must be an integer >= 0")
+        self.trip_counts = dict(trip_counts or {})
+        for key in self.trip_counts:
+            if isinstance(key, bool) or not isinstance(key, (int, str)):
+                raise AdapterError(
+                    f"JaxAdapter: trip_counts key {key!r} must be a while loop's index (int) or label (str)"
+                )
+        self.default_trip_count = default_trip_count
+        self.cross_check = cross_check
+
+    # -- tracing ----------------------------------------------------------------------------
+    def trace(  # type: ignore[override]  # JAX's own keywords instead of **kwargs
+        self,
+        fn: Any,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        static_argnums: int | Sequence[int] = (),
+        param_argnums: int | Sequence[int] = (),
+    ) -> Trace:
+        """Trace ``fn(*args, **kwargs)`` and lower every equation it executes."""
+        if not callable(fn):
+            raise AdapterError(f"JaxAdapter.trace: fn={fn!r} is not callable; pass the function to trace")
+        positional = _positional(args)
+        kwargs = dict(kwargs or {})
+        static = _static(static_argnums)
+        params = set(_static(param_argnums))
+        skip = set(static) | params
+        try:
+            closed = jax.make_jaxpr(fn, static_argnums=static)(*positional, **kwargs)
+        except Exception as error:
+            raise AdapterError(
+                f"JaxAdapter.trace: tracing {_name_of(fn)} with jax.make_jaxpr failed ({type(error).__name__}): {error}"
+            ) from error
+        walker = Walker(self.trip_counts, self.default_trip_count)
+        state = walker.run(closed)
+        coverage = Coverage(
+            total=state.executed,
+            modeled=state.modeled,
+            free=state.free,
+            unmodeled=tuple(state.unmodeled.items()),
+            static_total=state.static,
+            unit=self.coverage_unit,
+        )
+        dynamic = tuple(a for i, a in enumerate(positional) if i not in static)
+        dynamic_index = [i for i in range(len(positional)) if i not in static]
+        return Trace(
+            operations=tuple(state.operations),
+            coverage=coverage,
+            input_shapes=_input_shapes(positional, kwargs, skip),
+            loop_assumptions=tuple(state.loops),
+            framework="jax",
+            boundary=_boundary(closed, dynamic, dynamic_index, kwargs, params),
+            notes=tuple(dict.fromkeys(state.notes)),
+            cross_check=self._cross_check(fn, positional, kwargs, static) if self.cross_check else None,
+        )
+
+    def operations(self, fn: Any, args: Any = (), **kwargs: Any) -> Sequence[Operation]:  # type: ignore[override]
+        return self.trace(fn, args, **kwargs).operations
+
+    @staticmethod
+    def _cross_check(
+        fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
+    ) -> dict[str, Any]:
+        source = "XLA cost_analysis"
+        try:
+            compiled = jax.jit(fn, static_argnums=static).lower(*args, **kwargs).compile()
+            analysis = compiled.cost_analysis()
+        except Exception as error:  # compilation or analysis unavailable: say so, never fail the trace
+            return {"source": source, "error": f"{type(error).__name__}: {error}"[:300]}
+        if isinstance(analysis, (list, tuple)):  # older JAX: one dict per computation
+            analysis = analysis[0] if analysis else None
+        if not isinstance(analysis, Mapping):
+            return {"source": source, "error": "cost_analysis() returned nothing"}
+        figures: dict[str, Any] = {"source": source, "note": CROSS_CHECK_NOTE}
+        for ours, theirs in (("flops", "flops"), ("bytes", "bytes accessed"), ("transcendentals", "transcendentals")):
+            value = analysis.get(theirs)
+            # XLA reports -1 for "unknown"; that is not a count
+            figures[ours] = float(value) if isinstance(value, (int, float)) and value >= 0 else None
+        return figures
+
+    # -- timing -----------------------------------------------------------------------------
+    def benchmark(  # type: ignore[override]  # adds static_argnums
+        self,
+        fn: Any,
+        *args: Any,
+        warmup: int = 10,
+        repeats: int = 30,
+        static_argnums: int | Sequence[int] = (),
+        **kwargs: Any,
+    ) -> Measurement:
+        """Compile once (timed separately), warm up, then time ``repeats`` runs, waiting on
+        the outputs with ``block_until_ready`` inside each timed run."""
+        if not callable(fn):
+            raise AdapterError(f"JaxAdapter.benchmark: fn={fn!r} is not callable; pass the function to time")
+        static = _static(static_argnums)
+        start = time.perf_counter()
+        try:
+            compiled = jax.jit(fn, static_argnums=static).lower(*args, **kwargs).compile()
+        except Exception as error:
+            raise AdapterError(
+                f"JaxAdapter.benchmark: compiling {_name_of(fn)} failed ({type(error).__name__}): {error}"
+            ) from error
+        compile_seconds = time.perf_counter() - start
+        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        outputs = compiled(*dynamic, **kwargs)
+        auto_sync(outputs)
+        device = _output_device(outputs)
+        run: Callable[..., Any] = compiled
+        measured = benchmark(run, *dynamic, warmup=warmup, repeats=repeats, sync="auto", **kwargs)
+        return Measurement(
+            samples_seconds=measured.samples_seconds,
+            device=device[0],
+            device_kind=device[1],
+            device_source=device[2],
+            warmup_seconds=measured.warmup_seconds,
+            sync=measured.sync,
+            clock=measured.clock,
+            compile_seconds=compile_seconds,
+        )
+
+    # -- hardware ---------------------------------------------------------------------------
+    def hardware(self) -> HardwareSpec:
+        """The spec of the device JAX selected (``JAX_PLATFORMS`` respected)."""
+        backend = jax.default_backend()
+        if backend == "cpu":
+            from ..hardware.host import host_cpu_spec
+
+            spec, _ = host_cpu_spec()
+            return spec
+        device = jax.devices()[0]
+        raise HardwareError(
+            f"JAX runs on {backend} ({getattr(device, 'device_kind', device)}); peak tables for it arrive with "
+            f"hardware detection. Until then pass HardwareSpec(name, peak_flops, memory_bandwidth, kind='gpu')"
+        )
+
+
+def _output_device(outputs: Any) -> tuple[str, str, str]:
+    from ..measure.device import infer_device
+
+    info = infer_device(outputs)
+    if info.source.startswith("assumed"):
+        device = jax.devices()[0]
+        platform = str(getattr(device, "platform", "unknown"))
+        kind = {"cpu": "cpu", "gpu": "gpu", "tpu": "tpu"}.get(platform, "unknown")
+        return str(getattr(device, "device_kind", platform)), kind, f"jax default device ({platform})"
+    return info.name, info.kind, info.source
+
+
+def _input_shapes(args: tuple[Any, ...], kwargs: Mapping[str, Any], skip: set[int]) -> tuple[tuple[str, Shape], ...]:
+    """Top-level array arguments (not parameters or static ones): what the report's inputs line shows."""
+    shapes = [(f"arg{i}", tuple(a.shape)) for i, a in enumerate(args) if i not in skip and hasattr(a, "shape")]
+    shapes += [(k, tuple(v.shape)) for k, v in kwargs.items() if hasattr(v, "shape")]
+    return tuple((name, tuple(int(d) for d in shape)) for name, shape in shapes)
+
+
+def _boundary(
+    closed: Any, dynamic: tuple[Any, ...], indices: list[int], kwargs: Mapping[str, Any], params: set[int]
+) -> tuple[TensorSpec, ...]:
+    """The program's inputs (parameters where named by ``param_argnums``), captured constants and outputs."""
+    jaxpr = closed.jaxpr
+    flat, _ = jax.tree_util.tree_flatten_with_path((dynamic, dict(kwargs)))
+    specs = []
+    named = len(flat) == len(jaxpr.invars)
+    for position, var in enumerate(jaxpr.invars):
+        role, name = "input", f"in{position}"
+        if named:
+            path = flat[position][0]
+            head = getattr(path[0], "idx", 1)
+            if head == 0:  # a positional argument
+                arg_index = indices[getattr(path[1], "idx", 0)]
+                role = "parameter" if arg_index in params else "input"
+                name = f"arg{arg_index}{jax.tree_util.keystr(path[2:])}"
+            else:
+                name = jax.tree_util.keystr(path[1:]).strip("[]'\"")
+        specs.append(TensorSpec(name, LowerContext.shape(var), LowerContext.dtype(var), role))
+    for i, var in enumerate(jaxpr.constvars):  # arrays the function closed over: weights, tables
+        specs.append(TensorSpec(f"const{i}", LowerContext.shape(var), LowerContext.dtype(var), "parameter"))
+    for i, var in enumerate(jaxpr.outvars):
+        if hasattr(var, "aval") and not hasattr(var, "val"):
+            specs.append(TensorSpec(f"out{i}", LowerContext.shape(var), LowerContext.dtype(var), "output"))
+    return tuple(specs)
