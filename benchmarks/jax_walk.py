@@ -15,13 +15,13 @@ import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from neural_cost.adapters import JaxAdapter  # noqa: E402
-from neural_cost.adapters._jax.walker import Walker  # noqa: E402
-from neural_cost.core.records import Coverage, Trace  # noqa: E402
-from neural_cost.costs import estimate_trace  # noqa: E402
+from neural_cost.adapters import JaxAdapter
+from neural_cost.adapters._jax.walker import Walker
+from neural_cost.core.records import Coverage, Trace
+from neural_cost.costs import estimate_trace
 
 
 def deep_mlp(x: jax.Array, weights: list[jax.Array], biases: list[jax.Array]) -> jax.Array:
@@ -52,7 +52,9 @@ def main() -> None:
         state = Walker({}, 8).run(closed)
         trace = Trace(
             tuple(state.operations),
-            Coverage(state.executed, state.modeled, state.free, tuple(state.unmodeled.items()), state.static, "equations"),
+            Coverage(
+                state.executed, state.modeled, state.free, tuple(state.unmodeled.items()), state.static, "equations"
+            ),
         )
         estimate = estimate_trace(trace)
         walk_times.append(time.perf_counter() - start)

@@ -8,9 +8,22 @@ from typing import Any
 from .errors import RecordError
 
 
+_PLAIN = (type(None), bool, int, str)
+
+
+def _is_plain_tuple(value: Any) -> bool:
+    """A tuple (of tuples) of ints, strings, bools and None: already frozen, nothing to convert."""
+    return all(type(v) in _PLAIN or (type(v) is tuple and _is_plain_tuple(v)) for v in value)
+
+
 def freeze_value(value: Any, where: str) -> Any:
     """Turn a JSON-like value into an immutable one (lists → tuples, dicts → FrozenAttrs)."""
-    if value is None or isinstance(value, (bool, int, str)):
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple and _is_plain_tuple(value):  # fast path: shapes, axes, dimension numbers
+        return value
+    if isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
@@ -54,7 +67,11 @@ class FrozenAttrs(Mapping[str, Any]):
             for key, value in data.items():
                 if not isinstance(key, str):
                     raise RecordError(f"{where} key {key!r} must be a string")
-                frozen[key] = freeze_value(value, f"{where}[{key!r}]")
+                kind = type(value)
+                if kind in _PLAIN or (kind is tuple and _is_plain_tuple(value)):
+                    frozen[key] = value  # already immutable: skip building an error label
+                else:
+                    frozen[key] = freeze_value(value, f"{where}[{key!r}]")
         self._data = frozen
         self._hash: int | None = None
 
@@ -63,6 +80,14 @@ class FrozenAttrs(Mapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
+
+    @classmethod
+    def trusted(cls, data: dict[str, Any]) -> FrozenAttrs:
+        """Wrap a dict whose keys are strings and values already frozen (no copy, no checks)."""
+        made = cls.__new__(cls)
+        made._data = data
+        made._hash = None
+        return made
 
     def __len__(self) -> int:
         return len(self._data)

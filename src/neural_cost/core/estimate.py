@@ -40,7 +40,12 @@ class OperationCost:
         flops = {dtype: value * n for dtype, value in cost.flops_by_dtype.items() if value}
         dense = cost.dense_flops if cost.dense_flops is not None else cost.flops
         return cls(
-            op, FrozenAttrs(flops), cost.read_bytes * n, cost.write_bytes * n, dense * n, cost.transcendentals * n
+            op,
+            FrozenAttrs.trusted(flops),
+            cost.read_bytes * n,
+            cost.write_bytes * n,
+            dense * n,
+            cost.transcendentals * n,
         )
 
     @property

@@ -21,6 +21,8 @@ Shape = tuple[int, ...]
 TENSOR_ROLES = ("input", "parameter", "output")
 LOOP_SOURCES = ("explicit", "inferred", "static", "default")
 _CANONICAL_DTYPES = frozenset(known_dtypes())
+_COST_MEMO: dict[tuple[Any, ...], OpCost] = {}
+_COST_MEMO_LIMIT = 65_536
 
 
 def as_shape(value: Any, where: str) -> Shape:
@@ -164,7 +166,23 @@ class Operation:
             setattr_(self, "extra_output_dtypes", extra)
         if type(self.count) is not int or self.count < 0:
             raise RecordError(f"{self._where()} count={self.count!r} must be a non-negative integer (executions)")
-        setattr_(self, "_cost", rule(self))
+        key = (
+            self.kind,
+            self.inputs,
+            self.output,
+            self.dtype,
+            self.attrs,
+            self.input_dtypes,
+            self.extra_outputs,
+            self.extra_output_dtypes,
+        )
+        cost = _COST_MEMO.get(key)
+        if cost is None:  # rules are pure functions of these fields: compute each distinct op once
+            cost = rule(self)
+            if len(_COST_MEMO) >= _COST_MEMO_LIMIT:
+                _COST_MEMO.clear()
+            _COST_MEMO[key] = cost
+        setattr_(self, "_cost", cost)
 
     def _where(self) -> str:
         return f"Operation {self.name!r} ({self.kind})"

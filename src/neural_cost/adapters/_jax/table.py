@@ -37,18 +37,15 @@ class LowerContext:
     @staticmethod
     def shape(atom: Any) -> Shape:
         aval = atom.aval
-        shape = tuple(int(d) for d in aval.shape)
-        dtype = aval.dtype
-        if is_key_dtype(dtype):  # a typed PRNG key array: its data is uint32 words per key
-            shape = shape + tuple(int(d) for d in dtype._impl.key_shape)
-        return shape
+        shape = aval.shape
+        if type(shape) is not tuple or not all(type(d) is int for d in shape):
+            shape = tuple(int(d) for d in shape)  # symbolic or numpy dims
+        extra = _dtype_facts(aval.dtype)[1]
+        return shape + extra if extra else shape
 
     @staticmethod
     def dtype(atom: Any) -> str:
-        dtype = atom.aval.dtype
-        if is_key_dtype(dtype):
-            return "uint32"
-        return canonical_dtype(getattr(dtype, "name", str(dtype)), "jaxpr dtype")
+        return _dtype_facts(atom.aval.dtype)[0]
 
     def op(
         self,
@@ -88,6 +85,21 @@ class LowerContext:
             extra_output_dtypes=tuple(self.dtype(a) for a in extra_outputs) if extra_outputs else None,
             count=self.count,
         )
+
+
+_DTYPE_FACTS: dict[Any, tuple[str, Shape]] = {}
+
+
+def _dtype_facts(dtype: Any) -> tuple[str, Shape]:
+    """(canonical name, trailing key-data dims) of a jaxpr dtype, cached: numpy's ``.name`` is slow."""
+    facts = _DTYPE_FACTS.get(dtype)
+    if facts is None:
+        if is_key_dtype(dtype):  # a typed PRNG key array: its data is uint32 words per key
+            facts = ("uint32", tuple(int(d) for d in dtype._impl.key_shape))
+        else:
+            facts = (canonical_dtype(getattr(dtype, "name", str(dtype)), "jaxpr dtype"), ())
+        _DTYPE_FACTS[dtype] = facts
+    return facts
 
 
 def is_key_dtype(dtype: Any) -> bool:
