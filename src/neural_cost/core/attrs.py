@@ -7,7 +7,6 @@ from typing import Any
 
 from .errors import RecordError
 
-
 _PLAIN = (type(None), bool, int, str)
 
 
