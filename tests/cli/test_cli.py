@@ -15,6 +15,8 @@ def test_example_prints_the_full_report_and_writes_json(tmp_path, capsys):
     code = main(
         [
             "example",
+            "--framework",
+            "numpy",
             "--batch",
             "8",
             "--warmup",
@@ -77,3 +79,13 @@ def test_json_is_written_atomically(tmp_path):
         write_json_atomic(target, {"a": float("nan")})  # not valid JSON: the old file stays whole
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left behind
+
+
+def test_example_through_the_jax_adapter(capsys):
+    pytest.importorskip("jax")
+    assert main(["example", "--framework", "jax", "--batch", "4", "--warmup", "1", "--repeats", "2"]) == 0
+    text = capsys.readouterr().out
+    # 2 dot_generals, 2 bias adds, 1 relu max modeled; 4 reshapes/broadcasts free
+    assert "coverage: 100.0% of 9 equations modeled or free (modeled 5, free 4)" in text
+    assert "sync: block_until_ready · compile " in text and "cross-check: XLA cost_analysis reports" in text
+    assert "layer1/dot_general" in text

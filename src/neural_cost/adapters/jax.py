@@ -26,6 +26,7 @@ del _jax
 EMPTY_REASONS.update(prims_movement.FREE_WHEN_EMPTY_REASONS)
 EMPTY_REASONS.update(prims_elementwise.CONDITIONALLY_FREE)
 
+XLA_SOURCE = "XLA cost_analysis"
 CROSS_CHECK_NOTE = (
     "XLA counts each loop body once, bytes after fusion, and only unpadded convolution taps; "
     "neural-cost counts every iteration, unfused traffic, and full kernels"
@@ -128,22 +129,12 @@ class JaxAdapter(FrameworkAdapter):
     def _cross_check(
         fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
     ) -> dict[str, Any]:
-        source = "XLA cost_analysis"
         try:
             compiled = jax.jit(fn, static_argnums=static).lower(*args, **kwargs).compile()
             analysis = compiled.cost_analysis()
         except Exception as error:  # compilation or analysis unavailable: say so, never fail the trace
-            return {"source": source, "error": f"{type(error).__name__}: {error}"[:300]}
-        if isinstance(analysis, (list, tuple)):  # older JAX: one dict per computation
-            analysis = analysis[0] if analysis else None
-        if not isinstance(analysis, Mapping):
-            return {"source": source, "error": "cost_analysis() returned nothing"}
-        figures: dict[str, Any] = {"source": source, "note": CROSS_CHECK_NOTE}
-        for ours, theirs in (("flops", "flops"), ("bytes", "bytes accessed"), ("transcendentals", "transcendentals")):
-            value = analysis.get(theirs)
-            # XLA reports -1 for "unknown"; that is not a count
-            figures[ours] = float(value) if isinstance(value, (int, float)) and value >= 0 else None
-        return figures
+            return {"source": XLA_SOURCE, "error": f"{type(error).__name__}: {error}"[:300]}
+        return parse_cost_analysis(analysis)
 
     # -- timing -----------------------------------------------------------------------------
     def benchmark(  # type: ignore[override]  # adds static_argnums
@@ -199,6 +190,20 @@ class JaxAdapter(FrameworkAdapter):
             f"JAX runs on {backend} ({getattr(device, 'device_kind', device)}); peak tables for it arrive with "
             f"hardware detection. Until then pass HardwareSpec(name, peak_flops, memory_bandwidth, kind='gpu')"
         )
+
+
+def parse_cost_analysis(analysis: Any) -> dict[str, Any]:
+    """XLA's ``cost_analysis()`` as plain figures: a dict, or (older JAX) a list of dicts;
+    ``-1`` means unknown to XLA and becomes None, never a count."""
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0] if analysis else None
+    if not isinstance(analysis, Mapping):
+        return {"source": XLA_SOURCE, "error": f"cost_analysis() returned {type(analysis).__name__}, not figures"}
+    figures: dict[str, Any] = {"source": XLA_SOURCE, "note": CROSS_CHECK_NOTE}
+    for ours, theirs in (("flops", "flops"), ("bytes", "bytes accessed"), ("transcendentals", "transcendentals")):
+        value = analysis.get(theirs)
+        figures[ours] = float(value) if isinstance(value, (int, float)) and value >= 0 else None
+    return figures
 
 
 def _output_device(outputs: Any) -> tuple[str, str, str]:

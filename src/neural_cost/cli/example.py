@@ -31,16 +31,36 @@ def host_spec(peak_flops: float | None, memory_bandwidth: float | None) -> Hardw
     return spec
 
 
+def _framework(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return "numpy"
+    return "jax"
+
+
 def run_example(args: argparse.Namespace) -> int:
     batch = args.batch
-    forward, arrays = numpy_mlp.build(batch=batch)
-    estimate = estimate_operations(
-        numpy_mlp.operations(batch=batch),
-        boundary=numpy_mlp.boundary(batch=batch),
-        input_shapes=[("x", arrays[0].shape)],
-        framework="numpy (hand-written operations)",
-    )
-    measurement = benchmark(forward, *arrays, warmup=args.warmup, repeats=args.repeats)
+    if _framework(args.framework) == "jax":
+        from ..adapters import JaxAdapter
+        from ..costs.estimate import estimate_trace
+        from ..examples import jax_mlp
+
+        adapter = JaxAdapter()
+        forward, inputs = jax_mlp.build(batch=batch)
+        estimate = estimate_trace(adapter.trace(forward, inputs, param_argnums=0))
+        measurement = adapter.benchmark(forward, *inputs, warmup=args.warmup, repeats=args.repeats)
+    else:
+        forward, arrays = numpy_mlp.build(batch=batch)
+        estimate = estimate_operations(
+            numpy_mlp.operations(batch=batch),
+            boundary=numpy_mlp.boundary(batch=batch),
+            input_shapes=[("x", arrays[0].shape)],
+            framework="numpy (hand-written operations)",
+        )
+        measurement = benchmark(forward, *arrays, warmup=args.warmup, repeats=args.repeats)
     hardware = host_spec(args.peak_flops, args.memory_bandwidth)
     report = analyze_gap(estimate, measurement, hardware)
     print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")

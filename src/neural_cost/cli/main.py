@@ -45,7 +45,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"neural-cost {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    example = commands.add_parser("example", help="analyze the bundled numpy MLP on this machine and print the report")
+    example = commands.add_parser(
+        "example", help="analyze the bundled two-layer MLP on this machine (JAX if installed, else numpy)"
+    )
+    example.add_argument(
+        "--framework",
+        choices=("auto", "jax", "numpy"),
+        default="auto",
+        help="trace a JAX model with JaxAdapter, or time numpy with hand-written operations "
+        "(default: jax if installed)",
+    )
     example.add_argument("--batch", type=_count(1), default=256, help="batch size of the example (default 256)")
     _add_report_options(example)
     commands.add_parser("kinds", help="list the operation kinds and the convention each cost rule counts by")

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ..analysis.rows import RowTime
 
 TITLE = "Neural cost gap analysis"
+#: A compile faster than this most likely came from JAX's in-process compilation cache.
+CACHED_COMPILE_SECONDS = 0.01
 INDENT = "  "
 
 
@@ -58,9 +60,10 @@ def _inputs_line(report: GapReport) -> str:
 def _runs_line(report: GapReport) -> str:
     m = report.measurement
     warm = f" after {len(m.warmup_seconds)} warmup" if m.warmup_seconds else ""
-    compiled = (
-        f" · compiled in {format_seconds(m.compile_seconds)} (not timed)" if m.compile_seconds is not None else ""
-    )
+    compiled = ""
+    if m.compile_seconds is not None:
+        cached = " — fast enough to be a compilation-cache hit" if m.compile_seconds < CACHED_COMPILE_SECONDS else ""
+        compiled = f" · compile {format_seconds(m.compile_seconds)} before timing{cached}"
     return f"timed runs: {m.runs}{warm} · sync: {m.sync}{compiled}"
 
 
@@ -87,6 +90,8 @@ def _cross_check_line(report: GapReport) -> str | None:
         figures.append(format_si(float(check["flops"]), "FLOP"))
     if check.get("bytes") is not None:
         figures.append(f"{format_si(float(check['bytes']), 'B')} accessed")
+    if check.get("error"):
+        return f"cross-check: {check.get('source', 'another tool')} unavailable ({check['error']})"
     shown = ", ".join(figures) or "no figures"
     note = f" — {check['note']}" if check.get("note") else ""
     return f"cross-check: {check.get('source', 'another tool')} reports {shown} (shown, not used){note}"
