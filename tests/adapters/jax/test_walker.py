@@ -166,3 +166,15 @@ def test_bad_input_errors_keep_jax_message():
         ADAPTER.trace(broken, (X,))
     with pytest.raises(AdapterError, match="dot_general requires contracting dimensions to have the same shape"):
         ADAPTER.trace(lambda a: a @ a, (X,))
+
+
+def test_shard_map_bodies_are_walked():
+    from jax.sharding import PartitionSpec
+
+    mesh = jax.make_mesh((1,), ("x",))
+    f = jax.shard_map(lambda a: jnp.sin(a) @ a.T, mesh=mesh, in_specs=PartitionSpec(), out_specs=PartitionSpec())
+    trace = ADAPTER.trace(f, (jnp.ones((4, 4)),))
+    # shard_map (a call boundary) + sin, transpose (a materialised copy), dot_general
+    assert [op.name for op in trace.operations] == ["sin", "transpose", "dot_general"]
+    assert (trace.coverage.total, trace.coverage.modeled, trace.coverage.free) == (4, 3, 1)
+    assert flops_of(trace, "dot_general") == 2 * 4 * 4 * 4  # 128
