@@ -27,13 +27,17 @@ from .core import (
 )
 from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds
 from .hardware import HardwareSpec
+from .hardware.calibrate import CalibrationResult, calibrate
+from .hardware.detect import DetectionResult, detect_hardware
 from .measure import Measurement, benchmark
 
 __all__ = [
     "AdapterError",
+    "CalibrationResult",
     "CostEstimate",
     "Coverage",
     "DTypeError",
+    "DetectionResult",
     "Finding",
     "GapReport",
     "HardwareError",
@@ -55,6 +59,8 @@ __all__ = [
     "__version__",
     "analyze_gap",
     "benchmark",
+    "calibrate",
+    "detect_hardware",
     "estimate_model",
     "estimate_operations",
     "estimate_trace",

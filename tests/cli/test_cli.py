@@ -89,3 +89,17 @@ def test_example_through_the_jax_adapter(capsys):
     assert "coverage: 100.0% of 9 equations modeled or free (modeled 5, free 4)" in text
     assert "sync: block_until_ready · compile " in text and "cross-check: XLA cost_analysis reports" in text
     assert "layer1/dot_general" in text
+
+
+def test_hardware_command_prints_sources_and_ridge_points(capsys, tmp_path):
+    out = tmp_path / "hw.json"
+    assert main(["hardware", "--calibrate", "--size", "64", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ridge (FLOP/B)" in text and "formula:" in text and "calibration on cpu (numpy):" in text
+    data = json.loads(out.read_text())
+    assert data["spec"]["kind"] == "cpu" and data["calibration"]["matmuls"][0]["size"] == 64
+
+
+def test_hardware_command_names_unavailable_devices(capsys):
+    assert main(["hardware", "--device", "cuda:7"]) == 2
+    assert "cuda:7 is not available" in capsys.readouterr().err

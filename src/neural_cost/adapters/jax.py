@@ -19,7 +19,7 @@ from ..measure.timing import Measurement, auto_sync, benchmark
 from . import _jax
 from ._jax import prims_elementwise, prims_movement
 from ._jax.table import EMPTY_REASONS, LowerContext
-from ._jax.walker import Walker
+from ._jax.walker import Walker, executed_bodies
 from .base import FrameworkAdapter
 
 del _jax
@@ -146,8 +146,9 @@ class JaxAdapter(FrameworkAdapter):
         static_argnums: int | Sequence[int] = (),
         **kwargs: Any,
     ) -> Measurement:
-        """Compile once (timed separately), warm up, then time ``repeats`` runs, waiting on
-        the outputs with ``block_until_ready`` inside each timed run."""
+        """Compile once (timed separately), put the arguments on the device, warm up, then
+        time ``repeats`` runs, waiting on the outputs with ``block_until_ready`` inside each
+        timed run."""
         if not callable(fn):
             raise AdapterError(f"JaxAdapter.benchmark: fn={fn!r} is not callable; pass the function to time")
         static = _static(static_argnums)
@@ -159,7 +160,10 @@ class JaxAdapter(FrameworkAdapter):
                 f"JaxAdapter.benchmark: compiling {_name_of(fn)} failed ({type(error).__name__}): {error}"
             ) from error
         compile_seconds = time.perf_counter() - start
-        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        # On the device once: a NumPy argument would otherwise be copied over in every timed
+        # run, a transfer the estimate does not contain.
+        dynamic = _on_device(tuple(a for i, a in enumerate(args) if i not in static))
+        kwargs = _on_device(kwargs)
         outputs = compiled(*dynamic, **kwargs)
         auto_sync(outputs)
         device = _output_device(outputs)
@@ -179,17 +183,57 @@ class JaxAdapter(FrameworkAdapter):
     # -- hardware ---------------------------------------------------------------------------
     def hardware(self) -> HardwareSpec:
         """The spec of the device JAX selected (``JAX_PLATFORMS`` respected)."""
-        backend = jax.default_backend()
-        if backend == "cpu":
-            from ..hardware.host import host_cpu_spec
+        from ..hardware.detect import detect_hardware
 
-            spec, _ = host_cpu_spec()
-            return spec
+        spec, _ = detect_hardware(jax.devices()[0])
+        return spec
+
+    def calibrate(  # type: ignore[override]
+        self,
+        dtypes: Sequence[str] = ("float32",),
+        size: int | None = None,
+        copy_bytes: int | None = None,
+        repeats: int = 3,
+    ) -> tuple[HardwareSpec, Any]:
+        """Measure matmul FLOP/s per dtype and copy bandwidth on the device JAX selected,
+        compared with its table or formula figures (see ``neural_cost.hardware.calibrate``)."""
+        from ..hardware.calibrate import calibrate_with
+        from ..hardware.detect import detect_hardware
+        from ._jax.calibrate import jax_copy_probe, jax_matmul_probe
+
         device = jax.devices()[0]
-        raise HardwareError(
-            f"JAX runs on {backend} ({getattr(device, 'device_kind', device)}); peak tables for it arrive with "
-            f"hardware detection. Until then pass HardwareSpec(name, peak_flops, memory_bandwidth, kind='gpu')"
+        platform = str(device.platform)
+        notes = []
+        try:
+            reference, _ = detect_hardware(device, memory_bandwidth=1.0 if platform == "cpu" else None)
+        except HardwareError as error:
+            reference = None
+            notes.append(f"no table or formula reference: {error}")
+        on_gpu = platform != "cpu"
+        spec, result = calibrate_with(
+            device=f"{platform}:{device.id} ({getattr(device, 'device_kind', platform)})",
+            kind={"cpu": "cpu", "gpu": "gpu", "tpu": "tpu"}.get(platform, "unknown"),
+            name=reference.name if reference is not None else str(getattr(device, "device_kind", platform)),
+            framework=f"jax {jax.__version__}",
+            matmul=jax_matmul_probe(device),
+            copy=jax_copy_probe(device),
+            dtypes=dtypes,
+            size=size or (8192 if on_gpu else 2048),
+            copy_bytes=copy_bytes or (1 << 30 if on_gpu else 256 << 20),
+            repeats=repeats,
+            reference=reference,
+            notes=notes,
+            compare_bandwidth=platform != "cpu",
         )
+        return spec, result
+
+
+def _on_device(tree: Any) -> Any:
+    """``tree`` with its NumPy arrays placed on JAX's default device (other leaves as given:
+    a Python scalar stays weakly typed, as the program was compiled for it)."""
+    import numpy as np
+
+    return jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf) if isinstance(leaf, np.ndarray) else leaf, tree)
 
 
 def parse_cost_analysis(analysis: Any) -> dict[str, Any]:
@@ -245,9 +289,37 @@ def _boundary(
             else:
                 name = jax.tree_util.keystr(path[1:]).strip("[]'\"")
         specs.append(TensorSpec(name, LowerContext.shape(var), LowerContext.dtype(var), role))
-    for i, var in enumerate(jaxpr.constvars):  # arrays the function closed over: weights, tables
+    # Arrays the function closed over (weights, tables), at the top level or inside a jit,
+    # scan body or other sub-jaxpr (a jitted function keeps its own consts); each array once.
+    for i, var in enumerate(_closed_over(closed)):
         specs.append(TensorSpec(f"const{i}", LowerContext.shape(var), LowerContext.dtype(var), "parameter"))
     for i, var in enumerate(jaxpr.outvars):
+        # a literal is not a buffer; an input returned unchanged is one (XLA copies it to a new buffer)
         if hasattr(var, "aval") and not hasattr(var, "val"):
             specs.append(TensorSpec(f"out{i}", LowerContext.shape(var), LowerContext.dtype(var), "output"))
     return tuple(specs)
+
+
+def _closed_over(closed: Any) -> list[Any]:
+    """The constvars of ``closed`` and of every ClosedJaxpr inside it, one per distinct array."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    visited: set[int] = set()
+
+    def visit(closed_jaxpr: Any) -> None:
+        jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
+        if id(jaxpr) in visited or not hasattr(jaxpr, "eqns"):
+            return
+        visited.add(id(jaxpr))
+        values = list(getattr(closed_jaxpr, "consts", ()))
+        for position, var in enumerate(jaxpr.constvars):
+            key = id(values[position]) if position < len(values) else id(var)
+            if key not in seen:
+                seen.add(key)
+                found.append(var)
+        for eqn in jaxpr.eqns:
+            for _key, body in executed_bodies(str(eqn.primitive.name), eqn.params):
+                visit(body)
+
+    visit(closed)
+    return found

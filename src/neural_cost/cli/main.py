@@ -58,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     example.add_argument("--batch", type=_count(1), default=256, help="batch size of the example (default 256)")
     _add_report_options(example)
     commands.add_parser("kinds", help="list the operation kinds and the convention each cost rule counts by")
+    hardware = commands.add_parser(
+        "hardware", help="print the detected spec of a device, where each number came from, and its ridge points"
+    )
+    hardware.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N, gpu, mps, tpu")
+    hardware.add_argument("--calibrate", action="store_true", help="also measure matmul FLOP/s and copy bandwidth")
+    hardware.add_argument("--dtypes", default="float32", help="dtypes to calibrate, comma-separated (default float32)")
+    hardware.add_argument("--size", type=_count(16), default=2048, help="calibration matmul size n (n×n, default 2048)")
+    hardware.add_argument("--json", metavar="PATH", help="also write the spec and calibration as JSON")
     return parser
 
 
@@ -68,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .example import run_example
 
             return run_example(args)
+        if args.command == "hardware":
+            from .hardware import run_hardware
+
+            return run_hardware(args)
         if args.command == "kinds":
             from ..costs import known_kinds
 

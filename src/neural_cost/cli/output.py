@@ -24,3 +24,15 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+    """``write_json_atomic`` for the CLI: an unwritable path is a clear error, not a traceback."""
+    from ..core.errors import NeuralCostError
+
+    try:
+        return write_json_atomic(path, data)
+    except OSError as error:
+        raise NeuralCostError(
+            f"--json {path}: cannot write ({error.strerror or error}); pass a path to a file in a writable directory"
+        ) from error

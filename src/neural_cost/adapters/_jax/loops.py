@@ -4,12 +4,18 @@ A loop is counted when its condition compares one carried value with a constant 
 (``i < N``, ``i <= N``, ``N > i``, ``i != N``...), the body steps that value by a constant
 (``i + 1``, ``i - 2``), and it starts at a constant. Everything else is data-dependent
 and takes a trip count from the caller or the default, with a finding naming the loop.
+An integer counter's count is closed-form; a floating-point counter's is what repeated
+addition in its own precision gives (``0.1f`` added three times is ``<= 0.3f``: 4 trips,
+where ⌊0.3/0.1⌋ + 1 says 3), so it is run out in that precision, up to ``FLOAT_TRIP_LIMIT``.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
+
+import numpy as np
 
 from .table import literal_value
 
@@ -77,7 +83,27 @@ def infer_trip_count(eqn: Any) -> int | None:
     step = _step(body, body_nconsts + index, index, list(eqn.invars), cond_nconsts, body_nconsts)
     if bound is None or start is None or step is None or step == 0:
         return None
+    dtype = np.dtype(carry_vars[index].aval.dtype)
+    if not np.issubdtype(dtype, np.integer):
+        return _run_out(start, bound, step, relation, dtype)
     return _count(start, bound, step, relation)
+
+
+#: The most iterations a floating-point counter is run out for; beyond it the loop is not inferred.
+FLOAT_TRIP_LIMIT = 100_000
+_COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "ne": operator.ne}
+
+
+def _run_out(start: float, bound: float, step: float, relation: str, dtype: Any) -> int | None:
+    """Iterations of ``i = start; while i REL bound: i += step`` with ``i`` in ``dtype``."""
+    scalar = dtype.type
+    counter, limit, increment = scalar(start), scalar(bound), scalar(step)
+    compare = _COMPARE[relation]
+    for trips in range(FLOAT_TRIP_LIMIT + 1):
+        if not compare(counter, limit):
+            return trips
+        counter = scalar(counter + increment)
+    return None
 
 
 def _step(

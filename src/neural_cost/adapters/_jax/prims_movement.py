@@ -61,11 +61,17 @@ def _with_index_dtypes(op: Operation, dtypes: Sequence[str]) -> Operation:
 @lowers("dot_general")
 def _dot_general(eqn: Any, ctx: LowerContext) -> Ops:
     """``matmul`` with lax.dot_general's dimension_numbers. ``preferred_element_type`` sets
-    the output dtype; the FLOPs are charged to the inputs' dtype (the rule's compute dtype is
-    the first input's)."""
+    the output dtype; the FLOPs are charged to the inputs' dtype (bf16 × bf16 accumulating in
+    f32 is bf16 work). Inputs of two types (int8 × bf16) are converted to the output type
+    before the product, as JAX lowers them on CPU and GPU, so that type is charged; two fp8
+    types multiply as they are (TPUs keep some other mixed pairs too: not modeled)."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
     dims = ((_ints(lhs_contract), _ints(rhs_contract)), (_ints(lhs_batch), _ints(rhs_batch)))
-    return [ctx.op(eqn, "matmul", list(eqn.invars[:2]), attrs={"dimension_numbers": dims})]
+    attrs: dict[str, Any] = {"dimension_numbers": dims}
+    lhs_dtype, rhs_dtype = ctx.dtype(eqn.invars[0]), ctx.dtype(eqn.invars[1])
+    if lhs_dtype != rhs_dtype and not (lhs_dtype.startswith("float8") and rhs_dtype.startswith("float8")):
+        attrs["compute_dtype"] = ctx.dtype(eqn.outvars[0])
+    return [ctx.op(eqn, "matmul", list(eqn.invars[:2]), attrs=attrs)]
 
 
 # --- convolution ------------------------------------------------------------------------

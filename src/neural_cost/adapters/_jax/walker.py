@@ -83,10 +83,62 @@ def _location(eqn: Any) -> str | None:
         return None
 
 
+#: Scopes JAX itself pushes (a checkpoint's recomputation), not the user's module path.
+_INTERNAL_SCOPES = frozenset({"rematted_computation"})
+_SCOPE_PATHS: dict[Any, str] = {}
+
+
+def _scope_path(name_stack: Any) -> str:
+    """The user's scopes in a name stack, without JAX's transform wrappers.
+
+    ``str(name_stack)`` under ``jax.grad`` reads ``transpose(jvp(Net))/Dense_0`` for the
+    backward and ``jvp(Net)/Dense_0`` for the forward (``jvp()`` where there is no scope):
+    one module would split into several rows of the by-scope table. Only the scope names
+    are kept, so a module's forward, backward and recomputation sum under its own path.
+    """
+    path = _SCOPE_PATHS.get(name_stack)
+    if path is None:
+        stack = getattr(name_stack, "stack", None)
+        if stack is None:
+            path = str(name_stack)
+        else:
+            # A transform after scopes starts a new segment: transposition prefixes an
+            # equation's own stack with the stack it is transposed in, which may repeat it
+            # (transpose(jvp(A))/jvp(A)/... for a checkpoint in scope A): segments are joined
+            # as sub-jaxpr scopes are.
+            segments: list[list[str]] = [[]]
+            for element in stack:
+                if type(element).__name__ == "Transform":
+                    if segments[-1]:
+                        segments.append([])
+                elif str(element.name) not in _INTERNAL_SCOPES:
+                    segments[-1].append(str(element.name))
+            joined: str | None = None
+            for segment in segments:
+                joined = _join(joined, "/".join(segment))
+            path = joined or ""
+        _SCOPE_PATHS[name_stack] = path
+    return path
+
+
 def _join(prefix: str | None, name_stack: str) -> str | None:
+    """A sub-jaxpr's scope under its equation's. Name stacks inside sub-jaxprs are relative,
+    except a transposed checkpoint's body, which carries its forward stack again: a path that
+    already starts with the prefix is not prefixed twice."""
     if prefix and name_stack:
+        if name_stack == prefix or name_stack.startswith(prefix + "/"):
+            return name_stack
         return f"{prefix}/{name_stack}"
     return prefix or name_stack or None
+
+
+def executed_bodies(name: str, params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The sub-jaxprs one execution of an equation runs: every one it carries, except
+    ``custom_linear_solve``, whose forward runs only ``solve`` (matvec, vecmat and
+    transpose_solve are there for differentiation)."""
+    if name == "custom_linear_solve":
+        return [("jaxprs.solve", params["jaxprs"].solve)]
+    return _jaxpr_params(params)
 
 
 def _unmodeled_name(eqn: Any) -> str:
@@ -123,7 +175,7 @@ class Walker:
 
     def equation(self, eqn: Any, count: int, prefix: str | None, state: WalkState) -> None:
         name = str(eqn.primitive.name)
-        scope = _join(prefix, str(eqn.source_info.name_stack))
+        scope = _join(prefix, _scope_path(eqn.source_info.name_stack))
         state.static += 1
         state.executed += count
         if name == "while":
@@ -146,7 +198,7 @@ class Walker:
                 state.free += count
                 state.free_reasons.setdefault(name, EMPTY_REASONS.get(name, "aliases its input for this equation"))
             return None
-        bodies = _jaxpr_params(eqn.params)
+        bodies = executed_bodies(name, eqn.params)
         if bodies and name in KNOWN_CALLS:
             state.free += count
             state.free_reasons[name] = CALL_BOUNDARY
@@ -206,24 +258,52 @@ class Walker:
         state.free_reasons["cond"] = "selects a branch; the most expensive branch's equations are counted"
         state.absorb(walked[chosen])
         state.static += sum(w.static for i, w in enumerate(walked) if i != chosen)
+        where = f"cond at {scope or 'top level'} ({_location(eqn) or 'unknown location'})"
         if len(walked) > 1:
-            state.notes.append(
-                f"cond at {scope or 'top level'} ({_location(eqn) or 'unknown location'}) costed as its most "
-                f"expensive branch ({chosen} of {len(walked)})"
-            )
+            state.notes.append(f"{where} costed as its most expensive branch ({chosen} of {len(walked)})")
+        # A branch's unmodeled work weighs nothing, so it is never the "most expensive": keep
+        # it in coverage (as executed, unmodeled) rather than let the choice drop it silently.
+        for i, branch in enumerate(walked):
+            if i != chosen and branch.unmodeled:
+                state.unmodeled.update(branch.unmodeled)
+                state.executed += sum(branch.unmodeled.values())
+                names = ", ".join(f"{n} ({c})" for n, c in branch.unmodeled.most_common())
+                state.notes.append(
+                    f"{where}: branch {i}, not costed, holds unmodeled {names}; its cost is unknown and may exceed "
+                    f"branch {chosen}'s"
+                )
 
     def _reduction_with_body(self, eqn: Any, count: int, scope: str | None, state: WalkState, body: Any) -> None:
-        """A generic reduce/reduce_window applies its body once per combined pair of elements."""
+        """A generic reduce/reduce_window: one ``custom`` record whose FLOPs are its combining
+        body's, once per combined pair, and whose traffic is the reduction's own (operands and
+        init values read once, results written once). The body's scalar equations are part of
+        this one operation: counted as executed equations they would swamp coverage, and
+        their per-scalar reads and writes would charge register traffic as memory traffic."""
+        name = str(eqn.primitive.name)
         in_elements = math.prod(LowerContext.shape(eqn.invars[0]))
         out_elements = math.prod(LowerContext.shape(eqn.outvars[0]))
-        if eqn.primitive.name == "reduce_window":
+        if name == "reduce_window":
             window = math.prod(int(w) for w in eqn.params["window_dimensions"])
             applications = out_elements * max(window - 1, 0)
         else:
             applications = max(in_elements - out_elements, 0)
-        state.free += count
-        state.free_reasons[eqn.primitive.name] = "its combining body is counted once per combined pair"
-        self.walk(_open(body), count * applications, scope, state)
+        combine = WalkState()
+        self.walk(_open(body), 1, scope, combine)
+        if combine.unmodeled:
+            state.unmodeled[name] += count
+            names = ", ".join(sorted(combine.unmodeled))
+            state.notes.append(f"{name} at {scope or 'top level'}: its combining body holds unmodeled {names}")
+            return
+        flops: dict[str, int] = {}
+        for op in combine.operations:
+            for dtype, value in op.cost.flops_by_dtype.items():
+                flops[dtype] = flops.get(dtype, 0) + value * op.count * applications
+        transcendentals = sum(op.cost.transcendentals * op.count for op in combine.operations) * applications
+        attrs = {"flops": flops, "transcendentals": transcendentals, "combines": applications}
+        state.operations.append(
+            LowerContext(scope, count).op(eqn, "custom", attrs=attrs, extra_outputs=eqn.outvars[1:])
+        )
+        state.modeled += count
 
 
 KNOWN_CALLS = frozenset(
@@ -245,5 +325,6 @@ KNOWN_CALLS = frozenset(
         "custom_vmap_call",
         "compute_on",
         "jaxpr_call",
+        "custom_linear_solve",
     }
 )
