@@ -129,3 +129,32 @@ def test_device_mismatch_from_a_detected_gpu_spec(monkeypatch):
     assert report.device_mismatch and "Device mismatch" in report.render()
     gpu_run = Measurement((1e-3,) * 5, device="cuda:0", device_kind="gpu")
     assert not analyze_gap(estimate, gpu_run, gpu).device_mismatch
+
+
+def _apple(monkeypatch, sysctl_name, displays_name):
+    from neural_cost.hardware import apple
+
+    sysctl = apple.parse_sysctl((FIXTURES / sysctl_name).read_text())
+    cores = apple.parse_gpu_cores((FIXTURES / displays_name).read_text())
+    monkeypatch.setattr(apple, "probe_apple", lambda: apple.AppleProbe(sysctl, cores, ()))
+    monkeypatch.setattr(detect_module.sys, "platform", "darwin")
+
+
+def test_an_apple_m1_cpu_from_its_sysctl_dump(monkeypatch):
+    _apple(monkeypatch, "sysctl_apple_m1.txt", "system_profiler_displays_m1.json")
+    spec, detection = detect_hardware("cpu")
+    # 4 performance cores × 3.2 GHz × 32 + 4 efficiency cores × 2.064 GHz × 16 (NEON) = 541.696 GFLOP/s
+    assert spec.kind == "cpu" and spec.peak("float32") == pytest.approx(541.696e9)
+    assert "4 P cores × 3.2 GHz × 32 + 4 E cores × 2.064 GHz × 16" in detection.sources["peak_flops[float32]"]
+    assert spec.memory_bandwidth == pytest.approx(68.25e9)  # LPDDR4X-4266 on a 128-bit bus, shared with the GPU
+    assert spec.memory_capacity == 8 * 2**30  # hw.memsize of the 8 GB M1
+
+
+def test_a_binned_m3_max_gpu_is_told_apart_by_core_count(monkeypatch):
+    _apple(monkeypatch, "sysctl_apple_m3_max_binned.txt", "system_profiler_displays_m3_max_binned.json")
+    from neural_cost.hardware.tables import match_apple_gpu
+
+    row = match_apple_gpu("Apple M3 Max", 30)
+    assert row.memory_bandwidth == 300e9  # the 30-core GPU variant: 300 GB/s, not the 40-core's 400 GB/s
+    with pytest.raises(HardwareError, match="no FP32 peak for the"):  # M3 GPU clocks are not confirmed: no guess
+        detect_hardware("mps")

@@ -80,9 +80,9 @@ class FrameworkAdapter:
 
     def hardware(self) -> HardwareSpec:
         """The spec of the device this adapter runs on: the host CPU unless overridden."""
-        from ..hardware.host import host_cpu_spec
+        from ..hardware.detect import detect_hardware
 
-        spec, _ = host_cpu_spec()
+        spec, _ = detect_hardware()
         return spec
 
     def calibrate(self, **kwargs: Any) -> Any:
