@@ -19,16 +19,22 @@ from neural_cost import HardwareSpec, Measurement, Operation, analyze_gap, estim
 
 
 def specs(n: int) -> list[tuple[str, str, tuple[tuple[int, ...], ...], tuple[int, ...], dict]]:
-    """A repeating mix: matmul, elementwise with broadcast, conv, layernorm, gather, softmax."""
-    mix = [
-        ("matmul", ((64, 256), (256, 512)), (64, 512), {}),
-        ("elementwise", ((64, 512), (512,)), (64, 512), {"op": "add"}),
-        ("conv", ((8, 32, 28, 28), (64, 32, 3, 3)), (8, 64, 28, 28), {"padding": 1}),
-        ("layernorm", ((64, 512), (512,), (512,)), (64, 512), {}),
-        ("gather", ((50_000, 128), (64,)), (64, 128), {}),
-        ("softmax", ((64, 8, 128, 128),), (64, 8, 128, 128), {}),
-    ]
-    return [(f"op{i}", *mix[i % len(mix)][:1], *mix[i % len(mix)][1:]) for i in range(n)]  # type: ignore[misc]
+    """A repeating mix of kinds with a different batch for every record: real programs repeat
+    layers (and the cost-rule cache then helps), but this measures the uncached path."""
+    items = []
+    for i in range(n):
+        b = 1 + i  # every record distinct: no cost-rule cache hit
+        mix = [
+            ("matmul", ((b, 256), (256, 512)), (b, 512), {}),
+            ("elementwise", ((b, 512), (512,)), (b, 512), {"op": "add"}),
+            ("conv", ((b, 32, 28, 28), (64, 32, 3, 3)), (b, 64, 28, 28), {"padding": 1}),
+            ("layernorm", ((b, 512), (512,), (512,)), (b, 512), {}),
+            ("gather", ((50_000, 128), (b,)), (b, 128), {}),
+            ("softmax", ((b, 8, 128, 128),), (b, 8, 128, 128), {}),
+        ]
+        kind, inputs, output, attrs = mix[i % len(mix)]
+        items.append((f"op{i}", kind, inputs, output, attrs))
+    return items
 
 
 def reference_totals(items: list) -> tuple[int, int]:
