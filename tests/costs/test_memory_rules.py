@@ -70,6 +70,37 @@ def test_scatter_add_also_reads_the_old_touched_values():
     assert _scatter("max").cost.read_bytes == 1_320  # every combining mode reads the old values
 
 
+def test_scatter_of_a_broadcast_scalar_writes_every_touched_element():
+    # x[mask] = 0 with 160 True entries: one float32 scalar read, 160 elements written
+    op = Operation(
+        "fill",
+        "scatter",
+        ((1_000, 16), (10, 1), ()),
+        (1_000, 16),
+        "float32",
+        attrs={"mode": "update", "touched": 160},
+        input_dtypes=SCATTER_DTYPES,
+    )
+    assert op.cost.read_bytes == 44  # indices 10 * 4 = 40 + the scalar 4 = 44
+    assert op.cost.write_bytes == 640  # 160 touched * 4 bytes
+    added = Operation(
+        "acc",
+        "scatter",
+        ((1_000, 16), (10, 1), ()),
+        (1_000, 16),
+        "float32",
+        attrs={"mode": "add", "touched": 160},
+        input_dtypes=SCATTER_DTYPES,
+    )
+    assert added.cost.read_bytes == 684  # 44 + old values of the 160 touched elements 640
+    assert added.cost.flops_by_dtype == {"float32": 160}  # one add per touched element
+
+
+def test_scatter_touches_at_least_its_updates():
+    with pytest.raises(ShapeError, match=r"attrs\['touched'\]=100 is fewer than the 160 updates"):
+        Operation("sc", "scatter", SCATTER_INPUTS, (1_000, 16), attrs={"touched": 100}, input_dtypes=SCATTER_DTYPES)
+
+
 def test_copy_cast_reads_and_writes_at_each_width():
     op = Operation("cast", "copy", ((16, 1024),), (16, 1024), "bfloat16", input_dtypes=("float32",))
     assert op.cost.read_bytes == 65_536  # 16,384 * 4 bytes

@@ -3,8 +3,9 @@
 sort: ⌈L·log2 L⌉ comparisons per row; ⌈L·log2 L⌉ = c exactly when 2^(c-1) < L^L ≤ 2^c, which the
 tests check in integers. rng: random bits = elements × bits per element, rounded up to whole
 generator blocks; threefry2x32 does 115 integer ops per 64-bit block, philox4x32-10 100 per 128,
-philox2x32-10 50 per 64, threefry4x32 225 per 128. top-k (sort with attrs["k"]): L-1 comparisons per
-row for k = 1, else ⌈L·log2 k⌉ (a heap of size k).
+philox2x32-10 50 per 64, threefry4x32 225 per 128, mt19937 18 per 32 (a state word's update 8 +
+tempering 10); shaping the bits (flops_per_element) is charged to the compute dtype. top-k (sort with
+attrs["k"]): L-1 comparisons per row for k = 1, else ⌈L·log2 k⌉ (a heap of size k).
 """
 
 from __future__ import annotations
@@ -126,6 +127,43 @@ def test_rng_default_philox_says_so():
     wide = Operation("bits", "rng", (), (10,), "uint32", attrs={"generator": "philox4x32-10", "bits_per_element": 64})
     assert wide.cost.flops == 500  # 10 * 64 = 640 bits = 5 blocks * 100 = 500
     assert wide.cost.notes == ()
+
+
+def test_rng_mt19937_one_state_word_per_32_bits():
+    op = Operation("randn", "rng", (), (1_000,), "float32", attrs={"generator": "mt19937"})
+    # 1,000 * 32 bits = 1,000 outputs of 32 bits; each: twist of one state word (and, and, or, >>1, &1,
+    # select, xor, xor) = 8 + tempering (2 + 3 + 3 + 2) = 10 → 18 integer ops; 1,000 * 18 = 18,000
+    assert op.cost.flops_by_dtype == {"uint32": 18_000}
+    wide = Operation(
+        "bernoulli_", "rng", (), (1_000,), "float32", attrs={"generator": "mt19937", "bits_per_element": 64}
+    )
+    assert wide.cost.flops == 36_000  # a double per element: 2 words * 1,000 * 18 = 36,000
+    assert op.cost.notes == ()
+
+
+def test_rng_shaping_flops_go_to_the_compute_dtype():
+    attrs = {"generator": "mt19937", "flops_per_element": 10, "transcendentals_per_element": 2}
+    normal = Operation("randn", "rng", (), (1_000,), "float32", attrs=attrs)
+    # generator 18,000 uint32 ops; Box-Muller 10 FLOPs and 2 transcendentals per element
+    assert normal.cost.flops_by_dtype == {"uint32": 18_000, "float32": 10_000}
+    assert normal.cost.transcendentals == 2_000
+    double = Operation("bernoulli_", "rng", (), (10,), "float32", attrs={**attrs, "compute_dtype": "float64"})
+    assert double.cost.flops_by_dtype == {"uint32": 180, "float64": 100}  # shaped in double: 10 * 10
+    dropout = Operation(
+        "native_dropout",
+        "rng",
+        ((10,),),
+        (10,),
+        "float16",
+        attrs={"generator": "philox4x32-10", "bits_per_element": 32, "flops_per_element": 6},
+        extra_outputs=((10,),),
+        extra_output_dtypes=("bool",),
+    )
+    # 320 bits = 3 philox blocks (rounded up) * 100 = 300; 6 * 10 = 60 float16 FLOPs
+    assert dropout.cost.flops_by_dtype == {"uint32": 300, "float16": 60}
+    assert (dropout.cost.read_bytes, dropout.cost.write_bytes) == (20, 30)  # x read; output 20 + mask 10
+    with pytest.raises(RecordError, match=r"attrs\['flops_per_element'\]=-1 must be an integer >= 0"):
+        Operation("r", "rng", (), (4,), attrs={"generator": "mt19937", "flops_per_element": -1})
 
 
 def test_custom_int_flops_charge_the_compute_dtype():

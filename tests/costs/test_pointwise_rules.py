@@ -78,6 +78,24 @@ def test_reduce_mean_adds_one_divide_per_output():
     assert op.cost.flops == 4_096  # 3,840 adds + 256 divides = 4,096
 
 
+def test_reduce_transcendentals_per_output():
+    # logsumexp over the last axis, L = 32: max 31 (combining) + subtract 32 + exp 32 + sum 31 + log 1
+    # + add back 1 = 128 = 4L per output, of which 3L+1 = 97 are beyond the combining ops
+    op = Operation(
+        "logsumexp",
+        "reduce",
+        ((8, 32),),
+        (8,),
+        attrs={"axes": (1,), "flops_per_output": 97, "transcendentals_per_output": 33},
+    )
+    assert op.cost.flops == 1_024  # 8 outputs * 128 = 1,024
+    assert op.cost.transcendentals == 264  # 8 * (32 exps + 1 log) = 264
+    plain = Operation("sum", "reduce", ((8, 32),), (8,), attrs={"axes": (1,)})
+    assert plain.cost.transcendentals == 0  # absent: none
+    with pytest.raises(RecordError, match=r"attrs\['transcendentals_per_output'\]=-1 must be an integer >= 0"):
+        Operation("r", "reduce", ((8, 32),), (8,), attrs={"axes": (1,), "transcendentals_per_output": -1})
+
+
 def test_reduce_over_two_axes_and_over_everything():
     both = Operation("max", "reduce", (X,), (16,), attrs={"axes": (0, 2)})
     assert both.cost.flops == 4_080  # 16 outputs each combine 8*32 = 256 values: 16 * 255 = 4,080

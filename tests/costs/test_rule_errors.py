@@ -176,7 +176,7 @@ def test_unknown_dtypes():
             {"attrs": {"mode": "div"}},
             r"attrs\['mode'\]='div'; use one of update",
         ),
-        ("rng", (), (4,), {"attrs": {"generator": "mt19937"}}, r"attrs\['generator'\]='mt19937' is unknown"),
+        ("rng", (), (4,), {"attrs": {"generator": "xorshift128"}}, r"attrs\['generator'\]='xorshift128' is unknown"),
         ("custom", (), (4,), {}, r"needs attrs\['flops'\]"),
         ("custom", (), (4,), {"attrs": {"flops": -5}}, r"attrs\['flops'\]=-5 must be a non-negative integer"),
         ("pooling", ((1, 1, 4, 4),), (1, 1, 2, 2), {}, r"needs attrs\['kernel'\]"),

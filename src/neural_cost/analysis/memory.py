@@ -8,12 +8,16 @@ allocator telemetry from a measurement sits between them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
+from ..core.units import format_si
 from ..costs.estimate import estimate_trace
+from ..hardware.spec import HardwareSpec
+from ..measure.timing import Measurement
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -31,6 +35,12 @@ class MemoryProfile:
     training: bool
     optimizer_state_multiplier: float
     notes: tuple[str, ...] = ()
+    #: Peak of live intermediate buffers walking the traced op order, each freed after its last
+    #: read (None when the adapter records no dataflow); between the two bounds above.
+    activation_liveness_peak_bytes: int | None = None
+    #: The allocator's measured peak, when a measurement with telemetry was given.
+    measured_peak_bytes: int | None = None
+    findings: tuple[str, ...] = ()
 
     @property
     def training_minimum_bytes(self) -> int:
@@ -50,6 +60,9 @@ class MemoryProfile:
             "training": self.training,
             "optimizer_state_multiplier": self.optimizer_state_multiplier,
             "notes": list(self.notes),
+            "activation_liveness_peak_bytes": self.activation_liveness_peak_bytes,
+            "measured_peak_bytes": self.measured_peak_bytes,
+            "findings": list(self.findings),
         }
 
 
@@ -59,8 +72,38 @@ class ModelProfile:
     memory: MemoryProfile
 
 
+def liveness_peak(dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]]) -> int:
+    """Peak bytes of buffers allocated by the traced steps, each freed right after the last step
+    that reads it; a buffer never read again is kept to the end (it may be an output). Buffers
+    that exist before the program (inputs, parameters) are not counted: this is activations only."""
+    last_read: dict[int, int] = {}
+    for step, (reads, _allocs) in enumerate(dataflow):
+        for buffer in reads:
+            last_read[buffer] = step
+    sizes: dict[int, int] = {}
+    frees: dict[int, list[int]] = {}
+    live = peak = 0
+    for step, (_reads, allocs) in enumerate(dataflow):
+        for buffer, nbytes in allocs:
+            sizes[buffer] = nbytes
+            live += nbytes
+            end = last_read.get(buffer)
+            if end is not None and end > step:
+                frees.setdefault(end, []).append(buffer)
+        peak = max(peak, live)
+        for buffer in frees.pop(step, ()):
+            live -= sizes[buffer]
+    return peak
+
+
 def memory_profile(
-    estimate: CostEstimate, training: bool = False, optimizer_state_multiplier: float = 0
+    estimate: CostEstimate,
+    training: bool = False,
+    optimizer_state_multiplier: float = 0,
+    *,
+    dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]] = (),
+    measurement: Measurement | None = None,
+    hardware: HardwareSpec | None = None,
 ) -> MemoryProfile:
     """The memory profile of an estimate whose boundary names its parameters."""
     if (
@@ -82,6 +125,14 @@ def memory_profile(
         notes.append("no tensor is marked as a parameter (JAX: pass param_argnums=); parameter memory is 0 here")
     parameters = by_role["parameter"]
     outputs = [row.operation.output_bytes for row in estimate.by_operation]
+    training_minimum = parameters * (1 + (1 + optimizer_state_multiplier if training else 0))
+    findings = []
+    if hardware is not None and hardware.memory_capacity is not None and training_minimum > hardware.memory_capacity:
+        findings.append(
+            f"parameters, gradients and optimizer state need {format_si(training_minimum, 'B')}, more than the "
+            f"{format_si(hardware.memory_capacity, 'B')} of {hardware.name}: training does not fit before any "
+            f"activation (shard the optimizer state, use lower precision, or a device with more memory)"
+        )
     return MemoryProfile(
         parameter_bytes=parameters,
         gradient_bytes=parameters if training else 0,
@@ -95,6 +146,9 @@ def memory_profile(
         training=training,
         optimizer_state_multiplier=float(optimizer_state_multiplier),
         notes=tuple(notes),
+        activation_liveness_peak_bytes=liveness_peak(dataflow) if dataflow else None,
+        measured_peak_bytes=measurement.peak_memory_bytes if measurement is not None else None,
+        findings=tuple(findings),
     )
 
 
@@ -105,8 +159,25 @@ def profile_model(
     *,
     training: bool = False,
     optimizer_state_multiplier: float = 0,
+    measurement: Measurement | None = None,
+    hardware: HardwareSpec | None = None,
     **trace_kwargs: Any,
 ) -> ModelProfile:
-    """Trace ``model`` once and return its cost estimate with its memory profile."""
-    estimate = estimate_trace(adapter.trace(model, inputs, **trace_kwargs))
-    return ModelProfile(estimate, memory_profile(estimate, training, optimizer_state_multiplier))
+    """Trace ``model`` once and return its cost estimate with its memory profile.
+
+    With ``training=True`` the trace is of a training step when the adapter supports it
+    (``TorchAdapter``); a ``measurement`` with allocator telemetry adds the measured peak,
+    and ``hardware`` with a memory capacity adds a finding when training cannot fit."""
+    if training and getattr(adapter, "framework", None) == "torch":
+        trace_kwargs.setdefault("training", True)
+    trace = adapter.trace(model, inputs, **trace_kwargs)
+    estimate = estimate_trace(trace)
+    profile = memory_profile(
+        estimate,
+        training,
+        optimizer_state_multiplier,
+        dataflow=trace.dataflow,
+        measurement=measurement,
+        hardware=hardware,
+    )
+    return ModelProfile(estimate, profile)

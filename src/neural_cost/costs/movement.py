@@ -12,7 +12,7 @@ from ..core.dtypes import dtype_info
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .registry import cost_rule, expect_inputs, expect_output, where
+from .registry import cost_rule, expect_inputs, expect_output, int_attr, where
 
 INDEX_DTYPE = "int64"
 
@@ -56,20 +56,30 @@ SCATTER_MODES = ("update", "add", "sub", "mul", "min", "max")
 
 @cost_rule(
     "scatter",
-    "operand, indices, updates, in place: writes the touched elements; reads indices and updates; "
-    "a combining scatter (add/sub/mul/min/max) also reads the old touched values and does one op per update",
+    "operand, indices, updates, in place: writes the touched elements (as many as updates has, or "
+    "attrs['touched'] when fewer updates are broadcast, e.g. one scalar); reads indices and updates; "
+    "a combining scatter (add/sub/mul/min/max) also reads the old touched values and does one op per touched element",
 )
 def scatter(op: Operation) -> OpCost:
+    """``attrs['touched']`` is for a scatter whose updates broadcast over the elements it
+    writes (PyTorch's ``scatter`` with a scalar value, ``index_fill``, ``x[mask] = 0``): the
+    updates are read once each, the touched elements written (and, combining, read) once."""
     expect_inputs(op, 3, 3, "operand, indices, updates")
     operand, _indices, updates = op.inputs
     expect_output(op, operand, "a scatter updates its operand in place")
     mode = op.attrs.get("mode", "update")
     if mode not in SCATTER_MODES:
         raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use one of {', '.join(SCATTER_MODES)}")
-    touched = math.prod(updates)
+    given = math.prod(updates)
+    touched = int_attr(op, "touched", given)
+    if touched < given:
+        raise ShapeError(
+            f"{where(op)} attrs['touched']={touched} is fewer than the {given} updates {updates}; "
+            f"every update is written somewhere"
+        )
     if touched and math.prod(operand) == 0:
         raise ShapeError(f"{where(op)} scatters {touched} updates into an empty operand {operand}")
-    read = _index_bytes(op, 1) + _element_bytes(op, 2, touched)
+    read = _index_bytes(op, 1) + _element_bytes(op, 2, given)
     combining = mode != "update"
     if combining:
         read += _element_bytes(op, 0, touched)

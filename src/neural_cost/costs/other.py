@@ -107,6 +107,14 @@ RNG_GENERATORS: dict[str, tuple[int, int, str]] = {
         225,
         "20 rounds × 2 mixes × (add, rotate as shl+shr+or, xor) = 200, + 5 key injections × 5 adds = 25",
     ),
+    # PyTorch's CPU generator (at::mt19937): one 32-bit output consumes one state word.
+    "mt19937": (
+        32,
+        18,
+        "state update, one word per output: mix_bits (2 ands, 1 or) = 3, >> 1, v & 1, select MATRIX_A, xor, "
+        "xor with state[j+397] = 8; tempering: y ^= y>>11 (2), y ^= (y<<7) & b (3), y ^= (y<<15) & c (3), "
+        "y ^= y>>18 (2) = 10",
+    ),
 }
 DEFAULT_GENERATOR = "philox4x32-10"
 
@@ -115,9 +123,13 @@ DEFAULT_GENERATOR = "philox4x32-10"
     "rng",
     "random bits generated = output elements × bits (attrs['bits_per_element'], default the dtype's width); "
     "integer ops per generator block (threefry2x32: 115 per 64 bits; philox4x32-10: 100 per 128 bits; "
-    "philox2x32-10: 50 per 64 bits; threefry4x32: 225 per 128 bits)",
+    "philox2x32-10: 50 per 64 bits; threefry4x32: 225 per 128 bits; mt19937: 18 per 32 bits); turning the "
+    "bits into values (uniform scaling, Box-Muller, a dropout's compare and scale): attrs['flops_per_element'] "
+    "and attrs['transcendentals_per_element'] per output element, charged to the compute dtype (default 0)",
 )
 def rng(op: Operation) -> OpCost:
+    """Generator work is integer ops (charged to ``uint32``); the arithmetic that shapes the
+    bits into a distribution is ordinary FLOPs of the compute dtype, stated by the builder."""
     generator = op.attrs.get("generator")
     notes: tuple[str, ...] = ()
     if generator is None:
@@ -134,7 +146,13 @@ def rng(op: Operation) -> OpCost:
     bits = math.prod(op.output) * bits_per_element
     blocks = -(-bits // block_bits)
     ops = blocks * ops_per_block
-    return OpCost({"uint32": ops} if ops else {}, read_inputs(op), op.output_bytes, notes=notes)
+    elements = math.prod(op.output)
+    flops: dict[str, int] = {"uint32": ops} if ops else {}
+    shaping = int_attr(op, "flops_per_element", 0) * elements
+    if shaping:
+        flops[op.compute_dtype] = flops.get(op.compute_dtype, 0) + shaping
+    transcendentals = int_attr(op, "transcendentals_per_element", 0) * elements
+    return OpCost(flops, read_inputs(op), op.output_bytes, transcendentals=transcendentals, notes=notes)
 
 
 def _count(op: Operation, name: str, value: Any) -> int:

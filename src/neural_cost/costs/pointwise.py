@@ -45,10 +45,14 @@ def elementwise(op: Operation) -> OpCost:
 @cost_rule(
     "reduce",
     "(input elements - output elements) combining ops, plus attrs['flops_per_output'] per output "
-    "(1 for a mean's divide)",
+    "(1 for a mean's divide) and attrs['transcendentals_per_output'] (a norm's root, logsumexp's exps and log)",
 )
 def reduce(op: Operation) -> OpCost:
-    """Reducing n elements to one takes n-1 combining ops (adds, max, argmax comparisons)."""
+    """Reducing n elements to one takes n-1 combining ops (adds, max, argmax comparisons).
+
+    Work beyond the combining ops is stated per output by the builder, which knows the
+    reduced length L: a two-pass variance adds 3L+1 (mean divide, L subtracts, L squares,
+    the second sum's L-1 adds, the final divide), a 2-norm adds L squares and a root."""
     expect_inputs(op, 1, 8, "x[, more operands reduced together]")
     x = op.inputs[0]
     n_in, n_out = math.prod(x), math.prod(op.output)
@@ -65,7 +69,8 @@ def reduce(op: Operation) -> OpCost:
         raise ShapeError(f"{where(op)} output={op.output} cannot be a reduction of x {x}")
     # n elements reduced to one take n-1 ops; an empty reduced axis yields the identity with none.
     combining = max(n_in - n_out, 0)
-    return default_cost(op, combining + int_attr(op, "flops_per_output", 0) * n_out)
+    flops = combining + int_attr(op, "flops_per_output", 0) * n_out
+    return default_cost(op, flops, int_attr(op, "transcendentals_per_output", 0) * n_out)
 
 
 @cost_rule(
