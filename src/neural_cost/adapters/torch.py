@@ -80,9 +80,10 @@ class _Buffers:
 class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Lowers every aten call as it runs; counts what the table does not know."""
 
-    def __init__(self, scopes: list[str]) -> None:
+    def __init__(self, scopes: list[str], guard: _WriteGuard) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.scopes = scopes
+        self.guard = guard
         self.phase: str | None = None
         self.operations: list[Operation] = []
         self.executed = 0
@@ -92,6 +93,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.free_reasons: dict[str, str] = {}
         self.dataflow: list[tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = []
         self.buffers = _Buffers()
+        self.notes: list[str] = []
 
     def scope(self) -> str | None:
         """The innermost module running; in a training trace, the phase instead."""
@@ -101,18 +103,29 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        self.guard.before(func, args, kwargs)
         out = func(*args, **kwargs)
         call = AtenCall(func, tuple(args), dict(kwargs), out)
         name = call.name
+        namespace = str(getattr(func, "namespace", "aten"))
         self.executed += 1
-        entry = TABLE.get(name)
-        if isinstance(entry, Free):
+        entry = TABLE.get(name) if namespace == "aten" else None
+        if namespace == "profiler":  # record_function markers around optimizer steps
+            self.free += 1
+            self.free_reasons[f"{namespace}.{name}"] = "a profiler marker: no data is read or written"
+        elif isinstance(entry, Free):
             self.free += 1
             self.free_reasons[name] = entry.reason
         elif entry is None:
-            self.unmodeled[f"aten.{name}"] += 1
+            self.unmodeled[f"{namespace}.{name}"] += 1
         else:
-            records = list(entry(call, TorchContext(self.scope())))
+            try:
+                records = list(entry(call, TorchContext(self.scope())))
+            except Exception as error:  # a builder that cannot read this call: unmodeled, and said so
+                self.unmodeled[f"{namespace}.{name}"] += 1
+                self.notes.append(f"aten.{name}: not modeled for this call ({type(error).__name__}: {error})"[:300])
+                self._dataflow(args, kwargs, out)
+                return out
             if records:
                 self.operations += records
                 self.modeled += 1
@@ -159,28 +172,79 @@ def _module_scopes(model: Any, scopes: list[str]) -> Iterator[None]:
             handle.remove()
 
 
+def _storage_key(tensor: torch.Tensor) -> int:
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):
+        return id(tensor)
+
+
+class _WriteGuard:
+    """Copies a parameter just before an op writes into it (per its schema), to restore it afterwards.
+
+    Cheaper than cloning the whole model up front: inference rarely writes to its state
+    (BatchNorm's running statistics in train mode do), so usually nothing is copied.
+    """
+
+    def __init__(self, module: torch.nn.Module | None) -> None:
+        tensors = list(module.parameters()) if module is not None else []
+        self.protected = {_storage_key(t): t for t in tensors}
+        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def before(self, func: Any, args: Any, kwargs: Any) -> None:
+        if not self.protected or not func._schema.is_mutable:
+            return
+        for position, argument in enumerate(func._schema.arguments):
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            value = args[position] if position < len(args) else kwargs.get(argument.name)
+            for tensor in _tensors(value):
+                key = _storage_key(tensor)
+                target = self.protected.get(key)
+                if target is not None and key not in self.saved:
+                    self.saved[key] = (target, target.detach().clone())
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for target, value in self.saved.values():
+                target.copy_(value)
+
+
 @contextlib.contextmanager
-def _preserved(model: Any, optimizer: Any | None) -> Iterator[None]:
-    """Restore parameters, buffers, gradients, optimizer state and RNG state afterwards."""
+def _preserved(model: Any, optimizer: Any | None, guard: _WriteGuard) -> Iterator[None]:
+    """Restore parameters, buffers, gradients, optimizer state and RNG state afterwards.
+
+    A training step changes every parameter, so it is snapshotted whole; inference restores
+    only what an op wrote into (``guard``)."""
     module = model if isinstance(model, torch.nn.Module) else None
-    params = [
-        (p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone())
-        for p in (module.parameters() if module is not None else ())
-    ]
+    whole = optimizer is not None  # an optimizer step rewrites every parameter
+    params = (
+        [
+            (p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone())
+            for p in (module.parameters() if module is not None else ())
+        ]
+        if whole
+        else []
+    )
+    grads = [(p, p.grad) for p in (module.parameters() if module is not None else ())]
+    # buffers are copied whole: some kernels write them without saying so in their schema
+    # (native_batch_norm updates running_mean/var in train mode); they are usually small
     buffers = [(b, b.detach().clone()) for b in (module.buffers() if module is not None else ())]
     optimizer_state = copy.deepcopy(optimizer.state_dict()) if optimizer is not None else None
     cpu_rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
     training = module.training if module is not None else None
     try:
         yield
     finally:
+        guard.restore()
         with torch.no_grad():
-            for param, value, grad in params:
+            for param, value, _grad in params:
                 param.copy_(value)
-                param.grad = grad
             for buffer, value in buffers:
                 buffer.copy_(value)
+        for param, grad in grads:  # the gradients the user had (None or their tensors), untouched
+            param.grad = grad
         if optimizer is not None and optimizer_state is not None:
             optimizer.load_state_dict(optimizer_state)  # replaces the state the traced step created
         torch.set_rng_state(cpu_rng)
@@ -226,11 +290,12 @@ class TorchAdapter(FrameworkAdapter):
         args = _positional(inputs)
         kwargs = dict(kwargs or {})
         scopes: list[str] = []
-        recorder = _Recorder(scopes)
+        guard = _WriteGuard(model if isinstance(model, torch.nn.Module) else None)
+        recorder = _Recorder(scopes, guard)
         notes: list[str] = []
         optimizer_ = optimizer if training else None
         try:
-            with _preserved(model, optimizer_), _module_scopes(model, scopes):
+            with _preserved(model, optimizer_, guard), _module_scopes(model, scopes):
                 if training:
                     output = self._training_step(model, args, kwargs, recorder, loss_fn, optimizer_, notes)
                 else:
@@ -259,7 +324,7 @@ class TorchAdapter(FrameworkAdapter):
             ),
             framework="torch",
             boundary=self._boundary(model, args, kwargs, output),
-            notes=tuple(notes),
+            notes=tuple(dict.fromkeys([*notes, *recorder.notes])),
             dataflow=tuple(recorder.dataflow),
         )
 

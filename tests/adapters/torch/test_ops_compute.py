@@ -142,6 +142,14 @@ def test_batched_and_vector_products():
     assert (mv.cost.flops, dot.cost.flops) == (24, 8)  # 2 * 3 * 4; 2 * 4
 
 
+def test_fp8_scaled_mm_charges_the_product_to_fp8_and_dequantises_after():
+    a, b = meta(16, 32, dtype=torch.float8_e4m3fn), meta(64, 32, dtype=torch.float8_e4m3fn).t()
+    scale = meta((), dtype=torch.float32)
+    call, (product, dequant) = only(lambda: aten._scaled_mm(a, b, scale, scale, out_dtype=torch.bfloat16), "_scaled_mm")
+    assert product.cost.flops_by_dtype == {"float8_e4m3fn": 65_536} and flop_counter(call) == 65_536  # 2·16·32·64
+    assert dequant.cost.flops_by_dtype == {"bfloat16": 2 * 16 * 64}  # scale_a and scale_b per output element
+
+
 # --- convolution ------------------------------------------------------------------------
 
 
@@ -417,7 +425,7 @@ def test_two_layer_lstm_closed_form():
         # per step and row: x·W_ihᵀ and h·W_hhᵀ, 2·(I + H)·4H
         assert flops(records, "matmul") == 2 * t * b * (i + h) * 4 * h
         assert by_name(records)["mkldnn_rnn_layer.hidden_matmul"].count == t
-        # gates 4 FLOPs per gate element (two sums, two biases... see _gate_records) + cell 5 per unit
+        # gates: x-part + h-part, two biases, activation = 4 per gate element (16H); cell 5 per unit
         assert flops(records, "elementwise") == 21 * t * b * h
         assert sum(op.cost.transcendentals * op.count for op in records) == 5 * t * b * h
         assert flop_counter(call) == 0  # FlopCounterMode has no formula for the fused kernel
@@ -700,3 +708,12 @@ def test_index_copy_fill_put_and_masked_scatter_write_what_they_touch():
     y = torch.arange(30.0).reshape(6, 5)
     _, (_, masked) = only(lambda: y.masked_scatter(y > 24, torch.zeros(30)), "masked_scatter")
     assert masked.inputs[2] == (5,) and masked.cost.write_bytes == 20  # 25..29: 5 set
+
+
+def test_paged_flash_attention_reads_max_k_keys_per_sequence():
+    q, cache = meta(2, 4, 8, 16), meta(10, 16, 2, 16)  # q (B, S, H, D); k, v in 10 blocks of 16
+    args = (q, cache, cache, None, None, 4, 40, 0.0, False, False)
+    call = AtenCall(aten._flash_attention_forward.default, args, {"block_table": meta(2, 3)}, (meta(2, 4, 8, 16),))
+    (op,) = lower(call)
+    assert op.inputs[1] == (2, 2, 40, 16)  # (B, Hkv, max_k, D), not the block pool
+    assert op.cost.flops == 2 * 2 * 8 * 4 * 40 * 32

@@ -551,6 +551,9 @@ def _attention_groups(ctx: TorchContext, a: dict[str, Any], kernel: _Kernel) -> 
     offsets = kernel.varlen
     if offsets is None or not _varlen(a, kernel):
         specs = [(_bhsd(s, kernel.layout), d) for s, d in (q_spec, k_spec, v_spec)]
+        if _is_tensor(a.get("block_table")):  # paged k, v (blocks, block size, H, D): max_k keys per sequence
+            batch, length = specs[0][0][0], int(a["max_k"])
+            specs[1:] = [((batch, s[1], length, s[3]), d) for s, d in specs[1:]]
         return [(specs[0], specs[1], specs[2], 1)], True
     q_lengths, q_exact = _lengths(a[offsets[0]], a[offsets[2]])
     k_lengths, k_exact = _lengths(a[offsets[1]], a[offsets[3]])
@@ -567,6 +570,11 @@ def _attention_groups(ctx: TorchContext, a: dict[str, Any], kernel: _Kernel) -> 
             )
         )
     return groups, q_exact and k_exact
+
+
+for _name, _kernel in {**_FORWARD_KERNELS, **_BACKWARD_KERNELS}.items():
+    if _kernel.varlen is not None:
+        EMPTY_REASONS[_name] = "a variable-length batch of no sequences: nothing to attend"
 
 
 @lowers(*_FORWARD_KERNELS)
