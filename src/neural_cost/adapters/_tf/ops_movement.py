@@ -1,0 +1,182 @@
+"""Table entries for TensorFlow ops that move data (``copy`` records), the TensorList ops of
+Keras recurrent loops, and the free ops (metadata, aliases, handles).
+
+Shape, axis, perm, paddings and multiples operands are metadata (small Const tensors) and
+are not recorded as inputs: a copy reads the data it moves and writes its output.
+
+- ``Transpose`` is free when it keeps the order of the non-size-1 dims (TensorFlow's kernel
+  then only reshapes the buffer); otherwise it is a full copy.
+- ``StridedSlice``/``Slice`` read only the slice (``reads='touched'``); one that keeps every
+  element returns its input. (TensorFlow's CPU kernel also aliases a slice along dim 0 when
+  the inner dims are aligned; that depends on the build's alignment, so it is counted as a
+  copy: a small overcount.) ``Split``/``SplitV``/``Unpack`` write every piece.
+- ``BroadcastTo`` is a copy when it grows its input, free otherwise.
+- TensorLists: ``TensorListFromTensor`` copies the whole tensor into its elements and
+  ``TensorListStack`` copies them back into one tensor. ``TensorListGetItem`` and
+  ``TensorListSetItem`` are one-element copies: under XLA they are a dynamic slice and a
+  dynamic update (one element read, one written). TensorFlow's own kernels hand the element
+  over by reference, so on the graph executor these two records are an upper bound.
+  ``TensorListReserve`` only allocates (free).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ...core.dtypes import canonical_dtype
+from ...core.records import Operation, Shape
+from .ops_compute import UnmodeledOp, const_ints
+from .table import EMPTY_REASONS, TfContext, free, lowers
+
+
+@lowers("ConcatV2")
+def _concat(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy", op.inputs[:-1])]
+
+
+@lowers("Concat")
+def _concat_v1(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy", op.inputs[1:])]
+
+
+@lowers("Pack")
+def _pack(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy")]
+
+
+@lowers("Unpack")
+def _unpack(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy", op.inputs[:1], extra_outputs=op.outputs[1:])]
+
+
+@lowers("Split")
+def _split(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy", op.inputs[1:2], extra_outputs=op.outputs[1:])]
+
+
+@lowers("SplitV")
+def _split_v(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy", op.inputs[:1], extra_outputs=op.outputs[1:])]
+
+
+@lowers(
+    "Pad", "PadV2", "MirrorPad", "Tile", "ReverseV2", "SpaceToBatchND", "BatchToSpaceND", "DepthToSpace",
+    "SpaceToDepth",
+)  # fmt: skip
+def _copy_first(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    return [ctx.op(op, "copy", op.inputs[:1])]
+
+
+EMPTY_REASONS["Transpose"] = "a transpose that keeps the order of the non-size-1 dims only reshapes its buffer"
+
+
+def keeps_order(shape: Shape, perm: Sequence[int]) -> bool:
+    """True when ``perm`` moves only size-1 dims of ``shape`` (the data's order is unchanged)."""
+    moved = [p for p in perm if shape[p] != 1]
+    return moved == sorted(moved)
+
+
+@lowers("Transpose")
+def _transpose(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    perm = const_ints(op.inputs[1])
+    if perm is not None and keeps_order(ctx.shape(op.inputs[0]), perm):
+        return []
+    return [ctx.op(op, "copy", op.inputs[:1])]
+
+
+EMPTY_REASONS["StridedSlice"] = EMPTY_REASONS["Slice"] = "a slice that keeps every element returns its input"
+
+
+@lowers("StridedSlice", "Slice")
+def _slice(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    if math.prod(ctx.shape(op.outputs[0])) == math.prod(ctx.shape(op.inputs[0])):
+        return []
+    return [ctx.op(op, "copy", op.inputs[:1], attrs={"reads": "touched"})]
+
+
+EMPTY_REASONS["BroadcastTo"] = "a broadcast that does not grow its input returns it"
+
+
+@lowers("BroadcastTo")
+def _broadcast_to(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    if math.prod(ctx.shape(op.outputs[0])) == math.prod(ctx.shape(op.inputs[0])):
+        return []
+    return [ctx.op(op, "copy", op.inputs[:1])]
+
+
+@lowers("AssignVariableOp")
+def _assign(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """Writes the value into the variable's buffer: read once, written once."""
+    value = op.inputs[1]
+    return [ctx.op(op, "copy", (value,), value)]
+
+
+# -- TensorList ------------------------------------------------------------------------------
+
+
+def _element_dtype(op: Any) -> str:
+    return canonical_dtype(op.get_attr("element_dtype").name, f"{op.type} element_dtype")
+
+
+def _element_shape(op: Any, ctx: TfContext, tensor: Any, shape_input: int) -> Shape:
+    """A list element's shape: the static shape of ``tensor``, else the Const element_shape."""
+    if tensor.shape.rank is not None and tensor.shape.is_fully_defined():
+        return ctx.shape(tensor)
+    dims = const_ints(op.inputs[shape_input])
+    if dims is None or any(d < 0 for d in dims):
+        raise UnmodeledOp(f"{op.type}: the list element's shape is not static")
+    return dims
+
+
+@lowers("TensorListFromTensor")
+def _list_from_tensor(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    tensor = op.inputs[0]
+    return [ctx.op(op, "copy", (tensor,), output_shape=ctx.shape(tensor), dtype=ctx.dtype(tensor))]
+
+
+@lowers("TensorListStack")
+def _list_stack(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    out = op.outputs[0]
+    if out.shape.rank is not None and out.shape.is_fully_defined():
+        shape = ctx.shape(out)
+    else:
+        count = int(op.get_attr("num_elements"))
+        if count < 0:
+            raise UnmodeledOp("TensorListStack: the number of elements is not static")
+        shape = (count, *_element_shape(op, ctx, out, 1))
+    dtype = _element_dtype(op)
+    return [ctx.op(op, "copy", (), input_shapes=(shape,), input_dtypes=(dtype,), output_shape=shape, dtype=dtype)]
+
+
+@lowers("TensorListGetItem")
+def _list_get_item(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    shape = _element_shape(op, ctx, op.outputs[0], 2)
+    dtype = _element_dtype(op)
+    return [ctx.op(op, "copy", (), input_shapes=(shape,), input_dtypes=(dtype,), output_shape=shape, dtype=dtype)]
+
+
+@lowers("TensorListSetItem", "TensorListPushBack")
+def _list_set_item(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    value = op.inputs[-1]
+    return [ctx.op(op, "copy", (value,), output_shape=ctx.shape(value), dtype=ctx.dtype(value))]
+
+
+# -- free ------------------------------------------------------------------------------------
+
+free("a constant baked into the graph: its consumer reads it", "Const")
+free("a function argument: its consumer reads it", "Placeholder")
+free("orders execution only (control dependencies)", "NoOp")
+free("returns its inputs unchanged", "Identity", "IdentityN")
+free("the identity in the forward pass (it only affects gradients)", "StopGradient", "PreventGradient")
+free(
+    "hands out the variable's buffer: the op that consumes the value reads it, once (parameters are inputs "
+    "of the ops that use them)",
+    "ReadVariableOp",
+)
+free("creates a resource handle; no tensor data", "VarHandleOp")
+free("reads shape metadata only", "Shape", "ShapeN", "Size", "Rank", "EnsureShape")
+free("same elements in a new shape: TensorFlow shares the input's buffer", "Reshape", "Squeeze", "ExpandDims")
+free("allocates a list of empty elements; the elements are written by TensorListSetItem", "TensorListReserve")
+free("reads list metadata only", "TensorListElementShape", "TensorListLength")

@@ -1,0 +1,281 @@
+"""Walk a TensorFlow graph — and every function it calls — into records and coverage.
+
+Function calls (PartitionedCall, StatefulPartitionedCall) are call boundaries: free, their
+bodies walked. ``If``/``StatelessIf``/``Case`` are costed as their most expensive branch;
+``While``/``StatelessWhile`` bodies count once per iteration, with a trip count that is
+explicit, inferred (a loop variable starting at a constant, stepped by a constant, compared
+with a constant bound — ``maximum_iterations`` is one), or the default, reported as assumed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.errors import AdapterError
+from ...core.records import LoopAssumption, Operation
+from .ops_compute import UnmodeledOp
+from .table import EMPTY_REASONS, TABLE, Free, TfContext, constant_value
+
+CALL_BOUNDARY = "a function call: its body's ops are counted instead"
+CALLS = ("PartitionedCall", "StatefulPartitionedCall")
+WHILES = ("While", "StatelessWhile")
+IFS = ("If", "StatelessIf")
+_COMPARE = {"Less": "lt", "LessEqual": "le", "Greater": "gt", "GreaterEqual": "ge"}
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+@dataclass
+class WalkState:
+    operations: list[Operation] = field(default_factory=list)
+    executed: int = 0
+    static: int = 0
+    modeled: int = 0
+    free: int = 0
+    unmodeled: Counter[str] = field(default_factory=Counter)
+    loops: list[LoopAssumption] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    free_reasons: dict[str, str] = field(default_factory=dict)
+
+    def absorb(self, other: WalkState) -> None:
+        self.operations += other.operations
+        self.executed += other.executed
+        self.static += other.static
+        self.modeled += other.modeled
+        self.free += other.free
+        self.unmodeled.update(other.unmodeled)
+        self.loops += other.loops
+        self.notes += other.notes
+        self.free_reasons.update(other.free_reasons)
+
+    def weight(self) -> tuple[int, int]:
+        flops = sum(op.cost.flops * op.count for op in self.operations)
+        moved = sum((op.cost.read_bytes + op.cost.write_bytes) * op.count for op in self.operations)
+        return flops, moved
+
+
+def _scope(prefix: str | None, op_name: str) -> str | None:
+    local = op_name.rsplit("/", 1)[0] if "/" in op_name else ""
+    if prefix and local:
+        return f"{prefix}/{local}"
+    return prefix or local or None
+
+
+def _function_graph(graph: Any, op: Any, attr_name: str) -> Any:
+    name = op.get_attr(attr_name).name
+    try:
+        return graph._get_function(name).graph
+    except Exception as error:  # a function this graph cannot resolve
+        raise AdapterError(
+            f"TensorFlowAdapter: {op.type} {op.name} calls {name!r}, which is not in the graph"
+        ) from error
+
+
+class Walker:
+    """One walk of one concrete function; trip counts keyed by While index or label."""
+
+    def __init__(self, trip_counts: Mapping[int | str, int], default_trip_count: int) -> None:
+        self.trip_counts = dict(trip_counts)
+        self.default_trip_count = default_trip_count
+        self.while_index = 0
+        self.loop_labels: list[tuple[int, str]] = []
+
+    def run(self, graph: Any) -> WalkState:
+        state = WalkState()
+        self.walk(graph, 1, None, state)
+        known = {i for i, _ in self.loop_labels} | {label for _, label in self.loop_labels}
+        unknown = [key for key in self.trip_counts if key not in known]
+        if unknown:
+            listed = ", ".join(f"{i} ({label})" for i, label in self.loop_labels) or "none"
+            raise AdapterError(
+                f"trip_counts names no loop of this program: {unknown!r}; its while loops (index, label) are: {listed}"
+            )
+        return state
+
+    def walk(self, graph: Any, count: int, prefix: str | None, state: WalkState) -> None:
+        live = _live_ops(graph)
+        pruned = 0
+        for op in graph.get_operations():
+            if id(op) in live:
+                self.operation(graph, op, count, prefix, state)
+            else:
+                pruned += 1
+        if pruned:
+            state.notes.append(
+                f"{pruned} op(s) of {getattr(graph, 'name', 'the graph')} feed no output and are pruned by TensorFlow "
+                f"before running; not counted"
+            )
+
+    def operation(self, graph: Any, op: Any, count: int, prefix: str | None, state: WalkState) -> None:
+        kind = str(op.type)
+        scope = _scope(prefix, op.name)
+        state.static += 1
+        state.executed += count
+        if kind in CALLS:
+            state.free += count
+            state.free_reasons[kind] = CALL_BOUNDARY
+            self.walk(_function_graph(graph, op, "f"), count, scope, state)
+            return
+        if kind in WHILES:
+            self._while(graph, op, count, scope, state)
+            return
+        if kind in IFS or kind in ("Case", "StatelessCase"):
+            self._branches(graph, op, count, scope, state)
+            return
+        entry = TABLE.get(kind)
+        if isinstance(entry, Free):
+            state.free += count
+            state.free_reasons[kind] = entry.reason
+            return
+        if entry is None:
+            state.unmodeled[kind] += count
+            return
+        try:
+            records = list(entry(op, TfContext(scope, count)))
+        except UnmodeledOp as reason:  # e.g. an einsum equation no rule describes: named, not zero
+            state.unmodeled[kind] += count
+            state.notes.append(f"{kind} {op.name}: not modeled ({reason})"[:300])
+            return
+        if records:
+            state.operations += records
+            state.modeled += count
+        else:
+            state.free += count
+            state.free_reasons.setdefault(kind, EMPTY_REASONS.get(kind, "aliases its input for this op"))
+
+    def _branches(self, graph: Any, op: Any, count: int, scope: str | None, state: WalkState) -> None:
+        if op.type in IFS:
+            graphs = [_function_graph(graph, op, "then_branch"), _function_graph(graph, op, "else_branch")]
+        else:
+            names = [f.name for f in op.get_attr("branches")]
+            graphs = [graph._get_function(name).graph for name in names]
+        walked = []
+        for branch in graphs:
+            branch_state = WalkState()
+            self.walk(branch, count, scope, branch_state)
+            walked.append(branch_state)
+        chosen = max(range(len(walked)), key=lambda i: walked[i].weight())
+        state.free += count
+        state.free_reasons[op.type] = "selects a branch; the most expensive branch's ops are counted"
+        state.absorb(walked[chosen])
+        state.static += sum(w.static for i, w in enumerate(walked) if i != chosen)
+        for i, other in enumerate(walked):
+            if i != chosen and other.unmodeled:
+                state.unmodeled.update(other.unmodeled)
+                state.executed += sum(other.unmodeled.values())
+        state.notes.append(f"{op.type} {op.name} costed as its most expensive branch ({chosen} of {len(walked)})")
+
+    def _while(self, graph: Any, op: Any, count: int, scope: str | None, state: WalkState) -> None:
+        index = self.while_index
+        self.while_index += 1
+        label = f"{scope}/while_{index}" if scope else f"while_{index}"
+        self.loop_labels.append((index, label))
+        cond = _function_graph(graph, op, "cond")
+        body = _function_graph(graph, op, "body")
+        if index in self.trip_counts or label in self.trip_counts:
+            trips = self.trip_counts[index] if index in self.trip_counts else self.trip_counts[label]
+            if isinstance(trips, bool) or not isinstance(trips, int) or trips < 0:
+                raise AdapterError(f"trip_counts[{index!r}] for loop {label} is {trips!r}; give a non-negative integer")
+            source = "explicit"
+        else:
+            inferred = infer_trip_count(op, cond, body)
+            trips, source = (inferred, "inferred") if inferred is not None else (self.default_trip_count, "default")
+        state.free += count
+        state.free_reasons[op.type] = "a loop: its condition and body are counted once per iteration"
+        state.loops.append(LoopAssumption(label, trips, source, scope=scope, location=op.name))
+        self.walk(cond, count * (trips + 1), scope, state)
+        self.walk(body, count * trips, scope, state)
+
+
+def _live_ops(graph: Any) -> set[int]:
+    """Ops that run: those an output or a control output needs (TensorFlow prunes the rest)."""
+    stack = [t.op for t in graph.outputs] + list(getattr(graph, "control_outputs", ()))
+    stack += [op for op in graph.get_operations() if op.type in ("NoOp",) and not op.outputs]
+    live: set[int] = set()
+    while stack:
+        op = stack.pop()
+        if id(op) in live:
+            continue
+        live.add(id(op))
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return live
+
+
+def _number(tensor: Any) -> float | None:
+    value = constant_value(tensor)
+    if value is None or getattr(value, "size", 1) != 1:
+        return None
+    return float(value.reshape(()) if hasattr(value, "reshape") else value)
+
+
+def _through_identity(tensor: Any) -> Any:
+    while tensor.op.type == "Identity":
+        tensor = tensor.op.inputs[0]
+    return tensor
+
+
+def infer_trip_count(op: Any, cond: Any, body: Any) -> int | None:
+    """The fewest iterations any counted comparison in the condition allows, or None.
+
+    The condition may AND several comparisons (``maximum_iterations`` adds one); the loop
+    stops at the first that fails, so the smallest inferable count is the trip count only
+    when the other terms hold that long — a bound, said as such by the caller's source.
+    """
+    loop_inputs = list(op.inputs)
+    placeholders = {id(t): i for i, t in enumerate(cond.inputs[: len(loop_inputs)])}
+    body_inputs = list(body.inputs[: len(loop_inputs)])
+    counts = []
+    for cop in cond.get_operations():
+        relation = _COMPARE.get(cop.type)
+        if relation is None:
+            continue
+        lhs, rhs = (_through_identity(t) for t in cop.inputs)
+        if id(lhs) in placeholders:
+            var, bound_tensor = placeholders[id(lhs)], rhs
+        elif id(rhs) in placeholders:
+            var, bound_tensor, relation = placeholders[id(rhs)], lhs, _FLIP[relation]
+        else:
+            continue
+        bound = _number(bound_tensor)
+        if bound is None and id(bound_tensor) in placeholders:  # a loop-invariant bound fed from outside
+            bound = _number(_through_identity(loop_inputs[placeholders[id(bound_tensor)]]))
+        start = _number(_through_identity(loop_inputs[var]))
+        step = _body_step(body, body_inputs, var)
+        if bound is None or start is None or step is None or step == 0:
+            continue
+        trips = _count(start, bound, step, relation)
+        if trips is not None:
+            counts.append(trips)
+    return min(counts) if counts else None
+
+
+def _body_step(body: Any, body_inputs: list[Any], var: int) -> float | None:
+    if var >= len(body.outputs):
+        return None
+    update = _through_identity(body.outputs[var]).op
+    if update.type not in ("AddV2", "Add", "Sub") or len(update.inputs) != 2:
+        return None
+    a, b = (_through_identity(t) for t in update.inputs)
+    sign = -1.0 if update.type == "Sub" else 1.0
+    if a is body_inputs[var]:
+        amount = _number(b)
+        return None if amount is None else sign * amount
+    if b is body_inputs[var] and update.type != "Sub":
+        return _number(a)
+    return None
+
+
+def _count(start: float, bound: float, step: float, relation: str) -> int | None:
+    if relation in ("lt", "le"):
+        if step < 0:
+            return None
+        trips = math.ceil((bound - start) / step) if relation == "lt" else math.floor((bound - start) / step) + 1
+    else:
+        if step > 0:
+            return None
+        trips = math.ceil((start - bound) / -step) if relation == "gt" else math.floor((start - bound) / -step) + 1
+    return max(0, int(trips))

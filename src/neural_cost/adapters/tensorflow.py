@@ -1,0 +1,244 @@
+"""TensorFlowAdapter: the graph ops a Keras model or tf.function really runs.
+
+Traces a concrete function for the example inputs' shapes and dtypes and walks every graph
+op — into called functions and control flow — through the op table (see ``_tf/``).
+Imported only when TensorFlow is installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from ..core.errors import AdapterError
+from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
+from ..hardware.spec import HardwareSpec
+from ..measure.timing import Measurement, benchmark
+from . import _tf
+from ._tf import ops  # noqa: F401  (registers the table)
+from ._tf.table import TfContext
+from ._tf.walker import Walker
+from .base import FrameworkAdapter
+
+del _tf
+
+
+def _name_of(model: Any) -> str:
+    return getattr(model, "name", None) or getattr(model, "__qualname__", None) or type(model).__name__
+
+
+def _positional(inputs: Any) -> tuple[Any, ...]:
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+
+
+def _spec(value: Any, where: str) -> tf.TensorSpec:
+    if isinstance(value, tf.TensorSpec):
+        tensor: Any = value
+    else:
+        try:
+            tensor = tf.convert_to_tensor(value)
+        except (TypeError, ValueError) as error:
+            raise AdapterError(
+                f"TensorFlowAdapter: {where} is not a tensor ({type(value).__name__}): {error}"
+            ) from error
+    if tensor.shape.rank is None or any(d is None for d in tensor.shape.as_list()):
+        raise AdapterError(
+            f"TensorFlowAdapter: {where} has an unknown dimension ({tensor.shape}); pass a concrete example input "
+            f"(for example tf.zeros((batch, ...))) so every op has a static shape"
+        )
+    return tf.TensorSpec(tensor.shape, tensor.dtype)
+
+
+def _callable(model: Any, training: bool, kwargs: Mapping[str, Any]) -> Any:
+    """A tf.function calling ``model``: Keras models get ``training=``; tf.functions are used as they are."""
+    if hasattr(model, "get_concrete_function") and not kwargs:
+        return model
+    is_keras = hasattr(model, "layers") or type(model).__module__.startswith("keras")
+
+    def call(*args: Any) -> Any:
+        return model(*args, training=training, **kwargs) if is_keras else model(*args, **kwargs)
+
+    return tf.function(call)
+
+
+class TensorFlowAdapter(FrameworkAdapter):
+    """Trace, count and time Keras models, tf.Modules and (tf.function) callables."""
+
+    framework = "tensorflow"
+    coverage_unit = "graph ops"
+
+    def __init__(self, trip_counts: Mapping[int | str, int] | None = None, default_trip_count: int = 8) -> None:
+        if isinstance(default_trip_count, bool) or not isinstance(default_trip_count, int) or default_trip_count < 0:
+            raise AdapterError(f"TensorFlowAdapter: default_trip_count={default_trip_count!r} must be an integer >= 0")
+        self.trip_counts = dict(trip_counts or {})
+        self.default_trip_count = default_trip_count
+
+    def trace(  # type: ignore[override]  # TensorFlow's own keywords
+        self,
+        model: Any,
+        inputs: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        training: bool = False,
+    ) -> Trace:
+        """Trace ``model(*inputs, **kwargs)`` (Keras: with ``training=False`` unless asked) for the
+        example inputs' shapes and dtypes, and lower every graph op it runs."""
+        if not callable(model):
+            raise AdapterError(
+                f"TensorFlowAdapter.trace: model={model!r} is not callable; pass a Keras model, "
+                f"a tf.Module or a function"
+            )
+        args = _positional(inputs)
+        specs = [_spec(a, f"input {i}") for i, a in enumerate(args)]
+        function = _callable(model, training, dict(kwargs or {}))
+        try:
+            concrete = function.get_concrete_function(*specs)
+        except Exception as error:
+            raise AdapterError(
+                f"TensorFlowAdapter.trace: tracing {_name_of(model)} for inputs "
+                f"{[tuple(s.shape) for s in specs]} failed ({type(error).__name__}): {error}"
+            ) from error
+        state = Walker(self.trip_counts, self.default_trip_count).run(concrete.graph)
+        coverage = Coverage(
+            total=state.executed,
+            modeled=state.modeled,
+            free=state.free,
+            unmodeled=tuple(state.unmodeled.items()),
+            static_total=state.static,
+            unit=self.coverage_unit,
+        )
+        operations = _keras_scopes(model, state.operations)
+        return Trace(
+            operations=operations,
+            coverage=coverage,
+            input_shapes=tuple((f"arg{i}", tuple(int(d) for d in s.shape)) for i, s in enumerate(specs)),
+            loop_assumptions=tuple(state.loops),
+            framework="tensorflow",
+            boundary=_boundary(concrete),
+            notes=tuple(dict.fromkeys(state.notes)),
+        )
+
+    def operations(self, model: Any, inputs: Any = (), **kwargs: Any) -> Sequence[Operation]:
+        return self.trace(model, inputs, **kwargs).operations
+
+    def benchmark(  # type: ignore[override]
+        self,
+        model: Any,
+        *inputs: Any,
+        warmup: int = 10,
+        repeats: int = 30,
+        jit_compile: bool = False,
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Measurement:
+        """Time the compiled ``tf.function`` (with XLA when ``jit_compile``), forcing completion
+        inside each timed run; the first call (tracing and compiling) is timed apart."""
+        if not callable(model):
+            raise AdapterError(f"TensorFlowAdapter.benchmark: model={model!r} is not callable")
+        is_keras = hasattr(model, "layers") or type(model).__module__.startswith("keras")
+        extra = dict(kwargs or {})
+
+        def call(*args: Any) -> Any:
+            return model(*args, training=False, **extra) if is_keras else model(*args, **extra)
+
+        function = tf.function(call, jit_compile=jit_compile)
+        start = time.perf_counter()
+        try:
+            _finish(function(*inputs))
+        except Exception as error:
+            raise AdapterError(
+                f"TensorFlowAdapter.benchmark: running {_name_of(model)} failed ({type(error).__name__}): {error}"
+            ) from error
+        compile_seconds = time.perf_counter() - start
+        measured = benchmark(function, *inputs, warmup=warmup, repeats=repeats, sync=_finish)
+        return Measurement(
+            samples_seconds=measured.samples_seconds,
+            device=measured.device,
+            device_kind=measured.device_kind,
+            device_source=measured.device_source,
+            warmup_seconds=measured.warmup_seconds,
+            sync="tensorflow: device sync"
+            if tf.config.list_logical_devices("GPU")
+            else "none needed (CPU runs synchronously)",
+            clock=measured.clock,
+            compile_seconds=compile_seconds,
+            peak_memory_bytes=_gpu_peak(),
+        )
+
+    def hardware(self) -> HardwareSpec:
+        from ..hardware.detect import detect_hardware
+
+        gpus = tf.config.list_logical_devices("GPU")
+        spec, _ = detect_hardware("cuda:0" if gpus else "cpu")
+        return spec
+
+
+def _layer_names(model: Any) -> set[str]:
+    names: set[str] = set()
+    stack = [model]
+    while stack:
+        layer = stack.pop()
+        name = getattr(layer, "name", None)
+        if isinstance(name, str) and name not in names:
+            names.add(name)
+            stack.extend(getattr(layer, "layers", ()) or ())
+    return names
+
+
+def _keras_scopes(model: Any, operations: list[Operation]) -> tuple[Operation, ...]:
+    """Keras 3 re-enters a layer's name scope as ``hidden_1``: name the scope after the layer."""
+    names = _layer_names(model)
+    if not names:
+        return tuple(operations)
+
+    def clean(scope: str | None) -> str | None:
+        if scope is None:
+            return None
+        parts = []
+        for part in scope.split("/"):
+            base, _, suffix = part.rpartition("_")
+            parts.append(base if suffix.isdigit() and base in names else part)
+        return "/".join(parts)
+
+    return tuple(
+        op if clean(op.scope) == op.scope else dataclasses.replace(op, scope=clean(op.scope)) for op in operations
+    )
+
+
+def _finish(result: Any) -> None:
+    """Wait for asynchronous device work (GPU); CPU execution has already finished."""
+    if tf.config.list_logical_devices("GPU"):
+        sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
+        if sync is not None:
+            sync()
+        else:
+            for tensor in tf.nest.flatten(result):
+                if hasattr(tensor, "numpy"):
+                    tensor.numpy()
+
+
+def _gpu_peak() -> int | None:
+    if not tf.config.list_logical_devices("GPU"):
+        return None
+    try:
+        return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+    except (ValueError, RuntimeError):
+        return None
+
+
+def _boundary(concrete: Any) -> tuple[TensorSpec, ...]:
+    specs = []
+    for i, tensor in enumerate(concrete.structured_input_signature[0] if concrete.structured_input_signature else ()):
+        shape: Shape = tuple(int(d) for d in tensor.shape)
+        specs.append(TensorSpec(f"arg{i}", shape, TfContext.dtype(tensor), "input"))
+    for variable in concrete.variables:
+        specs.append(
+            TensorSpec(variable.name, tuple(int(d) for d in variable.shape), TfContext.dtype(variable), "parameter")
+        )
+    for i, tensor in enumerate(concrete.outputs):
+        if tensor.shape.rank is not None and None not in tensor.shape.as_list():
+            specs.append(TensorSpec(f"out{i}", TfContext.shape(tensor), TfContext.dtype(tensor), "output"))
+    return tuple(specs)

@@ -1,0 +1,82 @@
+"""TensorFlowAdapter: real Keras models, loops, scopes, coverage, bad input, timing."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+from neural_cost import AdapterError, HardwareSpec, Measurement, analyze_gap, estimate_trace, profile_model  # noqa: E402
+from neural_cost.adapters import TensorFlowAdapter  # noqa: E402
+
+ADAPTER = TensorFlowAdapter()
+
+
+def matmul_flops(trace):
+    return sum(op.cost.flops * op.count for op in trace.operations if op.kind in ("matmul", "linear"))
+
+
+def test_while_with_maximum_iterations_counts_16_bodies():
+    def f(x):
+        return tf.while_loop(lambda i, y: i < 100, lambda i, y: (i + 1, y * 2.0), (0, x), maximum_iterations=16)[1]
+
+    trace = ADAPTER.trace(f, (tf.ones(4),))
+    (loop,) = trace.loop_assumptions
+    assert (loop.trip_count, loop.source) == (16, "inferred")  # min(100 by the counter, 16 by the maximum)
+    assert sum(op.cost.flops * op.count for op in trace.operations if op.name == "Mul") == 16 * 4
+
+
+def test_unbounded_while_uses_the_default_and_the_report_names_it():
+    def g(x):
+        return tf.while_loop(lambda y: tf.reduce_sum(y) < 100.0, lambda y: y * 2.0, (x,))
+
+    trace = TensorFlowAdapter(default_trip_count=3).trace(g, (tf.ones(4),))
+    (loop,) = trace.loop_assumptions
+    assert (loop.trip_count, loop.source) == (3, "default")
+    text = analyze_gap(estimate_trace(trace), Measurement((1e-3,) * 5), HardwareSpec("c", 1e12, 1e11)).render()
+    assert "Loop while_0 (while) was counted 3 times by default" in text
+
+
+def test_lstm_loop_counts_its_sequence_length():
+    batch, steps, features, units = 3, 5, 8, 16
+    model = keras.Sequential([keras.Input((steps, features)), keras.layers.LSTM(units), keras.layers.Dense(4)])
+    trace = ADAPTER.trace(model, (tf.random.normal((batch, steps, features)),))
+    (loop,) = trace.loop_assumptions
+    assert loop.trip_count == steps and loop.source == "inferred"
+    # per step: x·W (8→64) and h·U (16→64): 2·B·(I+H)·4H; plus the Dense head 2·3·16·4
+    assert matmul_flops(trace) == steps * 2 * batch * (features + units) * 4 * units + 2 * batch * units * 4
+    assert trace.coverage.fraction >= 0.99, trace.coverage.unmodeled
+
+
+def test_scopes_follow_keras_layer_names():
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(16, name="hidden"), keras.layers.Dense(4, name="out")]
+    )
+    trace = ADAPTER.trace(model, (tf.ones((2, 8)),))
+    scopes = {op.scope for op in trace.operations if op.kind in ("matmul", "linear")}
+    assert any(s.endswith("hidden") for s in scopes) and any(s.endswith("out") for s in scopes)
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(AdapterError, match="model=3 is not callable"):
+        ADAPTER.trace(3, (tf.ones(2),))
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    with pytest.raises(AdapterError, match=r"tracing .* for inputs \[\(2, 9\)\] failed"):
+        ADAPTER.trace(model, (tf.ones((2, 9)),))  # 9 features for a model built for 8
+    with pytest.raises(AdapterError, match="unknown dimension"):
+        ADAPTER.trace(model, (tf.TensorSpec((None, 8)),))
+
+
+def test_profile_model_counts_the_variables_as_parameters():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16)])
+    profile = profile_model(model, (tf.ones((2, 8)),), ADAPTER, training=True, optimizer_state_multiplier=2)
+    assert profile.memory.parameter_bytes == 4 * (8 * 16 + 16)  # kernel and bias, float32: 576
+    assert profile.memory.training_minimum_bytes == 4 * 576
+
+
+def test_benchmark_times_the_compiled_function():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16)])
+    m = ADAPTER.benchmark(model, tf.ones((2, 8)), warmup=1, repeats=3)
+    assert m.runs == 3 and m.compile_seconds > 0 and m.device_kind == "cpu"
