@@ -2,16 +2,20 @@
 
 The model runs once under a ``TorchDispatchMode`` that sees every aten call (forward, and
 for training the backward and the optimizer step), lowers it through the aten table (see
-``_torch/``) and records which buffers it reads and allocates. Module scopes come from
-forward hooks on every submodule. Nothing the user can observe changes: hooks and modes
-are removed even when the model raises, and parameters, buffers, gradients, optimizer
-state and the RNG state are restored.
+``_torch/``) and records which buffers it reads and allocates. A composite op that
+reaches the mode whole (under ``inference_mode``) and has no table entry runs as its
+decomposition, so its parts are counted, once. Module scopes come from forward hooks on every submodule. Nothing
+the user can observe changes: hooks and modes are removed even when the model raises, and
+parameters, buffers, gradients, optimizer state, the RNG state and each submodule's
+train/eval flag are restored.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
+import itertools
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..core.errors import AdapterError, HardwareError
 from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
+from ..measure.device import array_device
 from ..measure.timing import Measurement, benchmark
 from . import _torch
 from ._torch import ops_compute, ops_pointwise  # noqa: F401  (register the table)
@@ -76,6 +81,25 @@ class _Buffers:
             self._by_storage[key] = tensor.untyped_storage()
         return self._next, True
 
+    def alive(self) -> list[int]:
+        """Ids of the buffers whose storage something still holds (an output, a cache, the
+        optimizer's state): they outlive the traced program."""
+        return sorted(self._ids[key] for key in list(self._by_storage.keys()) if key in self._ids)
+
+
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+_COMPOSITES: dict[Any, bool] = {}
+
+
+def _is_composite(func: Any) -> bool:
+    """Whether ``func``'s C++ kernel is CompositeImplicitAutograd: it only calls other aten ops
+    (a Python-only decomposition, as upsample_* have for tracing, does not count: eager runs
+    the real kernel)."""
+    known = _COMPOSITES.get(func)
+    if known is None:
+        known = _COMPOSITES[func] = bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
+    return known
+
 
 class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Lowers every aten call as it runs; counts what the table does not know."""
@@ -103,13 +127,19 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        namespace = str(getattr(func, "namespace", "aten"))
+        entry = TABLE.get(str(func.overloadpacket.__name__)) if namespace == "aten" else None
+        if entry is None and namespace == "aten" and _is_composite(func):
+            # A composite op (conv2d, einsum, scaled_dot_product_attention...) reaches this mode
+            # whole under inference_mode; run the decomposition eager runs, with the mode on, so
+            # that its parts are recorded (once: the composite itself records nothing).
+            with self:
+                return func._op_dk(_COMPOSITE, *args, **kwargs)
         self.guard.before(func, args, kwargs)
         out = func(*args, **kwargs)
         call = AtenCall(func, tuple(args), dict(kwargs), out)
         name = call.name
-        namespace = str(getattr(func, "namespace", "aten"))
         self.executed += 1
-        entry = TABLE.get(name) if namespace == "aten" else None
         if namespace == "profiler":  # record_function markers around optimizer steps
             self.free += 1
             self.free_reasons[f"{namespace}.{name}"] = "a profiler marker: no data is read or written"
@@ -134,6 +164,12 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self.free_reasons.setdefault(name, EMPTY_REASONS.get(name, "aliases its input for this call"))
         self._dataflow(args, kwargs, out)
         return out
+
+    def finish(self) -> None:
+        """A last dataflow step that reads every buffer still held when the program ends, so the
+        liveness walk keeps outputs and state to the end and frees everything else after its
+        last use."""
+        self.dataflow.append((tuple(self.buffers.alive()), ()))
 
     def _dataflow(self, args: Any, kwargs: Any, out: Any) -> None:
         reads = []
@@ -210,48 +246,141 @@ class _WriteGuard:
                 target.copy_(value)
 
 
-@contextlib.contextmanager
-def _preserved(model: Any, optimizer: Any | None, guard: _WriteGuard) -> Iterator[None]:
-    """Restore parameters, buffers, gradients, optimizer state and RNG state afterwards.
+def _optimizer_params(optimizer: Any | None) -> list[torch.Tensor]:
+    if optimizer is None:
+        return []
+    return [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())]
 
-    A training step changes every parameter, so it is snapshotted whole; inference restores
-    only what an op wrote into (``guard``)."""
+
+def _unique(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each tensor once (tied weights, a parameter both in the module and the optimizer)."""
+    return list({id(t): t for t in tensors}.values())
+
+
+class _Grads:
+    """The ``.grad`` of every tensor a training step may give a gradient to, set aside for
+    the step (so that backward writes fresh gradients instead of adding into the user's in
+    place) and put back afterwards: the very tensors, or None, as they were."""
+
+    def __init__(self) -> None:
+        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
+
+    def set_aside(self, tensors: list[torch.Tensor]) -> None:
+        for tensor in tensors:
+            if id(tensor) not in self.saved:
+                self.saved[id(tensor)] = (tensor, tensor.grad)
+                tensor.grad = None
+
+    def put_back(self) -> None:
+        for tensor, grad in self.saved.values():
+            tensor.grad = grad
+
+
+def _graph_leaves(output: Any) -> list[torch.Tensor]:
+    """The leaf tensors backward from ``output`` accumulates a gradient into: inputs that
+    require grad and tensors a plain function closes over, as well as parameters."""
+    pending: list[Any] = [output.grad_fn] if isinstance(output, torch.Tensor) else []
+    seen: set[Any] = set()  # holds the nodes, so their Python wrappers stay the same objects
+    leaves = []
+    while pending:
+        node = pending.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)  # AccumulateGrad
+        if isinstance(variable, torch.Tensor):
+            leaves.append(variable)
+        pending.extend(child for child, _ in node.next_functions)
+    return leaves
+
+
+class _OptimizerState:
+    """An optimizer's state and hyperparameters, restored in place: the same dicts and the same
+    tensors (their values copied back), entries the traced step created removed. Works for any
+    ``torch.optim.Optimizer`` without its state_dict()/load_state_dict() (which replace every
+    tensor, and which sharded optimizers cannot run locally)."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+        self.state = dict(optimizer.state)
+        self.entries = {key: dict(entry) for key, entry in self.state.items()}
+        self.values = {key: self._copy(entry) for key, entry in self.entries.items()}
+        self.groups = [(group, dict(group), self._copy(group)) for group in optimizer.param_groups]
+
+    @staticmethod
+    def _copy(entries: dict[Any, Any]) -> dict[Any, Any]:
+        return {
+            k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+            for k, v in entries.items()
+            if k != "params"
+        }
+
+    @staticmethod
+    def _refill(target: dict[Any, Any], originals: dict[Any, Any], values: dict[Any, Any]) -> None:
+        target.clear()
+        for key, original in originals.items():
+            if isinstance(original, torch.Tensor):
+                with torch.no_grad():
+                    original.copy_(values[key])
+                target[key] = original
+            else:
+                target[key] = values.get(key, original)
+
+    def restore(self) -> None:
+        state = self.optimizer.state
+        for key in [k for k in state if k not in self.state]:
+            del state[key]
+        for key, entry in self.state.items():
+            self._refill(entry, self.entries[key], self.values[key])
+            state[key] = entry
+        for group, originals, values in self.groups:
+            self._refill(group, originals, values)  # "params": the same list, never copied
+
+
+@contextlib.contextmanager
+def _preserved(model: Any, optimizer: Any | None, guard: _WriteGuard, training: bool = False) -> Iterator[_Grads]:
+    """Restore parameters, buffers, gradients, optimizer state, RNG state and every submodule's
+    train/eval flag afterwards.
+
+    A training step changes every parameter the optimizer holds (the model's, and any other
+    tensor in its param groups), so they are snapshotted whole; inference restores only what
+    an op wrote into (``guard``). A training step runs with the gradients set aside
+    (``_Grads``), so the user's ``.grad`` tensors are never accumulated into."""
     module = model if isinstance(model, torch.nn.Module) else None
-    whole = optimizer is not None  # an optimizer step rewrites every parameter
-    params = (
-        [
-            (p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone())
-            for p in (module.parameters() if module is not None else ())
-        ]
-        if whole
-        else []
-    )
-    grads = [(p, p.grad) for p in (module.parameters() if module is not None else ())]
+    module_params = list(module.parameters()) if module is not None else []
+    stepped = _unique([*module_params, *_optimizer_params(optimizer)]) if optimizer is not None else []
+    # an optimizer step rewrites every parameter it holds
+    params = [(p, p.detach().clone()) for p in stepped]
+    grads = [(p, p.grad) for p in module_params]
     # buffers are copied whole: some kernels write them without saying so in their schema
     # (native_batch_norm updates running_mean/var in train mode); they are usually small
     buffers = [(b, b.detach().clone()) for b in (module.buffers() if module is not None else ())]
-    optimizer_state = copy.deepcopy(optimizer.state_dict()) if optimizer is not None else None
+    optimizer_state = _OptimizerState(optimizer) if optimizer is not None else None
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
-    training = module.training if module is not None else None
+    modes = [(m, m.training) for m in module.modules()] if module is not None else []
+    set_aside = _Grads()
+    if training:
+        set_aside.set_aside(_unique([*module_params, *_optimizer_params(optimizer)]))
     try:
-        yield
+        yield set_aside
     finally:
         guard.restore()
         with torch.no_grad():
-            for param, value, _grad in params:
+            for param, value in params:
                 param.copy_(value)
             for buffer, value in buffers:
                 buffer.copy_(value)
+        set_aside.put_back()
         for param, grad in grads:  # the gradients the user had (None or their tensors), untouched
             param.grad = grad
-        if optimizer is not None and optimizer_state is not None:
-            optimizer.load_state_dict(optimizer_state)  # replaces the state the traced step created
+        if optimizer_state is not None:
+            optimizer_state.restore()  # removes the state the traced step created
         torch.set_rng_state(cpu_rng)
         if cuda_rng is not None:
             torch.cuda.set_rng_state_all(cuda_rng)
-        if module is not None and training is not None:
-            module.train(training)
+        for submodule, flag in modes:  # each its own: a frozen BatchNorm in eval stays in eval
+            submodule.training = flag
 
 
 def _positional(inputs: Any) -> tuple[Any, ...]:
@@ -295,12 +424,13 @@ class TorchAdapter(FrameworkAdapter):
         notes: list[str] = []
         optimizer_ = optimizer if training else None
         try:
-            with _preserved(model, optimizer_, guard), _module_scopes(model, scopes):
+            with _preserved(model, optimizer_, guard, training) as grads, _module_scopes(model, scopes):
                 if training:
-                    output = self._training_step(model, args, kwargs, recorder, loss_fn, optimizer_, notes)
+                    output = self._training_step(model, args, kwargs, recorder, loss_fn, optimizer_, notes, grads)
                 else:
                     with torch.no_grad(), recorder:
                         output = model(*args, **kwargs)
+                recorder.finish()  # before the restore drops the optimizer state the step made
         except AdapterError:
             raise
         except Exception as error:
@@ -337,6 +467,7 @@ class TorchAdapter(FrameworkAdapter):
         loss_fn: Callable[[Any], Any] | None,
         optimizer: Any | None,
         notes: list[str],
+        grads: _Grads,
     ) -> Any:
         with torch.enable_grad(), recorder:
             recorder.phase = "forward"
@@ -349,6 +480,7 @@ class TorchAdapter(FrameworkAdapter):
                     raise AdapterError("TorchAdapter.trace(training=True): the model returned no tensor; pass loss_fn")
                 loss = first.sum()
                 notes.append("no loss_fn given: the backward is of the sum of the first output")
+            grads.set_aside(_graph_leaves(loss))  # inputs or closed-over tensors that require grad
             recorder.phase = "backward"
             loss.backward()
             if optimizer is not None:
@@ -386,18 +518,34 @@ class TorchAdapter(FrameworkAdapter):
         repeats: int = 30,
         kwargs: Mapping[str, Any] | None = None,
     ) -> Measurement:
-        """Time inference runs under ``inference_mode``, waiting for CUDA inside each run."""
+        """Time inference runs under ``inference_mode`` on the device the model's parameters
+        (else its inputs) live on, waiting for that CUDA device inside each run. The RNG state
+        and the buffers of submodules in train mode (BatchNorm's running statistics) are put
+        back afterwards: timing changes nothing in the model."""
         if not callable(model):
             raise AdapterError(f"TorchAdapter.benchmark: model={model!r} is not callable")
-        device = next(_tensors((inputs, kwargs)), None)
-        on_cuda = device is not None and device.device.type == "cuda"
-        telemetry = _CudaTelemetry(device.device) if on_cuda and device is not None else None
+        keywords = dict(kwargs or {})  # bound here: a model keyword never meets benchmark()'s own
+        reference, source = _reference_tensor(model, inputs, keywords)
+        device = reference.device if reference is not None else None
+        on_cuda = device is not None and device.type == "cuda"
+        telemetry = _CudaTelemetry(device) if on_cuda and device is not None else None
 
-        def run(*args: Any, **kw: Any) -> Any:
+        def run(*args: Any) -> Any:
             with torch.inference_mode():
-                return model(*args, **kw)
+                return model(*args, **keywords)
 
-        return benchmark(run, *inputs, warmup=warmup, repeats=repeats, telemetry=telemetry, **dict(kwargs or {}))
+        def wait(_result: Any) -> None:  # the model's device, whatever the result holds
+            torch.cuda.synchronize(device)
+
+        with _kept_while_timing(model):
+            measured = benchmark(
+                run, *inputs, warmup=warmup, repeats=repeats, telemetry=telemetry, sync=wait if on_cuda else "auto"
+            )
+        changes: dict[str, Any] = {"sync": f"torch.cuda.synchronize({device})"} if on_cuda else {}
+        info = array_device(reference) if reference is not None else None
+        if info is not None and (info.name, info.kind) != (measured.device, measured.device_kind):
+            changes.update(device=info.name, device_kind=info.kind, device_source=f"{source}: {info.source}")
+        return dataclasses.replace(measured, **changes) if changes else measured
 
     # -- hardware ---------------------------------------------------------------------------
     def hardware(self, device: Any = None) -> HardwareSpec:
@@ -443,6 +591,33 @@ class TorchAdapter(FrameworkAdapter):
             notes=notes,
             compare_bandwidth=not on_cpu,
         )
+
+
+def _reference_tensor(model: Any, inputs: Any, kwargs: Any) -> tuple[torch.Tensor | None, str]:
+    """The tensor that says where the model runs: its first parameter or buffer (a model on the
+    GPU may take its inputs on the CPU), else its first input."""
+    if isinstance(model, torch.nn.Module):
+        for tensor in itertools.chain(model.parameters(), model.buffers()):
+            return tensor, "the model's parameters"
+    return next(_tensors((inputs, kwargs)), None), "the inputs"
+
+
+@contextlib.contextmanager
+def _kept_while_timing(model: Any) -> Iterator[None]:
+    """The RNG state and the buffers of submodules in train mode, restored after timing runs."""
+    modules = list(model.modules()) if isinstance(model, torch.nn.Module) else []
+    buffers = [(b, b.detach().clone()) for m in modules if m.training for b in m.buffers(recurse=False)]
+    cpu_rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, value in buffers:
+                buffer.copy_(value)
+        torch.set_rng_state(cpu_rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
 
 
 class _CudaTelemetry:

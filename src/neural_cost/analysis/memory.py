@@ -74,8 +74,11 @@ class ModelProfile:
 
 def liveness_peak(dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]]) -> int:
     """Peak bytes of buffers allocated by the traced steps, each freed right after the last step
-    that reads it; a buffer never read again is kept to the end (it may be an output). Buffers
-    that exist before the program (inputs, parameters) are not counted: this is activations only."""
+    that reads it; a buffer no later step reads is freed right after the step that made it
+    (nothing holds it: a max-pool's indices, a norm's statistics at inference). What outlives
+    the program (its outputs, state it keeps) is read by a last step the adapter records.
+    Buffers that exist before the program (inputs, parameters) are not counted: this is
+    activations only."""
     last_read: dict[int, int] = {}
     for step, (reads, _allocs) in enumerate(dataflow):
         for buffer in reads:
@@ -87,9 +90,7 @@ def liveness_peak(dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, in
         for buffer, nbytes in allocs:
             sizes[buffer] = nbytes
             live += nbytes
-            end = last_read.get(buffer)
-            if end is not None and end > step:
-                frees.setdefault(end, []).append(buffer)
+            frees.setdefault(max(last_read.get(buffer, step), step), []).append(buffer)
         peak = max(peak, live)
         for buffer in frees.pop(step, ()):
             live -= sizes[buffer]
@@ -104,8 +105,12 @@ def memory_profile(
     dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]] = (),
     measurement: Measurement | None = None,
     hardware: HardwareSpec | None = None,
+    trainable_bytes: int | None = None,
 ) -> MemoryProfile:
-    """The memory profile of an estimate whose boundary names its parameters."""
+    """The memory profile of an estimate whose boundary names its parameters.
+
+    ``trainable_bytes``: the bytes of the parameters that train (a frozen parameter or a
+    buffer gets no gradient and no optimizer state); default: every parameter."""
     if (
         isinstance(optimizer_state_multiplier, bool)
         or not isinstance(optimizer_state_multiplier, (int, float))
@@ -124,8 +129,16 @@ def memory_profile(
     elif by_role["parameter"] == 0:
         notes.append("no tensor is marked as a parameter (JAX: pass param_argnums=); parameter memory is 0 here")
     parameters = by_role["parameter"]
+    trainable = parameters if trainable_bytes is None else min(trainable_bytes, parameters)
+    if training and trainable < parameters:
+        notes.append(
+            f"gradients and optimizer state only for the {format_si(trainable, 'B')} of parameters that train "
+            f"(of {format_si(parameters, 'B')} of parameters and buffers)"
+        )
+    gradients = trainable if training else 0
+    optimizer_state = int(trainable * optimizer_state_multiplier) if training else 0
     outputs = [row.operation.output_bytes for row in estimate.by_operation]
-    training_minimum = parameters * (1 + (1 + optimizer_state_multiplier if training else 0))
+    training_minimum = parameters + gradients + optimizer_state
     findings = []
     if hardware is not None and hardware.memory_capacity is not None and training_minimum > hardware.memory_capacity:
         findings.append(
@@ -135,8 +148,8 @@ def memory_profile(
         )
     return MemoryProfile(
         parameter_bytes=parameters,
-        gradient_bytes=parameters if training else 0,
-        optimizer_state_bytes=int(parameters * optimizer_state_multiplier) if training else 0,
+        gradient_bytes=gradients,
+        optimizer_state_bytes=optimizer_state,
         input_bytes=by_role["input"],
         output_bytes=by_role["output"],
         activation_minimum_peak_bytes=max(outputs, default=0),
@@ -179,5 +192,21 @@ def profile_model(
         dataflow=trace.dataflow,
         measurement=measurement,
         hardware=hardware,
+        trainable_bytes=_trainable_bytes(model) if training else None,
     )
     return ModelProfile(estimate, profile)
+
+
+def _trainable_bytes(model: Any) -> int | None:
+    """Bytes of a PyTorch module's parameters that require grad (found by their attributes,
+    without importing torch); None for a model that does not say which parameters train."""
+    parameters = getattr(model, "parameters", None)
+    if not callable(parameters):
+        return None
+    try:
+        found = list(parameters())
+    except TypeError:  # a ``parameters`` that is something else
+        return None
+    if not all(hasattr(p, "requires_grad") and hasattr(p, "element_size") for p in found):
+        return None
+    return sum(int(p.numel()) * int(p.element_size()) for p in found if p.requires_grad)

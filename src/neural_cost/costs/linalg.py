@@ -114,13 +114,30 @@ def matmul(op: Operation) -> OpCost:
 CAUSAL_ALIGNMENTS = ("top_left", "bottom_right")
 
 
-def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left") -> int:
+def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left", blocks: tuple[int, int] | None = None) -> int:
     """Query-key pairs a causal mask keeps.
 
     top_left (PyTorch's ``is_causal``, ``torch.tril``): query i sees keys 0..i, so
     Σ_{i<Sq} min(i+1, Sk). bottom_right (FlashAttention >= 2.1, KV-cache decoding): query i
     sees keys 0..i+(Sk-Sq), so Σ_{i<Sq} clamp(i+1+Sk-Sq, 0, Sk). They differ only when Sq != Sk.
+
+    ``blocks`` (q_block, kv_block): a kernel that skips masked tiles, not pairs, computes
+    every pair of each tile the mask touches: per block of queries starting at m (rows r),
+    the key tiles up to the last key its last query sees, whole:
+    Σ_m r·min(⌈keys(m + r)/kv_block⌉·kv_block, Sk). Block sizes larger than the lengths are
+    clamped to them, as PyTorch's CPU flash kernel does.
     """
+    if blocks is not None:
+        if q_len == 0 or k_len == 0:
+            return 0
+        q_block, kv_block = min(blocks[0], q_len), min(blocks[1], k_len)
+        offset = k_len - q_len if alignment == "bottom_right" else 0
+        total = 0
+        for start in range(0, q_len, q_block):
+            rows = min(q_block, q_len - start)
+            keys = min(max(start + rows + offset, 0), k_len)
+            total += rows * min(-(-keys // kv_block) * kv_block, k_len)
+        return total
     if alignment == "top_left":
         if q_len <= k_len:
             return q_len * (q_len + 1) // 2
@@ -134,7 +151,8 @@ def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left") -> int:
 @cost_rule(
     "attention",
     "q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv): 2·B·Hq·pairs·(D+Dv); causal kernels that skip "
-    "masked blocks execute Σ min(i+1,Sk) pairs (attrs['causal_alignment']='bottom_right': Σ clamp(i+1+Sk-Sq, 0, Sk)); "
+    "masked blocks execute Σ min(i+1,Sk) pairs (attrs['causal_alignment']='bottom_right': Σ clamp(i+1+Sk-Sq, 0, Sk)), "
+    "or with attrs['causal_blocks']=(q_block, kv_block) every pair of the tiles the mask touches; "
     "dense_flops always counts Sq·Sk pairs",
 )
 def attention(op: Operation) -> OpCost:
@@ -178,7 +196,14 @@ def attention(op: Operation) -> OpCost:
         raise RecordError(
             f"{where(op)} attrs['causal_alignment']={alignment!r}; use one of {', '.join(CAUSAL_ALIGNMENTS)}"
         )
-    pairs = causal_pairs(q_len, k_len, alignment) if causal and skips else dense_pairs
+    blocks = op.attrs.get("causal_blocks")
+    if blocks is not None and (
+        not isinstance(blocks, tuple)
+        or len(blocks) != 2
+        or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in blocks)
+    ):
+        raise RecordError(f"{where(op)} attrs['causal_blocks']={blocks!r} must be (q_block, kv_block), two ints >= 1")
+    pairs = causal_pairs(q_len, k_len, alignment, blocks) if causal and skips else dense_pairs
     per_pair = 2 * (head_dim + value_dim)
     heads = batch * q_heads
     return default_cost(op, heads * pairs * per_pair, heads * pairs, dense_flops=heads * dense_pairs * per_pair)

@@ -242,8 +242,11 @@ def test_causal_grouped_query_sdpa_on_the_cpu_kernel():
     forward_call, (op,) = calls["_scaled_dot_product_flash_attention_for_cpu"]
     assert op.kind == "attention" and op.inputs == ((2, 8, 16, 32), (2, 2, 16, 32), (2, 2, 16, 32))
     assert op.attrs["causal"] and op.attrs["skips_masked"] and op.attrs["causal_alignment"] == "top_left"
-    pairs = 16 * 17 // 2  # Σ_{i<16} (i+1) = 136 query-key pairs per head
-    assert op.cost.flops == 2 * 2 * 8 * pairs * (32 + 32) == 278_528
+    # the CPU kernel skips tiles of 32 queries × 512 keys (clamped to 16 × 16), not pairs: its one
+    # tile is touched by the mask, so every pair runs (Σ_{i<16} (i+1) = 136 only if it skipped pairs)
+    assert op.attrs["causal_blocks"] == (32, 512)
+    pairs = 16 * 16
+    assert op.cost.flops == 2 * 2 * 8 * pairs * (32 + 32) == 524_288
     assert op.cost.dense_flops == 2 * 2 * 8 * 16 * 16 * (32 + 32) == 524_288
     assert op.cost.transcendentals == 2 * 8 * pairs
     assert op.cost.read_bytes == 4 * (8_192 + 2_048 + 2_048)  # q, k, v once: 49,152
@@ -255,7 +258,7 @@ def test_causal_grouped_query_sdpa_on_the_cpu_kernel():
     assert counter.get_total_flops() == op.cost.dense_flops
     _, (grad,) = calls["_scaled_dot_product_flash_attention_for_cpu_backward"]
     assert grad.kind == "custom" and grad.extra_outputs == ((2, 2, 16, 32), (2, 2, 16, 32))
-    assert grad.cost.flops == 2 * 2 * 8 * pairs * (3 * 32 + 2 * 32) == 696_320  # 2.5 × the forward
+    assert grad.cost.flops == 2 * 2 * 8 * pairs * (3 * 32 + 2 * 32) == 1_310_720  # 2.5 × the forward
     assert grad.cost.dense_flops == 2 * 2 * 8 * 16 * 16 * (3 * 32 + 2 * 32) == 1_310_720
     with FlopCounterMode(display=False) as counter:
         aten._scaled_dot_product_flash_attention_backward(

@@ -19,10 +19,13 @@ PyTorch's layouts into the ones the rules expect; the FLOP and byte arithmetic s
   alignment follows the kernel: top-left for PyTorch's CPU flash, memory-efficient and cuDNN
   kernels, bottom-right for FlashAttention-2 (``_flash_attention_forward`` and the CUDA
   ``_scaled_dot_product_flash_attention``, which sdpa calls only with Sq = Sk, where the two
-  agree). ``dense_flops`` equals FlopCounterMode's sdpa count. Backward kernels are
-  ``custom`` records: recompute S = QKᵀ, dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q, i.e.
-  2·B·Hq·pairs·(3D + 2Dv) FLOPs (FlopCounterMode's backward formula over all Sq·Sk pairs is
-  our ``dense_flops``), one exponential per executed pair recomputed.
+  agree). PyTorch's CPU flash kernel skips whole tiles (32-256 queries by 512 keys), not
+  pairs: every pair of a tile the mask touches is computed (``causal_blocks``), so a causal
+  sequence up to 512 long costs what a dense one does. ``dense_flops`` equals
+  FlopCounterMode's sdpa count. Backward kernels are ``custom`` records: recompute S = QKᵀ,
+  dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q, i.e. 2·B·Hq·pairs·(3D + 2Dv) FLOPs
+  (FlopCounterMode's backward formula over all Sq·Sk pairs is our ``dense_flops``), one
+  exponential per executed pair recomputed.
 - Recurrent kernels (LSTM/GRU/RNN, mkldnn, cuDNN, fused cells): per layer and direction an
   input-projection ``matmul`` over all time steps at once, a hidden ``matmul`` per step
   (``count`` = the steps) and ``elementwise`` gate records per step; see ``_gate_records``.
@@ -455,13 +458,14 @@ class _Kernel(NamedTuple):
     mask: str | None  # the argument holding an additive mask / bias
     varlen: tuple[str, str, str, str] | None = None  # cumulative offsets q, k; max lengths q, k
     grad: str = "grad_out"
+    blocks: bool = False  # skips masked tiles of _cpu_flash_blocks, not single pairs
 
 
 _FLASH_VARLEN = ("cum_seq_q", "cum_seq_k", "max_q", "max_k")
 _EFFICIENT_VARLEN = ("cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k")
 
 _FORWARD_KERNELS = {
-    "_scaled_dot_product_flash_attention_for_cpu": _Kernel("bhsd", "top_left", True, "attn_mask"),
+    "_scaled_dot_product_flash_attention_for_cpu": _Kernel("bhsd", "top_left", True, "attn_mask", blocks=True),
     "_scaled_dot_product_flash_attention": _Kernel("bhsd", "bottom_right", True, None),
     "_scaled_dot_product_efficient_attention": _Kernel("bhsd", "top_left", True, "attn_bias"),
     "_scaled_dot_product_cudnn_attention": _Kernel("bhsd", "top_left", True, "attn_bias"),
@@ -472,7 +476,7 @@ _FORWARD_KERNELS = {
 }
 
 _BACKWARD_KERNELS = {
-    "_scaled_dot_product_flash_attention_for_cpu_backward": _Kernel("bhsd", "top_left", True, "attn_mask"),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _Kernel("bhsd", "top_left", True, "attn_mask", blocks=True),
     "_scaled_dot_product_flash_attention_backward": _Kernel("bhsd", "bottom_right", True, None),
     "_scaled_dot_product_efficient_attention_backward": _Kernel(
         "bhsd", "top_left", True, "attn_bias", grad="grad_out_"
@@ -488,6 +492,13 @@ def _bhsd(shape: Shape, layout: str) -> Shape:
     return (shape[0], shape[2], shape[1], shape[3]) if layout == "bshd" and len(shape) == 4 else shape
 
 
+def _cpu_flash_blocks(q_len: int) -> tuple[int, int]:
+    """PyTorch's CPU flash kernel (forward and backward) works in tiles of q_split queries by
+    512 keys, q_split 256 from 768 queries, 64 from 192, else 32 (FlashAttentionKernel.cpp);
+    causal, it skips the tiles past the diagonal but computes every pair of the others."""
+    return (256 if q_len >= 768 else 64 if q_len >= 192 else 32), 512
+
+
 def _attention_attrs(a: dict[str, Any], kernel: _Kernel) -> dict[str, Any]:
     """causal (and its alignment) from ``is_causal``, or the memory-efficient kernel's
     ``custom_mask_type`` (1: causal from the top left, 2: from the bottom right); a sliding
@@ -501,6 +512,8 @@ def _attention_attrs(a: dict[str, Any], kernel: _Kernel) -> dict[str, Any]:
     attrs: dict[str, Any] = {"causal": causal, "skips_masked": kernel.skips}
     if causal:
         attrs["causal_alignment"] = alignment
+        if kernel.blocks:
+            attrs["causal_blocks"] = _cpu_flash_blocks(int(a["query"].shape[2]))
     window = [a.get(n) for n in ("window_size", "window_size_left", "window_size_right")]
     if any(w is not None and int(w) >= 0 for w in window):
         attrs["window"] = tuple(-1 if w is None else int(w) for w in window)
