@@ -165,3 +165,12 @@ def test_benchmark_runs_in_inference_mode_on_the_inputs_device():
 def test_calibrate_measures_float32_and_bfloat16():
     spec, result = ADAPTER.calibrate(size=128, copy_bytes=8 << 20, repeats=2)
     assert [p.dtype for p in result.matmuls] == ["float32", "bfloat16"] and spec.has_peak("bfloat16")
+
+
+def test_a_compiled_modules_original_module_traces_like_the_module():
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+    compiled = torch.compile(model)  # nothing compiles until it is called; we trace the original
+    x = torch.randn(4, 16)
+    assert [op.cost for op in ADAPTER.trace(compiled._orig_mod, (x,)).operations] == [
+        op.cost for op in ADAPTER.trace(model, (x,)).operations
+    ]
