@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 
 from .analysis import Finding, GapReport, analyze_gap
 from .analysis.memory import MemoryProfile, ModelProfile, profile_model
+from .analysis.pipeline import Pipeline, PipelineReport, Stage
 from .core import (
     AdapterError,
     CostEstimate,
@@ -50,9 +51,12 @@ __all__ = [
     "NeuralCostError",
     "Operation",
     "OperationCost",
+    "Pipeline",
+    "PipelineReport",
     "RecordError",
     "ScopeCost",
     "ShapeError",
+    "Stage",
     "TensorSpec",
     "Trace",
     "UnknownKindError",

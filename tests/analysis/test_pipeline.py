@@ -1,0 +1,89 @@
+"""Pipelines: stages × calls against the end-to-end run, with an injected clock."""
+
+import pytest
+
+from neural_cost import Coverage, HardwareSpec, Operation, Trace
+from neural_cost.adapters import FrameworkAdapter
+from neural_cost.analysis.pipeline import Pipeline, Stage
+
+SPEC = HardwareSpec("chip", 1e12, 1e11, kind="cpu")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def work(self, seconds, *, unmodeled=0, raises=False):
+        def fn(*args):
+            if raises:
+                raise RuntimeError("environment step diverged")
+            self.now += seconds
+
+        fn.unmodeled = unmodeled
+        return fn
+
+
+class StageAdapter(FrameworkAdapter):
+    """Each stage is one 1,000-element elementwise op, plus the unmodeled ops its fn says."""
+
+    def trace(self, model, inputs, **kwargs):
+        op = Operation("step", "elementwise", ((1000,),), (1000,))
+        missing = getattr(model, "unmodeled", 0)
+        return Trace((op,), Coverage(total=1 + missing, modeled=1, unmodeled=(("gather", missing),) if missing else ()))
+
+
+def test_unexplained_equals_the_injected_overhead():
+    clock = Clock()
+    overhead = 0.004
+    tree, env, net = clock.work(0.010), clock.work(0.002, unmodeled=3), clock.work(0.005)
+    # one search = tree + 16 env steps + 16 net calls + 4 ms of Python in between
+    total = clock.work(0.010 + 16 * 0.002 + 16 * 0.005 + overhead)
+    report = Pipeline(
+        {"tree": Stage(tree), "env": Stage(env, calls=16), "net": Stage(net, calls=16)}, total=Stage(total)
+    ).run(adapter=StageAdapter(), hardware=SPEC, warmup=1, repeats=3, clock=clock)
+    assert report.stages_seconds == pytest.approx(0.010 + 16 * 0.002 + 16 * 0.005)  # 0.122 s
+    assert report.unexplained_seconds == pytest.approx(overhead)
+    coverages = [s.report.estimate.coverage.fraction for s in report.stages]
+    assert coverages == [1.0, 0.25, 1.0]  # env: 1 modeled of 4 ops
+    text = report.render()
+    assert "unexplained: 4.000 ms" in text and "Python dispatch and loop overhead" in text
+    assert "env: Low coverage" in text
+
+
+def test_negative_unexplained_is_labelled_as_overlap():
+    clock = Clock()
+    a, b = clock.work(0.003), clock.work(0.003)
+    total = clock.work(0.004)  # the whole program runs them fused in 4 ms, not 6
+    report = Pipeline({"a": Stage(a), "b": Stage(b)}, total=Stage(total)).run(warmup=0, repeats=2, clock=clock)
+    assert report.unexplained_seconds == pytest.approx(-0.002)
+    assert "negative: the end-to-end run is faster than its stages added up, so they overlap or fuse" in report.render()
+
+
+def test_a_failing_stage_does_not_stop_the_others():
+    clock = Clock()
+    report = Pipeline(
+        {
+            "ok": Stage(clock.work(0.001)),
+            "broken": Stage(clock.work(0.001, raises=True)),
+            "after": Stage(clock.work(0.002)),
+        },
+        total=Stage(clock.work(0.010)),
+    ).run(adapter=StageAdapter(), hardware=SPEC, warmup=0, repeats=2, clock=clock)
+    names = {s.name: s for s in report.stages}
+    assert names["broken"].error.endswith("environment step diverged")
+    assert names["after"].total_seconds == pytest.approx(0.002)
+    assert report.unexplained_seconds is None
+    assert "broken: failed — MeasurementError" in report.render()
+    assert report.to_dict()["stages"][1]["error"]
+
+
+def test_bad_stages_are_clear_errors():
+    from neural_cost import RecordError
+
+    with pytest.raises(RecordError, match="calls=0"):
+        Stage(lambda: None, calls=0)
+    with pytest.raises(RecordError, match="not a Stage"):
+        Pipeline({"x": lambda: None})
