@@ -66,7 +66,7 @@ def tests(extra: list[str]) -> int:
     env_note = "TF_CPP_MIN_LOG_LEVEL=2"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     say(f"ruff ({env_note})")
-    failed = run(BIN / "ruff", "check", "src", "tests", "benchmarks", "scripts", check=False) != 0
+    failed = run(BIN / "ruff", "check", "src", "tests", "benchmarks", "scripts", "examples", check=False) != 0
     say("mypy src/")
     failed |= run(BIN / "mypy", check=False) != 0
     say("pytest")
