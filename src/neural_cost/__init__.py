@@ -20,6 +20,7 @@ from .core import (
     Operation,
     OperationCost,
     RecordError,
+    SchemaError,
     ScopeCost,
     ShapeError,
     TensorSpec,
@@ -31,6 +32,8 @@ from .hardware import HardwareSpec
 from .hardware.calibrate import CalibrationResult, calibrate
 from .hardware.detect import DetectionResult, detect_hardware
 from .measure import Measurement, benchmark
+from .report.diff import diff_reports
+from .report.load import load_report
 
 __all__ = [
     "AdapterError",
@@ -54,6 +57,7 @@ __all__ = [
     "Pipeline",
     "PipelineReport",
     "RecordError",
+    "SchemaError",
     "ScopeCost",
     "ShapeError",
     "Stage",
@@ -65,9 +69,11 @@ __all__ = [
     "benchmark",
     "calibrate",
     "detect_hardware",
+    "diff_reports",
     "estimate_model",
     "estimate_operations",
     "estimate_trace",
     "known_kinds",
+    "load_report",
     "profile_model",
 ]

@@ -1,0 +1,84 @@
+"""Before/after: two saved reports side by side, with deltas, and what makes them incomparable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..core.units import format_percent, format_seconds, format_si
+
+if TYPE_CHECKING:
+    from ..analysis.gap import GapReport
+
+
+def _delta(before: float, after: float, fmt: Callable[[float], str]) -> str:
+    if before == after:
+        return "="
+    if fmt is format_percent:  # fractions differ by percentage points, not by a relative change
+        return f"{(after - before) * 100:+.1f} pp"
+    change = f" ({(after - before) / before:+.1%})" if before else ""
+    sign = "+" if after > before else "-"
+    return f"{sign}{fmt(abs(after - before))}{change}"
+
+
+def _flops(value: float) -> str:
+    return format_si(value, "FLOP")
+
+
+def _bytes(value: float) -> str:
+    return format_si(value, "B")
+
+
+def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
+    rows = [
+        ("FLOPs", before.estimate.flops, after.estimate.flops, _flops),
+        ("bytes (unfused)", before.estimate.bytes, after.estimate.bytes, _bytes),
+        ("bound", before.bound_seconds, after.bound_seconds, format_seconds),
+        ("observed", before.observed_seconds, after.observed_seconds, format_seconds),
+        ("efficiency", before.efficiency, after.efficiency, format_percent),
+        ("coverage", before.estimate.coverage.fraction, after.estimate.coverage.fraction, format_percent),
+    ]
+    lines = ["Neural cost diff (before → after)"]
+    notes = []
+    if (before.measurement.device, before.measurement.device_kind) != (
+        after.measurement.device,
+        after.measurement.device_kind,
+    ):
+        notes.append(
+            f"measured on different devices: {before.measurement.device} ({before.measurement.device_kind}) → "
+            f"{after.measurement.device} ({after.measurement.device_kind}); observed times are not comparable as a "
+            f"speed-up of the same machine"
+        )
+    if before.hardware.to_dict() != after.hardware.to_dict():
+        notes.append(f"scored against different specs: {before.hardware.name} → {after.hardware.name}")
+    cov_before, cov_after = before.estimate.coverage, after.estimate.coverage
+    if (cov_before.fraction, cov_before.total) != (cov_after.fraction, cov_after.total):
+        notes.append(
+            f"different coverage: {format_percent(cov_before.fraction)} of {cov_before.total} {cov_before.unit} → "
+            f"{format_percent(cov_after.fraction)} of {cov_after.total} {cov_after.unit}; FLOP and byte deltas "
+            f"include what became (un)modeled"
+        )
+    lines += [f"  NOTE: {n}" for n in notes]
+    width = max(len(r[0]) for r in rows)
+    for label, a, b, fmt in rows:
+        lines.append(f"  {label:{width}s}  {fmt(a):>12s} → {fmt(b):>12s}   {_delta(a, b, fmt)}")
+    scopes_a = {s.scope: s for s in before.estimate.by_scope}
+    scopes_b = {s.scope: s for s in after.estimate.by_scope}
+    names = sorted(
+        set(scopes_a) | set(scopes_b),
+        key=lambda n: -max(scopes_a[n].flops if n in scopes_a else 0, scopes_b[n].flops if n in scopes_b else 0),
+    )[:top]
+    if names:
+        lines.append(f"  per scope (top {len(names)} by FLOPs):")
+        name_width = max(len(n) for n in names)
+        for name in names:
+            fa = scopes_a[name].flops if name in scopes_a else 0
+            fb = scopes_b[name].flops if name in scopes_b else 0
+            ba = scopes_a[name].bytes if name in scopes_a else 0
+            bb = scopes_b[name].bytes if name in scopes_b else 0
+            status = "" if name in scopes_a and name in scopes_b else (" (new)" if name in scopes_b else " (gone)")
+            lines.append(
+                f"    {name:{name_width}s}  {_flops(fa):>11s} → {_flops(fb):>11s}  "
+                f"{_bytes(ba):>9s} → {_bytes(bb):>9s}{status}"
+            )
+    return "\n".join(lines) + "\n"

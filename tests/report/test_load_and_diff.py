@@ -1,0 +1,90 @@
+"""Saved reports: exact round trip, re-scoring without frameworks, and before/after diffs."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from neural_cost import (
+    Coverage,
+    HardwareSpec,
+    Measurement,
+    SchemaError,
+    analyze_gap,
+    diff_reports,
+    load_report,
+)
+from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
+
+
+def save(report, path):
+    path.write_text(json.dumps(report.to_dict()))
+    return path
+
+
+def test_a_saved_report_renders_identically(tmp_path):
+    report = analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO)
+    loaded = load_report(save(report, tmp_path / "r.json"))
+    assert loaded.render(group_by_scope=True) == report.render(group_by_scope=True)
+    assert loaded.estimate == report.estimate and loaded.measurement == report.measurement
+    assert dict(loaded.provenance) == json.loads(json.dumps(report.to_dict()))["provenance"]
+
+
+def test_a_saved_jax_trace_is_rescored_where_no_framework_can_be_imported(tmp_path):
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from neural_cost import estimate_trace
+    from neural_cost.adapters import JaxAdapter
+
+    adapter = JaxAdapter(cross_check=False)
+    trace = adapter.trace(lambda a, b: jnp.tanh(a @ b), (jnp.ones((32, 16)), jnp.ones((16, 8))))
+    report = analyze_gap(estimate_trace(trace), Measurement((1e-5,) * 5, device_kind="cpu"), M3_PRO)
+    path = save(report, tmp_path / "jax.json")
+    code = textwrap.dedent(
+        f"""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {{"torch", "jax", "jaxlib", "tensorflow", "keras", "flax"}}:
+                    raise ImportError(name)
+        sys.meta_path.insert(0, Block())
+        from neural_cost import HardwareSpec, analyze_gap, load_report
+        r = load_report({str(path)!r})
+        gpu = HardwareSpec("H100", 67e12, 3.35e12, kind="gpu")
+        print(analyze_gap(r.estimate, r.measurement, gpu).render())
+        print(r.estimate.operations[0].name)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Device mismatch" in result.stdout and "dot_general" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [("[1, 2]", "a report is a JSON object"), ("{not json", "not JSON"), ('{"schema": "other"}', "schema='other'")],
+)
+def test_bad_report_files_are_clear_errors(tmp_path, content, match):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(SchemaError, match=match):
+        load_report(path)
+    with pytest.raises(SchemaError, match="cannot read"):
+        load_report(tmp_path / "missing.json")
+
+
+def test_diff_shows_deltas_and_what_makes_reports_incomparable():
+    before = analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO)
+    after_coverage = Coverage(total=2, modeled=1, unmodeled=(("sort", 1),))
+    gpu_run = Measurement((20e-6,) * 5, device="cuda:0", device_kind="gpu")
+    after = analyze_gap(seed_estimate(after_coverage), gpu_run, HardwareSpec("H100", 67e12, 3.35e12, kind="gpu"))
+    text = diff_reports(before, after)
+    observed = next(line for line in text.splitlines() if line.strip().startswith("observed"))
+    assert "40.0 µs →" in observed and observed.endswith("-20.0 µs (-50.0%)")
+    efficiency = next(line for line in text.splitlines() if line.strip().startswith("efficiency"))
+    assert efficiency.endswith("-23.8 pp")  # 27.5% → 3.7% (11.0 µs/40 µs → 0.734 µs/20 µs)
+    assert "NOTE: measured on different devices" in text and "NOTE: different coverage" in text
+    assert "FLOPs" in text and "=" in text.split("FLOPs")[1].splitlines()[0]  # same program: no FLOP change
