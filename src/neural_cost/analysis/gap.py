@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.attrs import FrozenAttrs
 from ..core.errors import MeasurementError, RecordError
@@ -15,6 +15,11 @@ from ..measure.timing import Measurement
 from .findings import Finding, build_findings
 from .provenance import collect_provenance
 from .rows import RowTime, compute_seconds, operation_rows, scope_rows
+
+if TYPE_CHECKING:
+    import os
+
+    from matplotlib.figure import Figure
 
 DEFAULT_COVERAGE_THRESHOLD = 0.9
 SCHEMA = "neural-cost/report"
@@ -77,6 +82,12 @@ class GapReport:
         from ..report.text import render_report  # rendering reads the report; it is not part of it
 
         return render_report(self, top=top, group_by_scope=group_by_scope)
+
+    def plot(self, path: str | os.PathLike[str] | None = None, top: int = 8, group_by_scope: bool = False) -> Figure:
+        """The roofline plot (matplotlib, the ``plot`` extra); saved as PNG or SVG when ``path`` is given."""
+        from ..report.plot import plot_report
+
+        return plot_report(self, path=path, top=top, group_by_scope=group_by_scope)
 
     def to_dict(self) -> dict[str, Any]:
         from ..report.serialize import report_to_dict

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NeuralCostError, RecordError
 from ..core.units import format_percent, format_seconds
@@ -18,6 +18,11 @@ from ..costs.estimate import estimate_trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark
 from .gap import GapReport, analyze_gap
+
+if TYPE_CHECKING:
+    import os
+
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,12 @@ class PipelineReport:
                     if finding.severity == "warning" or finding.header:
                         out.append(f"  {stage.name}: {finding.message}")
         return "\n".join(out) + "\n"
+
+    def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
+        """Stacked bar of stage times × calls with the unexplained part (matplotlib, the ``plot`` extra)."""
+        from ..report.plot import plot_pipeline
+
+        return plot_pipeline(self, path=path)
 
     def to_dict(self) -> dict[str, Any]:
         return {
