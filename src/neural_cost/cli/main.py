@@ -66,6 +66,17 @@ def _parser() -> argparse.ArgumentParser:
     hardware.add_argument("--dtypes", default="float32", help="dtypes to calibrate, comma-separated (default float32)")
     hardware.add_argument("--size", type=_count(16), default=2048, help="calibration matmul size n (n×n, default 2048)")
     hardware.add_argument("--json", metavar="PATH", help="also write the spec and calibration as JSON")
+    compare = commands.add_parser(
+        "compare", help="run one workload on each JAX platform, each in its own process, and print one table"
+    )
+    compare.add_argument(
+        "build", metavar="FILE.py:build", help="a function of no arguments returning (fn_or_model, args[, kwargs])"
+    )
+    compare.add_argument("--platforms", default="cpu", help="JAX platforms, comma-separated (default cpu)")
+    compare.add_argument("--warmup", type=_count(0), default=3, help="untimed runs before timing (default 3)")
+    compare.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
+    compare.add_argument("--timeout", type=float, default=600.0, help="seconds per platform (default 600)")
+    compare.add_argument("--json", metavar="PATH", help="also write every platform's report as JSON (atomically)")
     return parser
 
 
@@ -80,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .hardware import run_hardware
 
             return run_hardware(args)
+        if args.command == "compare":
+            from .compare import run_compare
+
+            return run_compare(args)
         if args.command == "kinds":
             from ..costs import known_kinds
 

@@ -1,0 +1,151 @@
+"""``neural-cost compare FILE.py:build --platforms cpu,cuda``: one workload, one process per JAX platform, one table.
+
+JAX allows one platform per process, so each platform runs in a child process
+(``neural_cost.cli.child``) with ``JAX_PLATFORMS`` set; the parent never calls ``build``.
+A platform that is unavailable, crashes or times out is a row saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import NeuralCostError
+from ..core.units import format_percent, format_percent_down, format_seconds, format_si
+from .build import check_spec
+from .output import write_json
+
+SCHEMA = "neural-cost/compare"
+SCHEMA_VERSION = 1
+HEADERS = ("platform", "device", "time (median ± stdev, runs)", "bound", "efficiency", "coverage", "FLOP/s", "bytes/s")
+
+
+def parse_platforms(text: str) -> list[str]:
+    platforms = list(dict.fromkeys(p.strip().lower() for p in text.split(",") if p.strip()))
+    if not platforms:
+        raise NeuralCostError(f"--platforms {text!r} names no platform; pass JAX platforms such as cpu,cuda,tpu")
+    return platforms
+
+
+def _last_line(text: str | bytes | None) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _child_env(platform: str) -> dict[str, str]:
+    env = dict(os.environ, JAX_PLATFORMS=platform)
+    # the child imports this very neural_cost, installed or not
+    source_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_child(spec: str, platform: str, warmup: int, repeats: int, timeout: float) -> dict[str, Any]:
+    """One platform's result as the child wrote it, or a failed row built from what the child left."""
+    with tempfile.TemporaryDirectory(prefix="neural-cost-compare-") as folder:
+        out = Path(folder) / f"{platform}.json"
+        command = [sys.executable, "-m", "neural_cost.cli.child", spec, "--platform", platform, "--json", str(out)]
+        command += ["--warmup", str(warmup), "--repeats", str(repeats)]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(
+                command, env=_child_env(platform), capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired as expired:
+            last = _last_line(expired.stderr)
+            error = f"timed out after {timeout:g} s" + (f" (last error line: {last})" if last else "")
+            return _failed(platform, "timeout", error, time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        if out.is_file():
+            try:
+                result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+            except ValueError as bad:
+                return _failed(platform, "failed", f"the child wrote unreadable JSON ({bad})", wall)
+            result["wall_seconds"] = wall
+            return result
+        last = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
+        return _failed(platform, "failed", f"the child exited with code {done.returncode}: {last}", wall)
+
+
+def _failed(platform: str, status: str, error: str, wall: float) -> dict[str, Any]:
+    return {
+        "platform": platform,
+        "status": status,
+        "framework": None,
+        "error": error,
+        "report": None,
+        "wall_seconds": wall,
+    }
+
+
+def _row(result: Mapping[str, Any]) -> tuple[str, ...] | str:
+    """The table cells of an ok result, or the one message of a row that has no numbers."""
+    report = result.get("report")
+    if result.get("status") != "ok" or not isinstance(report, Mapping):
+        return f"{result.get('status', 'failed')}: {result.get('error') or 'no report'}"
+    measurement, analysis, coverage = report["measurement"], report["analysis"], report["estimate"]["coverage"]
+    device = str(measurement["device"])
+    if analysis.get("device_mismatch"):
+        device += f" (peaks for {report['hardware']['name']})"
+    spread = f"{format_seconds(measurement['median_seconds'])} ± {format_seconds(measurement['stdev_seconds'])}"
+    return (
+        str(result["platform"]),
+        device,
+        f"{spread} ({measurement['runs']})",
+        f"{format_seconds(analysis['bound_seconds'])} ({analysis['bound_side']})",
+        format_percent(analysis["efficiency"]),
+        format_percent_down(coverage["modeled"] + coverage["free"], coverage["total"]),
+        format_si(analysis["achieved_flops_per_second"], "FLOP/s"),
+        format_si(analysis["achieved_bytes_per_second"], "B/s"),
+    )
+
+
+def render_table(spec: str, results: Sequence[Mapping[str, Any]]) -> str:
+    """One line per platform; a platform without numbers says why in place of its cells."""
+    frameworks = sorted({str(r["framework"]) for r in results if r.get("framework")})
+    title = f"neural-cost compare: {spec}" + (f" ({', '.join(frameworks)})" if frameworks else "")
+    rows = [_row(r) for r in results]
+    cells = [r for r in rows if isinstance(r, tuple)]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(HEADERS)]
+    lines = [title, "  " + "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)).rstrip()]
+    for result, row in zip(results, rows, strict=True):
+        if isinstance(row, tuple):
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        else:
+            lines.append(f"  {str(result['platform']).ljust(widths[0])}  {row}")
+    notes = [f"  {r['platform']}: {r['note']}" for r in results if r.get("note")]
+    return "\n".join([*lines, *notes]) + "\n"
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    check_spec(args.build)  # a typo or a missing file fails here, once, not in every child
+    platforms = parse_platforms(args.platforms)
+    if args.timeout <= 0:
+        raise NeuralCostError(f"--timeout {args.timeout:g} must be a positive number of seconds")
+    results = []
+    for platform in platforms:
+        if sys.stderr.isatty():
+            print(f"compare: running {platform}...", file=sys.stderr, flush=True)
+        results.append(run_child(args.build, platform, args.warmup, args.repeats, args.timeout))
+    print(render_table(args.build, results), end="")
+    if args.json:
+        combined = {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "build": args.build,
+            "warmup": args.warmup,
+            "repeats": args.repeats,
+            "platforms": results,
+        }
+        print(f"wrote {write_json(args.json, combined)}")
+    return 0 if any(r.get("status") == "ok" for r in results) else 1
