@@ -59,7 +59,8 @@ def setup() -> None:
 
 
 def main_job(extra: list[str]) -> int:
-    return run(BIN / "neural-cost", "example", *extra, check=False)
+    """`neural-cost analyze` on the bundled JAX MLP: traced, timed and scored on this machine."""
+    return run(BIN / "neural-cost", "analyze", "examples/mlp.py:build", *extra, check=False)
 
 
 def tests(extra: list[str]) -> int:

@@ -77,6 +77,22 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
     compare.add_argument("--timeout", type=float, default=600.0, help="seconds per platform (default 600)")
     compare.add_argument("--json", metavar="PATH", help="also write every platform's report as JSON (atomically)")
+    analyze = commands.add_parser("analyze", help="trace, time and score FILE.py:build here; print the full report")
+    analyze.add_argument(
+        "target", metavar="FILE.py:build", help="a function of no arguments returning (fn, args[, kwargs])"
+    )
+    analyze.add_argument("--framework", choices=("jax", "torch", "tensorflow"), help="default: inferred")
+    analyze.add_argument("--device", help="score against this device's spec (cpu, cuda:N, mps...)")
+    analyze.add_argument("--calibrate", action="store_true", help="score against measured peaks of this device")
+    analyze.add_argument("--trip-count", action="append", metavar="LOOP=N", help="a while loop's trip count")
+    analyze.add_argument("--default-trip-count", type=_count(0), default=8, help="for loops nothing counts (default 8)")
+    analyze.add_argument("--min-coverage", type=float, help="exit 1 when coverage is below this fraction (a CI gate)")
+    analyze.add_argument("--plot", metavar="PATH", help="also save the roofline plot (.png or .svg)")
+    _add_report_options(analyze)
+    diff = commands.add_parser("diff", help="compare two saved reports (--json files): before → after")
+    diff.add_argument("before", help="the earlier report's JSON")
+    diff.add_argument("after", help="the later report's JSON")
+    diff.add_argument("--top", type=_count(0), default=10, help="scopes to list (default 10)")
     return parser
 
 
@@ -91,6 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .hardware import run_hardware
 
             return run_hardware(args)
+        if args.command == "analyze":
+            from .analyze import run_analyze
+
+            return run_analyze(args)
+        if args.command == "diff":
+            from .analyze import run_diff
+
+            return run_diff(args)
         if args.command == "compare":
             from .compare import run_compare
 

@@ -1,0 +1,104 @@
+"""``neural-cost analyze FILE.py:build``: trace, time and score a workload, print the full report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..core.errors import NeuralCostError
+from .build import call_build, infer_framework, load_build
+
+
+def _progress(message: str) -> None:
+    """Progress on a terminal only: quiet when output is piped or captured."""
+    if sys.stderr.isatty():
+        print(f"neural-cost: {message}…", file=sys.stderr, flush=True)
+
+
+def _trip_counts(items: list[str]) -> dict[int | str, int]:
+    counts: dict[int | str, int] = {}
+    for item in items:
+        loop, sep, value = item.rpartition("=")
+        if not sep or not loop or not value.isdigit():
+            raise NeuralCostError(f"--trip-count {item!r}: write LOOP=N, e.g. --trip-count 0=16 or search/while_1=4")
+        counts[int(loop) if loop.isdigit() else loop] = int(value)
+    return counts
+
+
+def _adapter(framework: str, args: argparse.Namespace) -> Any:
+    trips = _trip_counts(args.trip_count or [])
+    if framework == "jax":
+        from ..adapters import JaxAdapter
+
+        return JaxAdapter(trip_counts=trips, default_trip_count=args.default_trip_count)
+    if framework == "tensorflow":
+        from ..adapters import TensorFlowAdapter
+
+        return TensorFlowAdapter(trip_counts=trips, default_trip_count=args.default_trip_count)
+    if trips:
+        raise NeuralCostError("--trip-count applies to JAX and TensorFlow loops; PyTorch runs its loops for real")
+    from ..adapters import TorchAdapter
+
+    return TorchAdapter()
+
+
+def _hardware(args: argparse.Namespace, adapter: Any, measurement: Any) -> Any:
+    from ..hardware.detect import detect_hardware
+    from ..hardware.spec import HardwareSpec
+
+    if args.peak_flops is not None or args.memory_bandwidth is not None:
+        if args.peak_flops is None or args.memory_bandwidth is None:
+            raise NeuralCostError("--peak-flops and --memory-bandwidth go together; give both, or neither to detect")
+        kind = measurement.device_kind if measurement.device_kind in ("cpu", "gpu", "tpu") else "unknown"
+        return HardwareSpec("user-supplied peaks", args.peak_flops, args.memory_bandwidth, kind=kind)
+    if args.calibrate:
+        _progress("calibrating")
+        spec, _ = adapter.calibrate() if hasattr(adapter, "calibrate") else (None, None)
+        return spec
+    if args.device is not None:
+        spec, _ = detect_hardware(args.device)
+        return spec
+    return adapter.hardware()
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    from ..analysis.gap import analyze_gap
+    from ..costs.estimate import estimate_trace
+    from .output import write_json
+
+    build = load_build(args.target)
+    fn, inputs, kwargs = call_build(build)
+    framework = args.framework or infer_framework(fn, inputs, kwargs)
+    adapter = _adapter(framework, args)
+    _progress(f"timing {args.repeats} runs after {args.warmup} warmup")
+    if framework == "jax":
+        measurement = adapter.benchmark(fn, *inputs, warmup=args.warmup, repeats=args.repeats, **kwargs)
+    else:
+        measurement = adapter.benchmark(fn, *inputs, warmup=args.warmup, repeats=args.repeats, kwargs=kwargs)
+    _progress("tracing")
+    trace = adapter.trace(fn, inputs, kwargs) if kwargs else adapter.trace(fn, inputs)
+    hardware = _hardware(args, adapter, measurement)
+    report = analyze_gap(estimate_trace(trace), measurement, hardware)
+    print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
+    if args.json:
+        print(f"wrote {write_json(args.json, report.to_dict())}")
+    if args.plot:
+        report.plot(args.plot, top=args.top, group_by_scope=args.group_by_scope)
+        print(f"wrote {args.plot}")
+    if args.min_coverage is not None and report.estimate.coverage.fraction < args.min_coverage:
+        print(
+            f"neural-cost: coverage {report.estimate.coverage.fraction:.1%} is below --min-coverage "
+            f"{args.min_coverage:.1%}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from ..report.diff import diff_reports
+    from ..report.load import load_report
+
+    print(diff_reports(load_report(args.before), load_report(args.after), top=args.top), end="")
+    return 0
