@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import NeuralCostError
@@ -62,11 +63,31 @@ def _hardware(args: argparse.Namespace, adapter: Any, measurement: Any) -> Any:
     return adapter.hardware()
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    if args.calibrate and (args.peak_flops is not None or args.memory_bandwidth is not None):
+        raise NeuralCostError(
+            "--calibrate measures the peaks, --peak-flops/--memory-bandwidth give them; pass one or the other"
+        )
+    if args.plot:
+        import importlib.util
+
+        from ..report.plot import FORMATS
+
+        suffix = Path(args.plot).suffix.lower()
+        if suffix not in FORMATS:
+            raise NeuralCostError(
+                f"--plot {args.plot}: ends in {suffix or 'no extension'!r}; name a {' or '.join(FORMATS)} file"
+            )
+        if importlib.util.find_spec("matplotlib") is None:
+            raise NeuralCostError("--plot needs matplotlib, which is not installed: pip install 'neural-cost[plot]'")
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     from ..analysis.gap import analyze_gap
     from ..costs.estimate import estimate_trace
     from .output import write_json
 
+    _check_outputs(args)  # before any work: a bad --plot must not leave a report or a JSON behind
     build = load_build(args.target)
     fn, inputs, kwargs = call_build(build)
     framework = args.framework or infer_framework(fn, inputs, kwargs)
