@@ -30,7 +30,19 @@ from ..hardware.spec import HardwareSpec
 from ..measure.device import array_device
 from ..measure.timing import Measurement, benchmark
 from . import _torch
-from ._torch import ops_compute, ops_pointwise  # noqa: F401  (register the table)
+from ._torch import (  # noqa: F401  (register the table)
+    ops_attention,
+    ops_conv,
+    ops_free,
+    ops_indexing,
+    ops_matmul,
+    ops_movement,
+    ops_norms,
+    ops_pointwise,
+    ops_random_optim,
+    ops_reduce,
+    ops_rnn,
+)
 from ._torch.table import EMPTY_REASONS, TABLE, AtenCall, Free, TorchContext
 from .base import FrameworkAdapter
 

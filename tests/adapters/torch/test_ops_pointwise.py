@@ -17,8 +17,10 @@ from torch.nn import functional as F  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from neural_cost import Operation  # noqa: E402
-from neural_cost.adapters._torch import ops_pointwise  # noqa: E402
+from neural_cost.adapters._torch import ops_free, ops_norms, ops_pointwise, ops_random_optim, ops_reduce  # noqa: E402
 from neural_cost.adapters._torch.table import EMPTY_REASONS, TABLE, AtenCall, Free, TorchContext  # noqa: E402
+
+OURS = {m.__name__ for m in (ops_pointwise, ops_reduce, ops_norms, ops_random_optim, ops_free)}
 
 
 class Recording(TorchDispatchMode):
@@ -96,9 +98,9 @@ def _our_entries() -> dict[str, object]:
     ours = {}
     for name, entry in TABLE.items():
         if isinstance(entry, Free):
-            if name in ops_pointwise.FREE_REASONS:
+            if name in ops_free.FREE_REASONS:
                 ours[name] = entry
-        elif getattr(entry, "__module__", None) == ops_pointwise.__name__:
+        elif getattr(entry, "__module__", None) in OURS:
             ours[name] = entry
     return ours
 
@@ -120,10 +122,10 @@ def test_names_left_to_the_other_table_are_not_registered_here():
 
 
 def test_free_entries_listed_with_their_reasons():
-    listing = {name: TABLE[name].reason for name in ops_pointwise.FREE_REASONS}
+    listing = {name: TABLE[name].reason for name in ops_free.FREE_REASONS}
     for name, reason in sorted(listing.items()):
         print(f"{name:28s} {reason}")
-        assert reason == ops_pointwise.FREE_REASONS[name]
+        assert reason == ops_free.FREE_REASONS[name]
         assert reason and "\n" not in reason and len(reason) < 120
     required = {"view", "_unsafe_view", "t", "transpose", "permute", "expand", "alias", "detach", "unsqueeze",
                 "squeeze", "select", "slice", "split", "split_with_sizes", "unbind", "as_strided", "view_as_real",
@@ -206,7 +208,7 @@ FREE_CALLS = {
 
 
 def test_every_free_entry_has_an_aliasing_check():
-    assert set(FREE_CALLS) == set(ops_pointwise.FREE_REASONS)
+    assert set(FREE_CALLS) == set(ops_free.FREE_REASONS)
 
 
 def _storage(tensor):
@@ -551,7 +553,7 @@ def test_avg_and_adaptive_pooling_forward_and_backward():
 
     uneven = record(backward_of(nn.AdaptiveAvgPool2d(3), x))
     # 8 → 3: windows [0,3) [2,6) [5,8) = 3 + 4 + 3 = 10 per dim; 6 planes × 10·10
-    assert ops_pointwise.adaptive_windows(8, 3) == [3, 4, 3]
+    assert ops_norms.adaptive_windows(8, 3) == [3, 4, 3]
     assert uneven.one("_adaptive_avg_pool2d").kind == "custom"
     assert uneven.one("_adaptive_avg_pool2d").cost.flops == 6 * 100
     assert uneven.one("_adaptive_avg_pool2d_backward").cost.flops == 6 * (100 + 9)
