@@ -88,3 +88,30 @@ def test_diff_shows_deltas_and_what_makes_reports_incomparable():
     assert efficiency.endswith("-23.8 pp")  # 27.5% → 3.7% (11.0 µs/40 µs → 0.734 µs/20 µs)
     assert "NOTE: measured on different devices" in text and "NOTE: different coverage" in text
     assert "FLOPs" in text and "=" in text.split("FLOPs")[1].splitlines()[0]  # same program: no FLOP change
+
+
+def test_a_malformed_analysis_section_is_a_schema_error_not_a_traceback(tmp_path):
+    data = analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO).to_dict()
+    data["analysis"] = None  # the threshold falls back to the default; the records are intact
+    assert (
+        load_report(save_dict(data, tmp_path / "a.json")).render()
+        == analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO).render()
+    )
+    data["estimate"] = "oops"
+    with pytest.raises(SchemaError, match="missing or malformed"):
+        load_report(save_dict(data, tmp_path / "b.json"))
+
+
+def save_dict(data, path):
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_diff_notes_different_inputs():
+    from neural_cost import estimate_operations
+    from neural_cost.core import Operation
+
+    small = estimate_operations([Operation("mm", "matmul", ((4, 8), (8, 8)), (4, 8))], input_shapes=[("x", (4, 8))])
+    big = estimate_operations([Operation("mm", "matmul", ((64, 8), (8, 8)), (64, 8))], input_shapes=[("x", (64, 8))])
+    text = diff_reports(analyze_gap(small, cpu_measurement(), M3_PRO), analyze_gap(big, cpu_measurement(), M3_PRO))
+    assert "NOTE: different inputs: x (4, 8) → x (64, 8)" in text

@@ -21,6 +21,10 @@ def _delta(before: float, after: float, fmt: Callable[[float], str]) -> str:
     return f"{sign}{fmt(abs(after - before))}{change}"
 
 
+def _shapes(report: GapReport) -> str:
+    return ", ".join(f"{name} {tuple(shape)}" for name, shape in report.estimate.input_shapes) or "not recorded"
+
+
 def _flops(value: float) -> str:
     return format_si(value, "FLOP")
 
@@ -51,6 +55,11 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
         )
     if before.hardware.to_dict() != after.hardware.to_dict():
         notes.append(f"scored against different specs: {before.hardware.name} → {after.hardware.name}")
+    if before.estimate.input_shapes != after.estimate.input_shapes:
+        notes.append(
+            f"different inputs: {_shapes(before)} → {_shapes(after)}; FLOP and byte deltas include "
+            f"the change of size, not only a change of code"
+        )
     cov_before, cov_after = before.estimate.coverage, after.estimate.coverage
     if (cov_before.fraction, cov_before.total) != (cov_after.fraction, cov_after.total):
         notes.append(

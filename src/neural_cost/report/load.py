@@ -31,8 +31,9 @@ def report_from_dict(data: Mapping[str, Any], where: str = "report") -> GapRepor
         estimate = CostEstimate.from_dict(data["estimate"])
         measurement = Measurement.from_dict(data["measurement"])
         hardware = HardwareSpec.from_dict(data["hardware"])
-        threshold = float(data.get("analysis", {}).get("coverage_threshold", 0.9))
-    except (KeyError, TypeError) as error:
+        analysis = data.get("analysis") or {}
+        threshold = float(analysis.get("coverage_threshold", 0.9)) if isinstance(analysis, Mapping) else 0.9
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
         raise SchemaError(
             f"{where}: a required field is missing or malformed ({type(error).__name__}: {error})"
         ) from error
