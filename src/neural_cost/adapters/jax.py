@@ -17,7 +17,7 @@ from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, auto_sync, benchmark
 from . import _jax
-from ._jax import prims_elementwise, prims_movement
+from ._jax import prims_attention, prims_elementwise, prims_movement  # noqa: F401  (prims_attention registers)
 from ._jax.table import EMPTY_REASONS, LowerContext
 from ._jax.walker import Walker, executed_bodies
 from .base import FrameworkAdapter
