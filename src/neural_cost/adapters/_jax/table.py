@@ -10,19 +10,12 @@ record of the right kind, permuting layouts into the canonical ones the rules ex
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...core.dtypes import canonical_dtype
-from ...core.errors import NeuralCostError
 from ...core.records import Operation, Shape
-
-
-@dataclass(frozen=True, slots=True)
-class Free:
-    """A primitive that only aliases memory or reads metadata: no FLOPs, no traffic."""
-
-    reason: str
+from .._registry import Free as Free
+from .._registry import OpTable
 
 
 class LowerContext:
@@ -109,30 +102,12 @@ def is_key_dtype(dtype: Any) -> bool:
 Builder = Callable[[Any, LowerContext], Sequence[Operation]]
 Entry = Builder | Free
 
-TABLE: dict[str, Entry] = {}
-#: Why a builder's empty result (this equation only aliases) is free, per primitive.
-EMPTY_REASONS: dict[str, str] = {}
-
-
-def lowers(*names: str) -> Callable[[Builder], Builder]:
-    """Register ``builder`` for each primitive name in ``names``."""
-
-    def register(builder: Builder) -> Builder:
-        for name in names:
-            if name in TABLE:
-                raise NeuralCostError(f"JAX primitive {name!r} is in the table twice")
-            TABLE[name] = builder
-        return builder
-
-    return register
-
-
-def free(reason: str, *names: str) -> None:
-    """Register each primitive in ``names`` as free, for ``reason``."""
-    for name in names:
-        if name in TABLE:
-            raise NeuralCostError(f"JAX primitive {name!r} is in the table twice")
-        TABLE[name] = Free(reason)
+_REGISTRY: OpTable[Builder] = OpTable("JAX primitive")
+TABLE: dict[str, Entry] = _REGISTRY.entries
+#: Why a builder's empty result (this op only aliases) is free, per name.
+EMPTY_REASONS: dict[str, str] = _REGISTRY.empty_reasons
+lowers = _REGISTRY.lowers
+free = _REGISTRY.free
 
 
 def literal_value(atom: Any) -> Any:

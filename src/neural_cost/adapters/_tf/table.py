@@ -10,20 +10,13 @@ arithmetic stays in ``neural_cost.costs``: builders translate shapes and attribu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...core.dtypes import canonical_dtype
-from ...core.errors import AdapterError, NeuralCostError
+from ...core.errors import AdapterError
 from ...core.records import Operation, Shape
-
-
-@dataclass(frozen=True, slots=True)
-class Free:
-    """An op that only aliases memory or reads metadata: no FLOPs, no traffic."""
-
-    reason: str
-
+from .._registry import Free as Free
+from .._registry import OpTable
 
 _DTYPE_NAMES: dict[str, str] = {}
 
@@ -95,30 +88,12 @@ class TfContext:
 Builder = Callable[[Any, TfContext], Sequence[Operation]]
 Entry = Builder | Free
 
-TABLE: dict[str, Entry] = {}
-#: Why a builder's empty result (this op only aliases) is free, per op type.
-EMPTY_REASONS: dict[str, str] = {}
-
-
-def lowers(*types: str) -> Callable[[Builder], Builder]:
-    """Register ``builder`` for each TensorFlow op type in ``types``."""
-
-    def register(builder: Builder) -> Builder:
-        for name in types:
-            if name in TABLE:
-                raise NeuralCostError(f"TensorFlow op type {name!r} is in the table twice")
-            TABLE[name] = builder
-        return builder
-
-    return register
-
-
-def free(reason: str, *types: str) -> None:
-    """Register each op type in ``types`` as free, for ``reason``."""
-    for name in types:
-        if name in TABLE:
-            raise NeuralCostError(f"TensorFlow op type {name!r} is in the table twice")
-        TABLE[name] = Free(reason)
+_REGISTRY: OpTable[Builder] = OpTable("TensorFlow op type")
+TABLE: dict[str, Entry] = _REGISTRY.entries
+#: Why a builder's empty result (this op only aliases) is free, per name.
+EMPTY_REASONS: dict[str, str] = _REGISTRY.empty_reasons
+lowers = _REGISTRY.lowers
+free = _REGISTRY.free
 
 
 def attr(op: Any, name: str, default: Any = None) -> Any:

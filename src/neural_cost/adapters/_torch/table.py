@@ -17,15 +17,9 @@ from typing import Any
 import torch
 
 from ...core.dtypes import canonical_dtype
-from ...core.errors import NeuralCostError
 from ...core.records import Operation, Shape
-
-
-@dataclass(frozen=True, slots=True)
-class Free:
-    """An op that only aliases memory or reads metadata: no FLOPs, no traffic."""
-
-    reason: str
+from .._registry import Free as Free
+from .._registry import OpTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,27 +122,9 @@ class TorchContext:
 Builder = Callable[[AtenCall, TorchContext], Sequence[Operation]]
 Entry = Builder | Free
 
-TABLE: dict[str, Entry] = {}
-#: Why a builder's empty result (this call only aliases) is free, per op packet.
-EMPTY_REASONS: dict[str, str] = {}
-
-
-def lowers(*names: str) -> Callable[[Builder], Builder]:
-    """Register ``builder`` for each aten op packet name (``"addmm"``, ``"add_"``...)."""
-
-    def register(builder: Builder) -> Builder:
-        for name in names:
-            if name in TABLE:
-                raise NeuralCostError(f"aten op {name!r} is in the table twice")
-            TABLE[name] = builder
-        return builder
-
-    return register
-
-
-def free(reason: str, *names: str) -> None:
-    """Register each aten op packet in ``names`` as free, for ``reason``."""
-    for name in names:
-        if name in TABLE:
-            raise NeuralCostError(f"aten op {name!r} is in the table twice")
-        TABLE[name] = Free(reason)
+_REGISTRY: OpTable[Builder] = OpTable("aten op")
+TABLE: dict[str, Entry] = _REGISTRY.entries
+#: Why a builder's empty result (this op only aliases) is free, per name.
+EMPTY_REASONS: dict[str, str] = _REGISTRY.empty_reasons
+lowers = _REGISTRY.lowers
+free = _REGISTRY.free
