@@ -11,47 +11,16 @@ primitive carrying a jaxpr — are call boundaries: free themselves, their bodie
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.errors import AdapterError
-from ...core.records import LoopAssumption, Operation
+from ...core.records import LoopAssumption
+from .._walk import WalkState
 from .loops import infer_trip_count
 from .table import EMPTY_REASONS, TABLE, Free, LowerContext
 
 CALL_BOUNDARY = "a call boundary: its body's equations are counted instead"
-
-
-@dataclass
-class WalkState:
-    operations: list[Operation] = field(default_factory=list)
-    executed: int = 0
-    static: int = 0
-    modeled: int = 0
-    free: int = 0
-    unmodeled: Counter[str] = field(default_factory=Counter)
-    loops: list[LoopAssumption] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    free_reasons: dict[str, str] = field(default_factory=dict)
-
-    def absorb(self, other: WalkState) -> None:
-        self.operations += other.operations
-        self.executed += other.executed
-        self.static += other.static
-        self.modeled += other.modeled
-        self.free += other.free
-        self.unmodeled.update(other.unmodeled)
-        self.loops += other.loops
-        self.notes += other.notes
-        self.free_reasons.update(other.free_reasons)
-
-    def weight(self) -> tuple[int, int]:
-        """(FLOPs, bytes) of the records: how a cond picks its most expensive branch."""
-        flops = sum(op.cost.flops * op.count for op in self.operations)
-        moved = sum((op.cost.read_bytes + op.cost.write_bytes) * op.count for op in self.operations)
-        return flops, moved
 
 
 def _open(jaxpr: Any) -> Any:
