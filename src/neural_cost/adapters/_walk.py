@@ -7,8 +7,10 @@ called functions) into one tally, and cost a conditional's branches in separate 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..core.errors import AdapterError
 from ..core.records import LoopAssumption, Operation
 
 
@@ -40,3 +42,14 @@ class WalkState:
         flops = sum(op.cost.flops * op.count for op in self.operations)
         moved = sum((op.cost.read_bytes + op.cost.write_bytes) * op.count for op in self.operations)
         return flops, moved
+
+
+def check_trip_counts(trip_counts: Mapping[int | str, int], loop_labels: list[tuple[int, str]]) -> None:
+    """Every key of ``trip_counts`` must name a while loop of the program, by index or label."""
+    known = {index for index, _ in loop_labels} | {label for _, label in loop_labels}
+    unknown = [key for key in trip_counts if key not in known]
+    if unknown:
+        listed = ", ".join(f"{i} ({label})" for i, label in loop_labels) or "none"
+        raise AdapterError(
+            f"trip_counts names no loop of this program: {unknown!r}; its while loops (index, label) are: {listed}"
+        )

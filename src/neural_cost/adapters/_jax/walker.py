@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.errors import AdapterError
 from ...core.records import LoopAssumption
-from .._walk import WalkState
+from .._walk import WalkState, check_trip_counts
 from .loops import infer_trip_count
 from .table import EMPTY_REASONS, TABLE, Free, LowerContext
 
@@ -129,13 +129,7 @@ class Walker:
     def run(self, closed_jaxpr: Any) -> WalkState:
         state = WalkState()
         self.walk(_open(closed_jaxpr), 1, None, state)
-        known = {index for index, _ in self.loop_labels} | {label for _, label in self.loop_labels}
-        unknown = [key for key in self.trip_counts if key not in known]
-        if unknown:
-            listed = ", ".join(f"{i} ({label})" for i, label in self.loop_labels) or "none"
-            raise AdapterError(
-                f"trip_counts names no loop of this program: {unknown!r}; its while loops (index, label) are: {listed}"
-            )
+        check_trip_counts(self.trip_counts, self.loop_labels)
         return state
 
     def walk(self, jaxpr: Any, count: int, prefix: str | None, state: WalkState) -> None:

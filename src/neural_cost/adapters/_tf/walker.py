@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core.errors import AdapterError
 from ...core.records import LoopAssumption
-from .._walk import WalkState
+from .._walk import WalkState, check_trip_counts
 from .ops_compute import UnmodeledOp
 from .table import EMPTY_REASONS, TABLE, Free, TfContext, constant_value
 
@@ -56,13 +56,7 @@ class Walker:
     def run(self, graph: Any) -> WalkState:
         state = WalkState()
         self.walk(graph, 1, None, state)
-        known = {i for i, _ in self.loop_labels} | {label for _, label in self.loop_labels}
-        unknown = [key for key in self.trip_counts if key not in known]
-        if unknown:
-            listed = ", ".join(f"{i} ({label})" for i, label in self.loop_labels) or "none"
-            raise AdapterError(
-                f"trip_counts names no loop of this program: {unknown!r}; its while loops (index, label) are: {listed}"
-            )
+        check_trip_counts(self.trip_counts, self.loop_labels)
         return state
 
     def walk(self, graph: Any, count: int, prefix: str | None, state: WalkState) -> None:

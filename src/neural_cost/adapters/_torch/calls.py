@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ...core.records import Operation, Shape
+from .common import _record
 from .table import AtenCall, TorchContext
 
 Counts = tuple[int, int]  # (FLOPs, transcendentals) per element
@@ -98,18 +99,7 @@ def _flat_op(
     attrs: dict[str, Any] | None = None,
 ) -> Operation:
     """A record over shapes with their own dtypes (flattened tensor lists)."""
-    return Operation(
-        call.name,
-        kind,
-        tuple(shape for shape, _ in inputs),
-        output[0],
-        output[1],
-        scope=ctx.scope,
-        attrs=attrs or {},
-        input_dtypes=tuple(dtype for _, dtype in inputs),
-        extra_outputs=tuple(shape for shape, _ in extra_outputs),
-        extra_output_dtypes=tuple(dtype for _, dtype in extra_outputs) if extra_outputs else None,
-    )
+    return _record(ctx, call.name, kind, inputs, output, attrs=attrs, extra=extra_outputs)
 
 
 def _custom(
