@@ -17,14 +17,14 @@ from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, auto_sync, benchmark
 from . import _jax
-from ._jax import prims_attention, prims_elementwise, prims_movement  # noqa: F401  (prims_attention registers)
+from ._jax import ops_attention, ops_movement, ops_pointwise  # noqa: F401  (ops_attention registers)
 from ._jax.table import EMPTY_REASONS, LowerContext
 from ._jax.walker import Walker, executed_bodies
 from .base import FrameworkAdapter
 
 del _jax
-EMPTY_REASONS.update(prims_movement.FREE_WHEN_EMPTY_REASONS)
-EMPTY_REASONS.update(prims_elementwise.CONDITIONALLY_FREE)
+EMPTY_REASONS.update(ops_movement.FREE_WHEN_EMPTY_REASONS)
+EMPTY_REASONS.update(ops_pointwise.CONDITIONALLY_FREE)
 
 XLA_SOURCE = "XLA cost_analysis"
 CROSS_CHECK_NOTE = (

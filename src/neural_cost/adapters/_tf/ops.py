@@ -2,7 +2,7 @@
 ``table.TABLE``.
 
 The entries live in three modules: ``ops_compute`` (contractions, convolutions, pooling,
-norms, softmax, reductions, gathers, scatters, scans, top-k, random), ``ops_elementwise``
+norms, softmax, reductions, gathers, scatters, scans, top-k, random), ``ops_pointwise``
 (arithmetic, activations, selects, casts, fills) and ``ops_movement`` (copies, TensorLists,
 free ops). Function-call and control-flow ops (``PartitionedCall``, ``While``, ``If``...)
 are not in the table: the walker descends into their bodies.
@@ -14,8 +14,8 @@ as unmodeled, by its type, never as free.
 
 from __future__ import annotations
 
-from . import ops_compute, ops_elementwise, ops_movement
+from . import ops_compute, ops_movement, ops_pointwise
 from .ops_compute import UnmodeledOp
 from .table import EMPTY_REASONS, TABLE, Free
 
-__all__ = ["EMPTY_REASONS", "TABLE", "Free", "UnmodeledOp", "ops_compute", "ops_elementwise", "ops_movement"]
+__all__ = ["EMPTY_REASONS", "TABLE", "Free", "UnmodeledOp", "ops_compute", "ops_movement", "ops_pointwise"]

@@ -15,8 +15,8 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 lax = jax.lax
 
-from neural_cost.adapters._jax.prims_attention import to_bhsd  # noqa: E402
-from neural_cost.adapters._jax.prims_movement import FREE_WHEN_EMPTY_REASONS  # noqa: E402
+from neural_cost.adapters._jax.ops_attention import to_bhsd  # noqa: E402
+from neural_cost.adapters._jax.ops_movement import FREE_WHEN_EMPTY_REASONS  # noqa: E402
 from neural_cost.adapters._jax.table import TABLE, Free, LowerContext  # noqa: E402
 from neural_cost.costs import causal_pairs  # noqa: E402
 

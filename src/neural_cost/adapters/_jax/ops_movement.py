@@ -1,6 +1,6 @@
 """Table entries for JAX's contractions, convolutions, window reductions and data movement
 (gather/scatter, slices, pads, concatenation, transposes, broadcasts); fused attention is in
-``prims_attention``.
+``ops_attention``.
 
 Each builder translates one equation's shapes and params into records of an existing kind,
 permuting JAX's layouts into the canonical ones the rules expect; the arithmetic stays in
@@ -334,7 +334,7 @@ def _dynamic_slice(eqn: Any, ctx: LowerContext) -> Ops:
 @lowers("concatenate", "stack")
 def _copy_all_inputs(eqn: Any, ctx: LowerContext) -> Ops:
     """``copy``: every input read once, the output written once. (The ``copy`` primitive
-    itself is registered with the casts in prims_elementwise, with the same mapping.)"""
+    itself is registered with the casts in ops_pointwise, with the same mapping.)"""
     return [ctx.op(eqn, "copy")]
 
 

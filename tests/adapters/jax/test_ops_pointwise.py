@@ -1,7 +1,7 @@
 """Pointwise, reduction, scan, sort, PRNG and free primitives, lowered from real jaxprs.
 
 Every expected count is derived by hand beside it from the conventions in
-``neural_cost.adapters._jax.prims_elementwise``; shapes are small so the arithmetic is
+``neural_cost.adapters._jax.ops_pointwise``; shapes are small so the arithmetic is
 easy to follow. X is float32 (3, 4): 12 elements, 48 bytes.
 """
 
@@ -18,7 +18,7 @@ pytest.importorskip("jax.numpy")  # a bare namespace package named jax (this fol
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
-from neural_cost.adapters._jax import prims_elementwise as pe  # noqa: E402
+from neural_cost.adapters._jax import ops_pointwise as pe  # noqa: E402
 from neural_cost.adapters._jax.table import TABLE, Free, LowerContext  # noqa: E402
 from neural_cost.core.dtypes import dtype_info  # noqa: E402
 
