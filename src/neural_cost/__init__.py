@@ -3,11 +3,12 @@
 The public API is curated here; everything else is private. No framework is imported.
 """
 
-__version__ = "0.1.0"
-
+from . import report as _report  # noqa: F401  registers the presenter that renders analysis reports
+from ._version import __version__
 from .analysis import Finding, GapReport, analyze_gap
 from .analysis.memory import MemoryProfile, ModelProfile, profile_model
 from .analysis.pipeline import Pipeline, PipelineReport, Stage
+from .analysis.workload import analyze_workload
 from .core import (
     AdapterError,
     CostEstimate,
@@ -66,6 +67,7 @@ __all__ = [
     "UnknownKindError",
     "__version__",
     "analyze_gap",
+    "analyze_workload",
     "benchmark",
     "calibrate",
     "detect_hardware",

@@ -14,6 +14,7 @@ from neural_cost import (
     estimate_operations,
     estimate_trace,
 )
+from neural_cost.analysis.findings import FINDING_RULES, build_findings
 
 CPU = Measurement((1e-3,) * 5, device="cpu0", device_kind="cpu")
 
@@ -147,3 +148,120 @@ def test_a_select_charges_its_flops_to_the_values_not_the_predicate():
 
 def test_a_fill_with_no_inputs_does_no_arithmetic_by_default():
     assert Operation("zeros", "elementwise", (), (3, 4)).cost.flops == 0  # it only writes 3·4·4 = 48 bytes
+
+
+def test_one_registered_rule_per_code_in_report_order():
+    # The report prints findings in registration order: header warnings first, then the other
+    # warnings, the notes on peaks and counts, the advice, and the notes on timing.
+    assert list(FINDING_RULES) == [
+        "low_coverage",
+        "device_mismatch",
+        "efficiency_above_100",
+        "unmodeled_ops",
+        "assumed_loop_count",
+        "dtype_peak_fallback",
+        "single_peak",
+        "executed_vs_dense",
+        "memory_bound",
+        "compute_bound",
+        "large_gap",
+        "few_runs",
+        "high_spread",
+    ]
+    assert [code for code, entry in FINDING_RULES.items() if entry.header] == ["low_coverage", "device_mismatch"]
+
+
+def test_findings_come_in_rule_order_with_each_rules_severity():
+    # 12 operations, 8 modeled: 66.6% < 90% (low_coverage); ran on a cpu, scored on a gpu (device_mismatch);
+    # one assumed loop; 4 runs × (32 B read + 32 B written) = 256 B at 1e11 B/s = 2.56 ns bound, memory-side
+    # (32 FLOPs / 1e12 = 32 ps), vs 1 ms observed (large_gap); one timed run (few_runs).
+    op = Operation("body", "elementwise", ((8,),), (8,), count=4)
+    trace = Trace(
+        (op,),
+        Coverage(total=12, modeled=8, unmodeled=(("sort", 4),)),
+        loop_assumptions=(LoopAssumption("while_0", 4, "default"),),
+    )
+    spec = HardwareSpec("g", 1e12, 1e11, kind="gpu")
+    report = analyze_gap(estimate_trace(trace), Measurement((1e-3,), device_kind="cpu"), spec)
+    assert report.bound_seconds == report.memory_seconds == 256 / 1e11
+    assert [(f.code, f.severity, f.header) for f in report.findings] == [
+        ("low_coverage", "warning", True),
+        ("device_mismatch", "warning", True),
+        ("unmodeled_ops", "warning", False),
+        ("assumed_loop_count", "warning", False),
+        ("memory_bound", "next", False),
+        ("large_gap", "next", False),
+        ("few_runs", "note", False),
+    ]
+    assert build_findings(report) == report.findings
+
+
+def _matmul_program():
+    # (64, 64) @ (64, 64) float32: 2·64·64·64 = 524,288 FLOPs; reads 4·(4,096 + 4,096) = 32,768 B,
+    # writes 4·4,096 = 16,384 B → 49,152 B unfused, and the same 49,152 B compulsory (x, w, y once).
+    op = Operation("mm", "matmul", ((64, 64), (64, 64)), (64, 64), scope="mm")
+    boundary = [
+        TensorSpec("x", (64, 64)),
+        TensorSpec("w", (64, 64), role="parameter"),
+        TensorSpec("y", (64, 64), role="output"),
+    ]
+    return estimate_operations([op], boundary=boundary)
+
+
+def test_compute_bound_above_100_is_not_explained_by_fusion():
+    # Was (efficiency_above_100): whenever the observed time was above the compulsory *memory* floor
+    # the finding said "a compiler that fused operations ... can explain it". Fusion removes memory
+    # traffic, never FLOPs: beating the compute time means the peak or the count is wrong. Compute
+    # 524,288 / 1e9 = 524.3 µs; memory and floor 49,152 / 1e12 = 49.2 ns; observed 100 µs is above
+    # the floor but 5.2× faster than the compute time.
+    estimate = _matmul_program()
+    spec = HardwareSpec("slow", 1e9, 1e12, kind="cpu")
+    report = analyze_gap(estimate, Measurement((100e-6,) * 5, device_kind="cpu"), spec)
+    assert report.bound_side == "compute" and report.compute_seconds == 524_288 / 1e9
+    assert report.efficiency == pytest.approx(524_288 / 1e9 / 100e-6)  # 5.24
+    message = report.finding("efficiency_above_100").message
+    assert "fused" not in message
+    assert "The peak or the count must be wrong" in message
+
+
+def test_memory_bound_above_100_but_below_compute_time_is_not_explained_by_fusion():
+    # Was (same rule): memory-bound program, observed between the compulsory floor and the compute
+    # time. x → a → b → y, 1,000,000 float32 elements, 5 FLOPs per element per op:
+    # unfused 3 × 8 MB = 24 MB → 240 µs at 1e11 B/s; compulsory x + y = 8 MB → 80 µs;
+    # compute 3 × 5e6 = 15e6 FLOPs / 1e11 = 150 µs. Observed 100 µs beats the compute time, which no
+    # fusion can reduce.
+    n = 1_000_000
+    ops = [Operation(name, "elementwise", ((n,),), (n,), attrs={"flops_per_element": 5}) for name in "abc"]
+    estimate = estimate_operations(ops, boundary=[TensorSpec("x", (n,)), TensorSpec("y", (n,), role="output")])
+    spec = HardwareSpec("cpu", 1e11, 1e11, kind="cpu")
+    report = analyze_gap(estimate, Measurement((100e-6,) * 5, device_kind="cpu"), spec)
+    assert report.memory_seconds == 24_000_000 / 1e11 and report.compute_seconds == 15_000_000 / 1e11
+    assert report.compulsory_seconds == 8_000_000 / 1e11
+    message = report.finding("efficiency_above_100").message
+    assert "fused" not in message and "The peak or the count must be wrong" in message
+
+
+def test_precision_advice_knows_tfloat32_is_a_floating_point_dtype():
+    # Was (compute_bound, _precision_advice): faster dtypes were filtered by the prefix
+    # "float"/"bfloat", so a spec listing TF32 (the tensor-core path for float32 matmuls) got the false
+    # statement "lists no faster floating-point dtype than float32". 480e12 / 60e12 = 8.0×.
+    spec = HardwareSpec("gpu", 60e12, 1e18, kind="gpu", peak_flops_by_dtype={"float32": 60e12, "tfloat32": 480e12})
+    report = analyze_gap(_matmul_program(), Measurement((1e-3,) * 5, device_kind="gpu"), spec)
+    message = report.finding("compute_bound").message
+    assert "lists no faster" not in message
+    assert "8.0× higher in tfloat32 than in float32" in message
+
+
+def test_memory_bound_advice_does_not_promise_fusion_headroom_at_the_floor():
+    # Was (memory_bound): any unfused traffic above the compulsory floor, by however little, printed
+    # "Unfused traffic is 1.0× the compulsory floor: fusing ... is the headroom". Here unfused
+    # 49,152 + 8 B (a 1-element elementwise op) vs compulsory 49,152 B: 49,160 / 49,152 = 1.0002×,
+    # nothing to gain from fusing.
+    estimate = _matmul_program()
+    tiny = Operation("tiny", "elementwise", ((1,),), (1,), scope="tiny")  # reads 4 B, writes 4 B
+    estimate = estimate_operations([*estimate.operations, tiny], boundary=estimate.boundary)
+    assert (estimate.bytes, estimate.compulsory_bytes) == (49_160, 49_152)
+    spec = HardwareSpec("c", 1e15, 1e9, kind="cpu")
+    report = analyze_gap(estimate, Measurement((1e-3,) * 5, device_kind="cpu"), spec)
+    message = report.finding("memory_bound").message
+    assert "headroom" not in message and "1.0×" not in message

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from neural_cost import HardwareSpec, Measurement, Operation, RecordError, analyze_gap, estimate_operations
+from neural_cost import HardwareSpec, Measurement, Operation, RecordError, __version__, analyze_gap, estimate_operations
 from tests.helpers import M3_PRO, SEED_OP, cpu_measurement, seed_estimate
 
 FLOPS = 2 * 32 * 768 * 1000  # = 49,152,000
@@ -132,3 +132,22 @@ def test_report_to_dict_is_json_with_schema_and_provenance():
     assert {"versions", "threads", "date", "platform"} <= set(data["provenance"])
     assert data["estimate"]["flops"] == FLOPS and data["analysis"]["bound_side"] == "memory"
     assert data["measurement"]["samples_seconds"] == [40e-6, 44e-6, 40e-6, 42e-6, 38e-6]
+    assert data["provenance"]["versions"]["neural_cost"] == __version__  # read from _version, not the root
+
+
+def test_zero_observed_time_is_a_clear_error_not_an_infinite_efficiency():
+    # Was: a median of 0 s (a clock too coarse for the work) gave efficiency inf, "roofline
+    # efficiency: inf%", and a to_dict() that is not valid JSON (Infinity), so the CLI's strict
+    # writer crashed with a traceback.
+    import json
+
+    from neural_cost import MeasurementError
+
+    with pytest.raises(MeasurementError, match=r"median_seconds=0"):
+        analyze_gap(seed_estimate(), Measurement((0.0,) * 5), HardwareSpec("c", 1e12, 1e11))
+
+    # One zero sample among others is a coarse clock, not an error: the median is 1 ms and every
+    # figure in the report is finite, so the JSON is strict.
+    report = analyze_gap(seed_estimate(), Measurement((1e-3, 0.0, 1e-3)), HardwareSpec("c", 1e12, 1e11))
+    assert report.observed_seconds == 1e-3
+    json.dumps(report.to_dict(), allow_nan=False)

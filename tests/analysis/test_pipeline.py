@@ -87,3 +87,37 @@ def test_bad_stages_are_clear_errors():
         Stage(lambda: None, calls=0)
     with pytest.raises(RecordError, match="not a Stage"):
         Pipeline({"x": lambda: None})
+
+
+class CompilingAdapter(StageAdapter):
+    """Says its benchmark compiles what it times (as JAX's and TensorFlow's do); records each call."""
+
+    compiles_when_timing = True
+
+    def __init__(self):
+        self.timed = []
+
+    def benchmark(self, model, *args, warmup=10, repeats=30, kwargs=None, **options):
+        self.timed.append((model, args, dict(kwargs or {})))
+        return super().benchmark(model, *args, warmup=warmup, repeats=repeats, kwargs=kwargs, **options)
+
+
+def test_stages_are_timed_by_the_adapter_and_the_end_to_end_run_as_written():
+    seen = []
+
+    def stage(x, *, scale):
+        seen.append(("stage", x, scale))
+
+    def whole():
+        seen.append(("whole",))
+
+    adapter = CompilingAdapter()
+    report = Pipeline({"s": Stage(stage, (3,), kwargs={"scale": 2})}, total=Stage(whole)).run(
+        adapter=adapter, hardware=SPEC, warmup=0, repeats=2
+    )
+    assert report.stages[0].error is None and report.total.error is None
+    # the stage through adapter.benchmark with its keywords as kwargs=; the whole program not:
+    # a compiling benchmark would never time the Python between the stages
+    assert adapter.timed == [(stage, (3,), {"scale": 2})]
+    assert seen == [("stage", 3, 2)] * 2 + [("whole",)] * 2  # 0 warmup + 2 repeats each
+    assert report.stages[0].report.estimate.flops == 1000  # StageAdapter's one 1,000-element op

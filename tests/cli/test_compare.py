@@ -8,8 +8,9 @@ import textwrap
 import numpy as np
 import pytest
 
+from neural_cost.adapters import adapter_for
+from neural_cost.analysis.workload import analyze_workload
 from neural_cost.cli.build import (
-    analyze_workload,
     call_build,
     check_spec,
     infer_framework,
@@ -309,18 +310,29 @@ def test_infer_framework_imports_no_framework():
 def test_analyze_workload_jax_and_torch():
     jnp = pytest.importorskip("jax.numpy")
     torch = pytest.importorskip("torch")
-    report = analyze_workload(lambda a, b: a @ b, (jnp.ones((4, 8)), jnp.ones((8, 2))), {}, "jax", 1, 2)
-    assert report.estimate.flops == 2 * 4 * 8 * 2 and report.measurement.runs == 2
+    jax_adapter = adapter_for("jax")
+    report = analyze_workload(
+        jax_adapter, lambda a, b: a @ b, (jnp.ones((4, 8)), jnp.ones((8, 2))), {}, None, warmup=1, repeats=2
+    )
+    assert report.estimate.flops == 2 * 4 * 8 * 2 and report.measurement.runs == 2  # 2·4·8·2 = 128
     assert report.hardware.kind == "cpu" and not report.device_mismatch
     layer = torch.nn.Linear(8, 2, bias=False)
-    report = analyze_workload(layer, (torch.ones(4, 8),), None, "torch", 1, 2)
+    report = analyze_workload(adapter_for("torch"), layer, (torch.ones(4, 8),), None, warmup=1, repeats=2)
     assert report.estimate.flops == 2 * 4 * 8 * 2 and report.estimate.coverage.fraction == 1.0
     assert report.hardware.kind == "cpu" and report.measurement.device_kind == "cpu"
+
+
+def test_adapter_for_names_the_known_frameworks_and_options():
     with pytest.raises(NeuralCostError, match="framework='mxnet' is not one of jax, torch, tensorflow"):
-        analyze_workload(abs, (), None, "mxnet", 1, 2)
+        adapter_for("mxnet")
+    pytest.importorskip("torch")
+    with pytest.raises(NeuralCostError, match="PyTorch runs its loops for real"):
+        adapter_for("torch", trip_counts={0: 3})
+    with pytest.raises(NeuralCostError, match="TorchAdapter does not take 'cross_check'"):
+        adapter_for("torch", cross_check=False)
 
 
 def test_analyze_workload_asks_for_apply_on_an_unbound_flax_module():
     nn = pytest.importorskip("flax.linen")
     with pytest.raises(NeuralCostError, match=r"return \(model.apply, \(variables, \*inputs\)\)"):
-        analyze_workload(nn.Dense(2), (np.ones((1, 2)),), None, "jax", 1, 2)
+        analyze_workload(adapter_for("jax"), nn.Dense(2), (np.ones((1, 2)),), None, warmup=1, repeats=2)

@@ -111,7 +111,7 @@ def _rich_operations():
             (2, 4, 8, 8),
             "bfloat16",
             scope="attn",
-            attrs={"dimension_numbers": (((3,), (3,)), ((0, 1), (0, 1))), "note": {"scale": 0.25}},
+            attrs={"dimension_numbers": (((3,), (3,)), ((0, 1), (0, 1))), "op": "einsum"},
         ),
         Operation(
             "topk",

@@ -6,7 +6,10 @@ transcendental), normalise L → 5L + 2; an affine weight adds L multiplies, a b
 
 from __future__ import annotations
 
+import pytest
+
 from neural_cost import Operation
+from neural_cost.core.errors import RecordError, ShapeError
 
 X = (8, 128, 768)  # 1,024 rows of 768
 
@@ -80,3 +83,57 @@ def test_batchnorm_needs_affine_stated_when_it_has_per_channel_inputs():
     # F.batch_norm(x, running_mean, running_var) also has three inputs: the count cannot tell
     with pytest.raises(RecordError, match=r"2 per-channel inputs.*attrs\['affine'\]"):
         Operation("bn", "batchnorm", (BN, (16,), (16,)), BN)
+
+
+# --- norm_backward: x̂ 2E (RMS E); grad_input 7E (RMS 5E) + E with γ; grad_weight 2E-P; grad_bias E-P ---
+
+
+def test_layer_norm_backward_every_gradient():
+    x = (4, 8)  # E = 32 elements, P = 8 per-feature parameters
+    inputs = (x, x, (4, 1), (4, 1), (8,))  # dy, x, mean, rstd, weight
+    op = Operation("lnb", "norm_backward", inputs, x, extra_outputs=((8,), (8,)), attrs={"affine": True})
+    # x̂ 64 + grad_input 7·32 + 32 = 256 + grad_weight 64 - 8 = 56 + grad_bias 32 - 8 = 24 → 400
+    assert op.cost.flops_by_dtype == {"float32": 400}
+    assert op.cost.transcendentals == 0
+    assert op.cost.read_bytes == 320  # 4 * (32 + 32 + 4 + 4 + 8) = 320
+    assert op.cost.write_bytes == 192  # 4 * (32 + 8 + 8) = 192
+
+
+def test_rms_norm_backward_has_no_centring_and_no_bias():
+    x = (4, 8)
+    attrs = {"norm": "rms", "affine": True}
+    op = Operation("rmsb", "norm_backward", (x, x, (4, 1), (8,)), x, extra_outputs=((8,),), attrs=attrs)
+    assert op.cost.flops == 280  # x̂ 32 + grad_input 5·32 + 32 = 192 + grad_weight 64 - 8 = 56 → 280
+    with pytest.raises(RecordError, match="RMS norm has no bias"):
+        Operation("rmsb", "norm_backward", (x, x), x, attrs={"norm": "rms", "grad_bias": True})
+
+
+def test_batch_norm_backward_training_and_eval():
+    x = (2, 3, 4)  # E = 24, C = 3
+    input_only = {"grad_weight": False, "grad_bias": False}
+    train = Operation("bnb", "norm_backward", (x, x, (3,), (3,)), x, attrs={"norm": "batch", **input_only})
+    assert train.cost.flops == 216  # x̂ 2·24 + grad_input 7·24 = 9 · 24 = 216
+    attrs = {"norm": "batch", "training": False, "affine": True}
+    only_input = Operation("bne", "norm_backward", (x, x, (3,), (3,), (3,)), x, attrs={**attrs, **input_only})
+    assert only_input.cost.flops == 54  # rstd 2·3 + dy·γ·rstd 2·24 = 54
+    assert only_input.cost.transcendentals == 3  # one rsqrt per channel
+    every = Operation("bne", "norm_backward", (x, x, (3,), (3,), (3,)), x, attrs=attrs)
+    assert every.cost.flops == 168  # 54 + grad_weight (x̂ 48 + Σ dy·x̂ 48 - 3 = 93) + grad_bias 24 - 3 = 21
+
+
+def test_group_norm_backward_weight_gradient_only():
+    x = (2, 4, 3)  # E = 24, P = 4 channels
+    attrs = {"norm": "group", "grad_input": False, "grad_bias": False}
+    op = Operation("gnb", "norm_backward", (x, x, (2, 1), (2, 1)), (4,), attrs=attrs)
+    assert op.cost.flops == 92  # x̂ 48 + Σ dy·x̂ 48 - 4 = 92
+
+
+def test_norm_backward_rejects_bad_shapes_and_attrs():
+    with pytest.raises(ShapeError, match=r"dy \(4, 7\) must have x's shape"):
+        Operation("b", "norm_backward", ((4, 7), (4, 8)), (4, 8))
+    with pytest.raises(ShapeError, match="does not fit its inputs"):
+        Operation("b", "norm_backward", ((4, 8), (4, 8)), (8,))  # grad_input asked: x's shape
+    with pytest.raises(ShapeError, match=r"needs x \(N, C, \*spatial\)"):
+        Operation("b", "norm_backward", ((8,), (8,)), (8,), attrs={"norm": "group"})
+    with pytest.raises(RecordError, match=r"attrs\['norm'\]='instance'"):
+        Operation("b", "norm_backward", ((4, 8), (4, 8)), (4, 8), attrs={"norm": "instance"})

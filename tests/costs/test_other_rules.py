@@ -190,3 +190,48 @@ def test_custom_dtype_mapping_and_explicit_traffic():
     assert op.cost.flops_by_dtype == {"bfloat16": 500, "float32": 20}  # names canonicalised; zeros dropped
     assert (op.cost.read_bytes, op.cost.write_bytes) == (64, 32)
     assert (op.cost.dense_flops, op.cost.transcendentals) == (900, 7)
+
+
+# --- embedding_bag, dequantize, pad_backward -------------------------------------------------
+
+BAG = ((24, 8), (24,), (4,))  # the 24 rows looked up, their indices, 4 bag offsets
+INDEX = ("float32", "int64", "int64")
+
+
+@pytest.mark.parametrize(("mode", "flops"), [("sum", 160), ("max", 160), ("mean", 192)])
+def test_embedding_bag_combines_each_bag(mode, flops):
+    # 24 rows into 4 bags: (24 - 4) * 8 = 160 adds or comparisons; a mean + 4 * 8 divides = 192
+    op = Operation("eb", "embedding_bag", BAG, (4, 8), input_dtypes=INDEX, attrs={"mode": mode})
+    assert op.cost.flops == flops
+    assert op.cost.read_bytes == 992  # rows 4 * 192 = 768 + indices 8 * 24 = 192 + offsets 8 * 4 = 32
+    assert op.cost.write_bytes == 128  # 4 * 32
+
+
+def test_embedding_bag_per_sample_weights_and_bad_shapes():
+    weighted = Operation("eb", "embedding_bag", (*BAG, (24,)), (4, 8), input_dtypes=(*INDEX, "float32"))
+    assert weighted.cost.flops == 352  # 160 + one multiply per row element 24 * 8 = 192
+    with pytest.raises(ShapeError, match="one row per index"):
+        Operation("eb", "embedding_bag", ((23, 8), (24,), (4,)), (4, 8))
+    with pytest.raises(ShapeError, match=r"must be \(bags, 8\)"):
+        Operation("eb", "embedding_bag", BAG, (4, 7))
+    with pytest.raises(ShapeError, match="one weight per row"):
+        Operation("eb", "embedding_bag", (*BAG, (23,)), (4, 8))
+
+
+def test_dequantize_one_op_per_scale_or_bias_operand():
+    scales = ((4, 8), (4, 1), (1, 8))  # the product, then row- and column-wise scales
+    assert Operation("dq", "dequantize", scales, (4, 8)).cost.flops == 64  # 2 multiplies * 32
+    op = Operation("dq", "dequantize", (*scales, (8,)), (4, 8))
+    assert op.cost.flops == 96  # + the bias add: 3 * 32
+    assert op.cost.read_bytes == 4 * (32 + 4 + 8 + 8)  # 208: the scales read once, whatever their blocking
+    with pytest.raises(ShapeError, match="keeps the product's shape"):
+        Operation("dq", "dequantize", scales, (8, 4))
+
+
+def test_pad_backward_adds_each_padded_gradient_back():
+    op = Operation("pb", "pad_backward", ((1, 2, 9),), (1, 2, 5))
+    assert op.cost.flops == 8  # 18 gradient elements - 10 input elements
+    assert (op.cost.read_bytes, op.cost.write_bytes) == (72, 40)  # 4 * 18; 4 * 10
+    assert Operation("pb", "pad_backward", ((1, 2, 3),), (1, 2, 5)).cost.flops == 0  # a crop adds nothing
+    with pytest.raises(ShapeError, match="must have the same rank"):
+        Operation("pb", "pad_backward", ((2, 9),), (1, 2, 5))

@@ -11,9 +11,11 @@ from neural_cost import (
     Coverage,
     HardwareSpec,
     Measurement,
+    Operation,
     SchemaError,
     analyze_gap,
     diff_reports,
+    estimate_operations,
     load_report,
 )
 from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
@@ -98,8 +100,10 @@ def test_a_malformed_analysis_section_is_a_schema_error_not_a_traceback(tmp_path
         == analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO).render()
     )
     data["estimate"] = "oops"
-    with pytest.raises(SchemaError, match="missing or malformed"):
-        load_report(save_dict(data, tmp_path / "b.json"))
+    path = save_dict(data, tmp_path / "b.json")
+    with pytest.raises(SchemaError) as caught:
+        load_report(path)
+    assert str(caught.value) == f'{path}: estimate: "oops" must be an object'
 
 
 def save_dict(data, path):
@@ -108,10 +112,36 @@ def save_dict(data, path):
 
 
 def test_diff_notes_different_inputs():
-    from neural_cost import estimate_operations
-    from neural_cost.core import Operation
-
     small = estimate_operations([Operation("mm", "matmul", ((4, 8), (8, 8)), (4, 8))], input_shapes=[("x", (4, 8))])
     big = estimate_operations([Operation("mm", "matmul", ((64, 8), (8, 8)), (64, 8))], input_shapes=[("x", (64, 8))])
     text = diff_reports(analyze_gap(small, cpu_measurement(), M3_PRO), analyze_gap(big, cpu_measurement(), M3_PRO))
     assert "NOTE: different inputs: x (4, 8) → x (64, 8)" in text
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[31mEvil\rGPU\u202e\x9b2J"
+SHOWN = "\\x1b]0;pwned\\x07\\x1b[31mEvil\\rGPU\\u202e\\x9b2J"
+
+
+def hostile_report(tmp_path):
+    """A saved report whose names carry terminal escapes (OSC title, SGR colour, CR, RLO, C1 CSI)."""
+    estimate = estimate_operations([Operation("mm" + HOSTILE, "matmul", ((4, 8), (8, 8)), (4, 8), scope="s" + HOSTILE)])
+    report = analyze_gap(estimate, Measurement((1e-5,) * 5, device="cpu" + HOSTILE), HardwareSpec(HOSTILE, 1e12, 1e11))
+    return load_report(save(report, tmp_path / "hostile.json"))
+
+
+def test_control_characters_in_a_report_are_escaped_when_rendered(tmp_path):
+    loaded = hostile_report(tmp_path)
+    assert loaded.hardware.name == HOSTILE  # kept as data; only the text shows it escaped
+    for text in (loaded.render(), loaded.render(group_by_scope=True), diff_reports(loaded, loaded)):
+        body = text.replace("\n", "")
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c == "\u202e" for c in body), text
+    text = loaded.render()
+    assert f"peaks for {SHOWN} (kind unknown; user-supplied)" in text
+    assert f"mm{SHOWN}" in text and f"cpu{SHOWN}" in text
+    assert f"s{SHOWN}" in diff_reports(loaded, loaded)
+
+
+def test_escaped_names_keep_the_table_aligned(tmp_path):
+    table = hostile_report(tmp_path).render().split("top 1 of 1 operations by share of bound:")[1].splitlines()[1:]
+    header, row = table
+    assert header.index("kind") == row.index("matmul")  # the name column was sized on the escaped name

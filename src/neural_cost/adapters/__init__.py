@@ -2,6 +2,7 @@
 
 ``from neural_cost.adapters import TorchAdapter`` imports torch then, and without torch
 installed raises FrameworkNotInstalledError naming the extra to install.
+``adapter_for("jax", **options)`` makes the adapter of a framework named by a string.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..core.errors import FrameworkNotInstalledError
+from ..core.errors import AdapterError, FrameworkNotInstalledError
 from .base import FrameworkAdapter, example_input_shapes
 
 # adapter name → (module, framework import that must succeed, extra to install)
@@ -18,6 +19,25 @@ _LAZY: dict[str, tuple[str, str, str]] = {
     "JaxAdapter": (".jax", "jax", "jax"),
     "TensorFlowAdapter": (".tensorflow", "tensorflow", "tensorflow"),
 }
+
+#: framework name → its adapter class's name in ``_LAZY``
+FRAMEWORKS: dict[str, str] = {"jax": "JaxAdapter", "torch": "TorchAdapter", "tensorflow": "TensorFlowAdapter"}
+
+
+def adapter_for(framework: str, **options: Any) -> FrameworkAdapter:
+    """The adapter of ``framework`` (``"jax"``, ``"torch"`` or ``"tensorflow"``), made with
+    ``options`` (e.g. ``trip_counts=`` for JAX and TensorFlow). An unknown framework, or an
+    option its adapter does not take, is an error naming what is known."""
+    name = FRAMEWORKS.get(framework)
+    if name is None:
+        raise AdapterError(f"framework={framework!r} is not one of {', '.join(FRAMEWORKS)}")
+    cls = __getattr__(name)
+    try:
+        adapter = cls(**options)
+    except TypeError as error:  # an option this adapter's constructor has no parameter for
+        raise AdapterError(f"{name} does not take {', '.join(map(repr, options))}: {error}") from error
+    assert isinstance(adapter, FrameworkAdapter)
+    return adapter
 
 
 def __getattr__(name: str) -> Any:
@@ -45,4 +65,12 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["FrameworkAdapter", "JaxAdapter", "TensorFlowAdapter", "TorchAdapter", "example_input_shapes"]
+__all__ = [
+    "FRAMEWORKS",
+    "FrameworkAdapter",
+    "JaxAdapter",
+    "TensorFlowAdapter",
+    "TorchAdapter",
+    "adapter_for",
+    "example_input_shapes",
+]

@@ -2,6 +2,7 @@
 
 Each adapter keeps its own table (JAX primitives, aten op packets, TensorFlow op types) of
 builders and free entries; anything absent from a table is unmodeled — counted and named.
+``_walk.lower`` applies a table to one op, with the one policy every adapter follows.
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ class Free:
 
 
 class OpTable(Generic[B]):
-    """Op name → builder or ``Free``; ``empty_reasons`` explain builders that may return []."""
+    """Op name → builder or ``Free``; ``empty_reasons`` explain builders that may return [].
 
-    def __init__(self, what: str) -> None:
+    ``unit`` names one executed op in this framework ("call", "equation", "op"): the
+    default reason a builder's empty result is free reads "aliases its input for this <unit>".
+    """
+
+    def __init__(self, what: str, unit: str = "op") -> None:
         self.what = what
         self.entries: dict[str, B | Free] = {}
         self.empty_reasons: dict[str, str] = {}
+        self.empty_default = f"aliases its input for this {unit}"
 
     def _claim(self, name: str) -> None:
         if name in self.entries:

@@ -1,4 +1,18 @@
-"""FrameworkAdapter: the small protocol every framework (or your own) implements.
+"""FrameworkAdapter: the small contract every framework (or your own) implements.
+
+One shape for every adapter, so callers (the CLI, ``Pipeline``, ``profile_model``) never ask
+which framework they hold:
+
+- ``trace(model, args=(), kwargs=None, **options) -> Trace`` runs or traces
+  ``model(*args, **kwargs)``; ``options`` are the framework's own keywords (JAX
+  ``static_argnums``/``param_argnums``, PyTorch ``training``/``loss_fn``/``optimizer``,
+  TensorFlow ``training``), and an option an adapter does not know is an error naming it.
+- ``operations(...)``: the same arguments, the trace's records.
+- ``benchmark(model, *args, warmup=10, repeats=30, kwargs=None, **options) -> Measurement``.
+- ``hardware(device=None)``, ``calibrate(device=None, *, dtypes, size, copy_bytes, repeats)``.
+- What differs between frameworks is said by attributes and small methods, not by name:
+  ``compiles_when_timing``, ``traces_training_step``, ``device_from_environment``,
+  ``workload_options()``, ``device_of()``.
 
 A subclass implements ``trace()`` — or only ``operations()``, in which case its trace is
 100% modeled — and inherits timing, hardware and calibration.
@@ -34,6 +48,23 @@ def example_input_shapes(inputs: Any) -> tuple[tuple[str, tuple[int, ...]], ...]
     return tuple(shapes)
 
 
+def reject_options(owner: str, options: Mapping[str, Any], known: str) -> None:
+    """An option no adapter parameter took is an error, never silently dropped: a model
+    keyword passed loose (``trace(fn, args, scale=2)``) belongs in ``kwargs={...}``."""
+    if options:
+        names = ", ".join(repr(name) for name in options)
+        raise AdapterError(
+            f"{owner}: unknown option(s) {names}; its options are {known}. Keyword arguments of the model "
+            f"itself go in kwargs={{...}}"
+        )
+
+
+def _keywords(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``kwargs=`` passed on only when given: an adapter written as ``operations(self, model,
+    inputs, **kwargs)`` keeps working."""
+    return {} if kwargs is None else {"kwargs": kwargs}
+
+
 class FrameworkAdapter:
     """Turns a framework's model into portable ``Operation`` records, and times it.
 
@@ -42,13 +73,23 @@ class FrameworkAdapter:
 
     framework: str = "custom"
     coverage_unit: str = "operations"
+    #: ``benchmark`` compiles the model into one program before timing it (JAX's jit,
+    #: tf.function): Python dispatch and loops around the calls inside are not what it times.
+    compiles_when_timing: bool = False
+    #: ``trace(..., training=True)`` traces a whole training step (forward, backward, optimizer).
+    traces_training_step: bool = False
+    #: The device programs run on is chosen by the environment (``JAX_PLATFORMS``), not by
+    #: where the workload put its arrays.
+    device_from_environment: bool = False
 
-    def trace(self, model: Any, inputs: Any, **kwargs: Any) -> Trace:
+    # -- tracing ----------------------------------------------------------------------------
+    def trace(self, model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None, **options: Any) -> Trace:
+        """The operations ``model(*args, **kwargs)`` executes, with their coverage."""
         if type(self).operations is FrameworkAdapter.operations:
             raise NotImplementedError(
-                f"{type(self).__name__} must implement trace(model, inputs) or operations(model, inputs)"
+                f"{type(self).__name__} must implement trace(model, args) or operations(model, args)"
             )
-        ops = self.operations(model, inputs, **kwargs)
+        ops = self.operations(model, args, **_keywords(kwargs), **options)
         try:
             ops = tuple(ops)
         except TypeError:
@@ -63,29 +104,64 @@ class FrameworkAdapter:
         return Trace(
             operations=ops,
             coverage=Coverage.full(ops, unit=self.coverage_unit),
-            input_shapes=example_input_shapes(inputs),
+            input_shapes=example_input_shapes(args) + (example_input_shapes(kwargs) if kwargs else ()),
             framework=self.framework,
         )
 
-    def operations(self, model: Any, inputs: Any, **kwargs: Any) -> Sequence[Operation]:
+    def operations(
+        self, model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None, **options: Any
+    ) -> Sequence[Operation]:
+        """``trace(...).operations``: the records alone."""
         if type(self).trace is FrameworkAdapter.trace:
             raise NotImplementedError(
-                f"{type(self).__name__} must implement trace(model, inputs) or operations(model, inputs)"
+                f"{type(self).__name__} must implement trace(model, args) or operations(model, args)"
             )
-        return self.trace(model, inputs, **kwargs).operations
+        return self.trace(model, args, **_keywords(kwargs), **options).operations
 
-    def benchmark(self, model: Any, *inputs: Any, warmup: int = 10, repeats: int = 30, **kwargs: Any) -> Measurement:
-        """Time ``model(*inputs, **kwargs)``; framework adapters add compilation, syncing and telemetry."""
-        return benchmark(model, *inputs, warmup=warmup, repeats=repeats, **kwargs)
+    def workload_options(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The trace options this adapter reads off a workload given as ``(model, args,
+        kwargs)`` (JAX: a Flax ``apply``'s variables are parameters); raises ``AdapterError``
+        for a model that cannot run as given. None by default."""
+        return {}
 
-    def hardware(self) -> HardwareSpec:
-        """The spec of the device this adapter runs on: the host CPU unless overridden."""
+    # -- timing -----------------------------------------------------------------------------
+    def benchmark(
+        self,
+        model: Any,
+        *args: Any,
+        warmup: int = 10,
+        repeats: int = 30,
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Measurement:
+        """Time ``model(*args, **kwargs)``; ``options`` go to ``measure.benchmark`` (``sync``,
+        ``clock``...). Framework adapters add compilation, syncing and telemetry."""
+        return benchmark(model, *args, warmup=warmup, repeats=repeats, **options, **dict(kwargs or {}))
+
+    # -- hardware ---------------------------------------------------------------------------
+    def device_of(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        """The device a workload runs on, when its model or arrays say (PyTorch: where its
+        parameters live); None: the device this adapter runs on (``hardware()``'s default)."""
+        return None
+
+    def hardware(self, device: Any = None) -> HardwareSpec:
+        """The spec of ``device``, else of the device this adapter runs on: the host CPU unless overridden."""
         from ..hardware.detect import detect_hardware
 
-        spec, _ = detect_hardware()
+        spec, _ = detect_hardware(device)
         return spec
 
-    def calibrate(self, **kwargs: Any) -> Any:
+    def calibrate(
+        self,
+        device: Any = None,
+        *,
+        dtypes: Sequence[str] | None = None,
+        size: int | None = None,
+        copy_bytes: int | None = None,
+        repeats: int = 3,
+    ) -> tuple[HardwareSpec, Any]:
+        """Measure matmul FLOP/s per dtype and copy bandwidth through the framework on
+        ``device``: ``(spec, details)``, as ``neural_cost.calibrate`` returns."""
         raise HardwareError(
             f"{type(self).__name__} has no calibration: pass a HardwareSpec with measured or datasheet peaks, "
             f"or use a framework adapter whose calibrate() measures its device"

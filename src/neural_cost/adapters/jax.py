@@ -13,14 +13,15 @@ from typing import Any
 import jax
 
 from ..core.errors import AdapterError, HardwareError
-from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
+from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, auto_sync, benchmark
 from . import _jax
 from ._jax import ops_attention, ops_movement, ops_pointwise  # noqa: F401  (ops_attention registers)
 from ._jax.table import EMPTY_REASONS, LowerContext
 from ._jax.walker import Walker, executed_bodies
-from .base import FrameworkAdapter
+from ._walk import check_loop_options
+from .base import FrameworkAdapter, reject_options
 
 del _jax
 EMPTY_REASONS.update(ops_movement.FREE_WHEN_EMPTY_REASONS)
@@ -58,6 +59,8 @@ class JaxAdapter(FrameworkAdapter):
 
     framework = "jax"
     coverage_unit = "equations"
+    compiles_when_timing = True  # benchmark() jit-compiles the whole function
+    device_from_environment = True  # JAX_PLATFORMS picks the device, wherever the arrays were made
 
     def __init__(
         self,
@@ -65,27 +68,26 @@ class JaxAdapter(FrameworkAdapter):
         default_trip_count: int = 8,
         cross_check: bool = True,
     ) -> None:
-        if isinstance(default_trip_count, bool) or not isinstance(default_trip_count, int) or default_trip_count < 0:
-            raise AdapterError(f"JaxAdapter: default_trip_count={default_trip_count!r} must be an integer >= 0")
+        check_loop_options("JaxAdapter", trip_counts, default_trip_count)
         self.trip_counts = dict(trip_counts or {})
-        for key in self.trip_counts:
-            if isinstance(key, bool) or not isinstance(key, (int, str)):
-                raise AdapterError(
-                    f"JaxAdapter: trip_counts key {key!r} must be a while loop's index (int) or label (str)"
-                )
         self.default_trip_count = default_trip_count
         self.cross_check = cross_check
 
     # -- tracing ----------------------------------------------------------------------------
-    def trace(  # type: ignore[override]  # JAX's own keywords instead of **kwargs
+    def trace(
         self,
-        fn: Any,
+        model: Any,
         args: Any = (),
         kwargs: Mapping[str, Any] | None = None,
+        *,
         static_argnums: int | Sequence[int] = (),
         param_argnums: int | Sequence[int] = (),
+        **options: Any,
     ) -> Trace:
-        """Trace ``fn(*args, **kwargs)`` and lower every equation it executes."""
+        """Trace ``model(*args, **kwargs)`` — any function of arrays — and lower every equation
+        it executes. ``param_argnums`` names the positional arguments that are parameters."""
+        reject_options("JaxAdapter.trace", options, "static_argnums, param_argnums")
+        fn = model
         if not callable(fn):
             raise AdapterError(f"JaxAdapter.trace: fn={fn!r} is not callable; pass the function to trace")
         positional = _positional(args)
@@ -122,9 +124,6 @@ class JaxAdapter(FrameworkAdapter):
             cross_check=self._cross_check(fn, positional, kwargs, static) if self.cross_check else None,
         )
 
-    def operations(self, fn: Any, args: Any = (), **kwargs: Any) -> Sequence[Operation]:  # type: ignore[override]
-        return self.trace(fn, args, **kwargs).operations
-
     @staticmethod
     def _cross_check(
         fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
@@ -137,18 +136,22 @@ class JaxAdapter(FrameworkAdapter):
         return parse_cost_analysis(analysis)
 
     # -- timing -----------------------------------------------------------------------------
-    def benchmark(  # type: ignore[override]  # adds static_argnums
+    def benchmark(
         self,
-        fn: Any,
+        model: Any,
         *args: Any,
         warmup: int = 10,
         repeats: int = 30,
+        kwargs: Mapping[str, Any] | None = None,
         static_argnums: int | Sequence[int] = (),
-        **kwargs: Any,
+        **options: Any,
     ) -> Measurement:
         """Compile once (timed separately), put the arguments on the device, warm up, then
         time ``repeats`` runs, waiting on the outputs with ``block_until_ready`` inside each
         timed run."""
+        reject_options("JaxAdapter.benchmark", options, "static_argnums")
+        fn = model
+        kwargs = dict(kwargs or {})
         if not callable(fn):
             raise AdapterError(f"JaxAdapter.benchmark: fn={fn!r} is not callable; pass the function to time")
         static = _static(static_argnums)
@@ -181,27 +184,43 @@ class JaxAdapter(FrameworkAdapter):
         )
 
     # -- hardware ---------------------------------------------------------------------------
-    def hardware(self) -> HardwareSpec:
-        """The spec of the device JAX selected (``JAX_PLATFORMS`` respected)."""
+    def workload_options(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """A Flax ``model.apply``'s first argument is the variables: parameters. An unbound
+        Flax module cannot run as ``model(*args)``: an error that says to pass ``apply``."""
+        if _is_unbound_linen(model):
+            raise AdapterError(
+                f"{type(model).__name__} is a Flax module, which runs only through apply; pass or return "
+                f"(model.apply, (variables, *inputs)) instead"
+            )
+        owner = getattr(model, "__self__", None)
+        if owner is not None and getattr(model, "__name__", "") == "apply" and _is_unbound_linen(owner):
+            return {"param_argnums": 0}
+        return {}
+
+    def hardware(self, device: Any = None) -> HardwareSpec:
+        """The spec of ``device``, else of the device JAX selected (``JAX_PLATFORMS`` respected)."""
         from ..hardware.detect import detect_hardware
 
-        spec, _ = detect_hardware(jax.devices()[0])
+        spec, _ = detect_hardware(device if device is not None else jax.devices()[0])
         return spec
 
-    def calibrate(  # type: ignore[override]
+    def calibrate(
         self,
-        dtypes: Sequence[str] = ("float32",),
+        device: Any = None,
+        *,
+        dtypes: Sequence[str] | None = None,
         size: int | None = None,
         copy_bytes: int | None = None,
         repeats: int = 3,
     ) -> tuple[HardwareSpec, Any]:
-        """Measure matmul FLOP/s per dtype and copy bandwidth on the device JAX selected,
-        compared with its table or formula figures (see ``neural_cost.hardware.calibrate``)."""
+        """Measure matmul FLOP/s per dtype (default float32) and copy bandwidth on ``device`` (a
+        JAX device; default the one JAX selected), compared with its table or formula figures
+        (see ``neural_cost.hardware.calibrate``)."""
         from ..hardware.calibrate import calibrate_with
         from ..hardware.detect import detect_hardware
         from ._jax.calibrate import jax_copy_probe, jax_matmul_probe
 
-        device = jax.devices()[0]
+        device = _jax_device(device)
         platform = str(device.platform)
         notes = []
         try:
@@ -217,7 +236,7 @@ class JaxAdapter(FrameworkAdapter):
             framework=f"jax {jax.__version__}",
             matmul=jax_matmul_probe(device),
             copy=jax_copy_probe(device),
-            dtypes=dtypes,
+            dtypes=dtypes if dtypes is not None else ("float32",),
             size=size or (8192 if on_gpu else 2048),
             copy_bytes=copy_bytes or (1 << 30 if on_gpu else 256 << 20),
             repeats=repeats,
@@ -323,3 +342,23 @@ def _closed_over(closed: Any) -> list[Any]:
 
     visit(closed)
     return found
+
+
+def _is_unbound_linen(model: Any) -> bool:
+    """A Flax linen module not bound to variables (found by its module path: no flax import)."""
+    linen = any(str(cls.__module__).startswith("flax.linen") for cls in type(model).__mro__)
+    return linen and getattr(model, "scope", None) is None
+
+
+def _jax_device(device: Any) -> Any:
+    """A JAX device from one (as given), a name (``"cpu"``, ``"gpu:1"``, ``"cuda:0"``), or None
+    (the device JAX selected)."""
+    if device is None:
+        return jax.devices()[0]
+    if hasattr(device, "platform"):
+        return device
+    platform, _, index = str(device).partition(":")
+    try:
+        return jax.devices({"cuda": "gpu", "rocm": "gpu"}.get(platform, platform))[int(index or 0)]
+    except (RuntimeError, ValueError, IndexError) as error:
+        raise HardwareError(f"JaxAdapter: no JAX device {device!r} ({error}); JAX sees {jax.devices()}") from error

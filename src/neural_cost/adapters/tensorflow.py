@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -22,7 +22,8 @@ from . import _tf
 from ._tf import ops  # noqa: F401  (registers the table)
 from ._tf.table import TfContext
 from ._tf.walker import Walker
-from .base import FrameworkAdapter
+from ._walk import check_loop_options
+from .base import FrameworkAdapter, reject_options
 
 del _tf
 
@@ -70,30 +71,33 @@ class TensorFlowAdapter(FrameworkAdapter):
 
     framework = "tensorflow"
     coverage_unit = "graph ops"
+    compiles_when_timing = True  # benchmark() times a tf.function: Python around the ops is traced away
 
     def __init__(self, trip_counts: Mapping[int | str, int] | None = None, default_trip_count: int = 8) -> None:
-        if isinstance(default_trip_count, bool) or not isinstance(default_trip_count, int) or default_trip_count < 0:
-            raise AdapterError(f"TensorFlowAdapter: default_trip_count={default_trip_count!r} must be an integer >= 0")
+        check_loop_options("TensorFlowAdapter", trip_counts, default_trip_count)
         self.trip_counts = dict(trip_counts or {})
         self.default_trip_count = default_trip_count
 
-    def trace(  # type: ignore[override]  # TensorFlow's own keywords
+    def trace(
         self,
         model: Any,
-        inputs: Any = (),
+        args: Any = (),
         kwargs: Mapping[str, Any] | None = None,
         *,
         training: bool = False,
+        **options: Any,
     ) -> Trace:
-        """Trace ``model(*inputs, **kwargs)`` (Keras: with ``training=False`` unless asked) for the
+        """Trace ``model(*args, **kwargs)`` (Keras: with ``training=False`` unless asked) for the
         example inputs' shapes and dtypes, and lower every graph op it runs."""
+        reject_options("TensorFlowAdapter.trace", options, "training")
+        inputs = args
         if not callable(model):
             raise AdapterError(
                 f"TensorFlowAdapter.trace: model={model!r} is not callable; pass a Keras model, "
                 f"a tf.Module or a function"
             )
-        args = _positional(inputs)
-        specs = [_spec(a, f"input {i}") for i, a in enumerate(args)]
+        positional = _positional(inputs)
+        specs = [_spec(a, f"input {i}") for i, a in enumerate(positional)]
         function = _callable(model, training, dict(kwargs or {}))
         try:
             concrete = function.get_concrete_function(*specs)
@@ -122,27 +126,27 @@ class TensorFlowAdapter(FrameworkAdapter):
             notes=tuple(dict.fromkeys(state.notes)),
         )
 
-    def operations(self, model: Any, inputs: Any = (), **kwargs: Any) -> Sequence[Operation]:
-        return self.trace(model, inputs, **kwargs).operations
-
-    def benchmark(  # type: ignore[override]
+    def benchmark(
         self,
         model: Any,
-        *inputs: Any,
+        *args: Any,
         warmup: int = 10,
         repeats: int = 30,
-        jit_compile: bool = False,
         kwargs: Mapping[str, Any] | None = None,
+        jit_compile: bool = False,
+        **options: Any,
     ) -> Measurement:
         """Time the compiled ``tf.function`` (with XLA when ``jit_compile``), forcing completion
         inside each timed run; the first call (tracing and compiling) is timed apart."""
+        reject_options("TensorFlowAdapter.benchmark", options, "jit_compile")
+        inputs = args
         if not callable(model):
             raise AdapterError(f"TensorFlowAdapter.benchmark: model={model!r} is not callable")
         is_keras = hasattr(model, "layers") or type(model).__module__.startswith("keras")
         extra = dict(kwargs or {})
 
-        def call(*args: Any) -> Any:
-            return model(*args, training=False, **extra) if is_keras else model(*args, **extra)
+        def call(*positional: Any) -> Any:
+            return model(*positional, training=False, **extra) if is_keras else model(*positional, **extra)
 
         function = tf.function(call, jit_compile=jit_compile)
         start = time.perf_counter()
@@ -168,11 +172,13 @@ class TensorFlowAdapter(FrameworkAdapter):
             peak_memory_bytes=_gpu_peak(),
         )
 
-    def hardware(self) -> HardwareSpec:
+    def hardware(self, device: Any = None) -> HardwareSpec:
+        """The spec of ``device``, else of the first GPU TensorFlow sees, else of the CPU."""
         from ..hardware.detect import detect_hardware
 
-        gpus = tf.config.list_logical_devices("GPU")
-        spec, _ = detect_hardware("cuda:0" if gpus else "cpu")
+        if device is None:
+            device = "cuda:0" if tf.config.list_logical_devices("GPU") else "cpu"
+        spec, _ = detect_hardware(device)
         return spec
 
 

@@ -1,7 +1,14 @@
-"""Findings: what the numbers mean, naming the operations and scopes that decide them."""
+"""Findings: what the numbers mean, naming the operations and scopes that decide them.
+
+One small function per finding code, registered with ``@finding(code, severity)``: it reads
+the scored report and yields the message of each finding it has to make (none, one, or one
+per loop). ``build_findings`` runs them in registration order, which is the order the
+report prints them in.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,188 +74,239 @@ def _precision_advice(report: GapReport) -> str:
     return f"{hardware.name} lists no faster floating-point dtype than {main}: only less work moves the bound."
 
 
-def build_findings(report: GapReport) -> tuple[Finding, ...]:
-    estimate, measurement, hardware = report.estimate, report.measurement, report.hardware
-    coverage = estimate.coverage
-    found: list[Finding] = []
+#: A finding rule: reads the scored report, yields the message of each finding it makes.
+FindingRule = Callable[["GapReport"], Iterator[str]]
 
+
+@dataclass(frozen=True, slots=True)
+class RegisteredFinding:
+    code: str
+    severity: str
+    header: bool
+    rule: FindingRule
+
+
+#: Every finding code with its rule, in the order the report prints them.
+FINDING_RULES: dict[str, RegisteredFinding] = {}
+
+
+def finding(code: str, severity: str, *, header: bool = False) -> Callable[[FindingRule], FindingRule]:
+    """Register the function below as the rule for ``code``; its severity and placement are
+    declared here, once, so every message it yields is filed the same way."""
+    if severity not in SEVERITIES:
+        raise ValueError(f"finding {code!r}: severity {severity!r} is not one of {SEVERITIES}")
+
+    def register(rule: FindingRule) -> FindingRule:
+        if code in FINDING_RULES:
+            raise ValueError(f"finding {code!r} is registered twice")
+        FINDING_RULES[code] = RegisteredFinding(code, severity, header, rule)
+        return rule
+
+    return register
+
+
+def build_findings(report: GapReport) -> tuple[Finding, ...]:
+    return tuple(
+        Finding(entry.code, message, entry.severity, entry.header)
+        for entry in FINDING_RULES.values()
+        for message in entry.rule(report)
+    )
+
+
+@finding("low_coverage", "warning", header=True)
+def _low_coverage(report: GapReport) -> Iterator[str]:
+    coverage = report.estimate.coverage
     if coverage.fraction < report.coverage_threshold:
         covered = format_percent_down(coverage.modeled + coverage.free, coverage.total)
-        found.append(
-            Finding(
-                "low_coverage",
-                f"Low coverage: only {covered} of the traced {coverage.unit} were modeled or free; "
-                f"the roofline bound and efficiency describe part of the workload, not all of it.",
-                "warning",
-                header=True,
-            )
+        yield (
+            f"Low coverage: only {covered} of the traced {coverage.unit} were modeled or free; "
+            f"the roofline bound and efficiency describe part of the workload, not all of it."
         )
+
+
+@finding("device_mismatch", "warning", header=True)
+def _device_mismatch(report: GapReport) -> Iterator[str]:
+    measurement, hardware = report.measurement, report.hardware
     if (
         measurement.device_kind not in ("unknown", "mixed")
         and hardware.kind != "unknown"
         and measurement.device_kind != hardware.kind
     ):
         assumed = measurement.device_source.startswith("assumed")
-        found.append(
-            Finding(
-                "device_mismatch",
-                f"Device mismatch: the work ran on a {measurement.device_kind} ({measurement.device}"
-                f"{', assumed: nothing said where it ran' if assumed else ''}) but is scored "
-                f"against {hardware.kind} peaks ({hardware.name}); the efficiency describes a device the work did not "
-                f"run on. Score it against the device it ran on.",
-                "warning",
-                header=True,
-            )
+        yield (
+            f"Device mismatch: the work ran on a {measurement.device_kind} ({measurement.device}"
+            f"{', assumed: nothing said where it ran' if assumed else ''}) but is scored "
+            f"against {hardware.kind} peaks ({hardware.name}); the efficiency describes a device the work did not "
+            f"run on. Score it against the device it ran on."
         )
 
-    bound, observed = report.bound_seconds, report.observed_seconds
-    if report.efficiency > 1:
-        floor = report.compulsory_seconds
-        # Fusion removes memory traffic, never FLOPs: it can explain beating the unfused memory time
-        # only while the observed time is still above both the compute time and the compulsory floor.
-        if floor is not None and observed >= max(floor, report.compute_seconds):
-            why = (
-                f"It is still above the compute time ({format_seconds(report.compute_seconds)}) and the "
-                f"compulsory floor ({format_seconds(floor)}), so a compiler that fused operations and kept "
-                f"intermediates out of memory can explain it; otherwise the peak or the count is wrong."
-            )
-        else:
-            why = "The peak or the count must be wrong: no schedule beats a correct roofline bound."
-        found.append(
-            Finding(
-                "efficiency_above_100",
-                f"Efficiency above 100%: observed {format_seconds(observed)} is faster than the bound "
-                f"{format_seconds(bound)} on {hardware.name} ({hardware.source}). {why}",
-                "warning",
-            )
-        )
 
+@finding("efficiency_above_100", "warning")
+def _efficiency_above_100(report: GapReport) -> Iterator[str]:
+    if report.efficiency <= 1:
+        return
+    hardware, bound, observed = report.hardware, report.bound_seconds, report.observed_seconds
+    floor = report.compulsory_seconds
+    # Fusion removes memory traffic, never FLOPs: it can explain beating the unfused memory time
+    # only while the observed time is still above both the compute time and the compulsory floor.
+    if floor is not None and observed >= max(floor, report.compute_seconds):
+        why = (
+            f"It is still above the compute time ({format_seconds(report.compute_seconds)}) and the "
+            f"compulsory floor ({format_seconds(floor)}), so a compiler that fused operations and kept "
+            f"intermediates out of memory can explain it; otherwise the peak or the count is wrong."
+        )
+    else:
+        why = "The peak or the count must be wrong: no schedule beats a correct roofline bound."
+    yield (
+        f"Efficiency above 100%: observed {format_seconds(observed)} is faster than the bound "
+        f"{format_seconds(bound)} on {hardware.name} ({hardware.source}). {why}"
+    )
+
+
+@finding("unmodeled_ops", "warning")
+def _unmodeled_ops(report: GapReport) -> Iterator[str]:
+    coverage = report.estimate.coverage
     if coverage.unmodeled:
         listed = ", ".join(f"{name} x{count}" for name, count in coverage.unmodeled[:5])
         more = f" and {len(coverage.unmodeled) - 5} more" if len(coverage.unmodeled) > 5 else ""
-        found.append(
-            Finding(
-                "unmodeled_ops",
-                f"{coverage.unmodeled_count} of {plural(coverage.total, coverage.unit)} have no cost rule "
-                f"({listed}{more}); "
-                f"their time is in the observed figure but not in the bound.",
-                "warning",
-            )
+        yield (
+            f"{coverage.unmodeled_count} of {plural(coverage.total, coverage.unit)} have no cost rule "
+            f"({listed}{more}); "
+            f"their time is in the observed figure but not in the bound."
         )
-    for loop in estimate.loop_assumptions:
+
+
+@finding("assumed_loop_count", "warning")
+def _assumed_loop_count(report: GapReport) -> Iterator[str]:
+    for loop in report.estimate.loop_assumptions:
         if loop.assumed:
             where = ", ".join(p for p in (loop.scope, loop.location) if p)
-            found.append(
-                Finding(
-                    "assumed_loop_count",
-                    f"Loop {loop.label}{f' ({where})' if where else ''} was counted {loop.trip_count} times by "
-                    f"default: "
-                    f"nothing said how many times it runs. Pass its trip count to count it right.",
-                    "warning",
-                )
+            yield (
+                f"Loop {loop.label}{f' ({where})' if where else ''} was counted {loop.trip_count} times by "
+                f"default: "
+                f"nothing said how many times it runs. Pass its trip count to count it right."
             )
 
+
+@finding("dtype_peak_fallback", "note")
+def _dtype_peak_fallback(report: GapReport) -> Iterator[str]:
+    hardware, estimate = report.hardware, report.estimate
+    if hardware.peak_flops_by_dtype is None:
+        return
+    missing = [d for d, n in estimate.flops_by_dtype.items() if n and not hardware.has_peak(d)]
+    if missing:
+        yield (
+            f"{hardware.name} has no peak for {', '.join(missing)}; those FLOPs are scored at peak_flops "
+            f"({format_si(hardware.peak_flops, 'FLOP/s')})."
+        )
+
+
+@finding("single_peak", "note")
+def _single_peak(report: GapReport) -> Iterator[str]:
+    hardware, estimate = report.hardware, report.estimate
     if hardware.peak_flops_by_dtype is not None:
-        missing = [d for d, n in estimate.flops_by_dtype.items() if n and not hardware.has_peak(d)]
-        if missing:
-            found.append(
-                Finding(
-                    "dtype_peak_fallback",
-                    f"{hardware.name} has no peak for {', '.join(missing)}; those FLOPs are scored at peak_flops "
-                    f"({format_si(hardware.peak_flops, 'FLOP/s')}).",
-                    "note",
-                )
-            )
-    elif len(estimate.flops_by_dtype) > 1 or any(
-        not d.startswith(("float", "bfloat")) for d in estimate.flops_by_dtype
-    ):
-        found.append(
-            Finding(
-                "single_peak",
-                f"{hardware.name} has one peak ({format_si(hardware.peak_flops, 'FLOP/s')}) for every dtype: the "
-                f"{', '.join(estimate.flops_by_dtype)} FLOPs are all scored at it. Give peak_flops_by_dtype to "
-                f"score each at its own rate.",
-                "note",
-            )
-        )
-    if estimate.dense_flops != estimate.flops:
-        found.append(
-            Finding(
-                "executed_vs_dense",
-                f"FLOPs follow the kernels that run: {format_si(estimate.flops, 'FLOP')} executed; a dense count "
-                f"(as FlopCounterMode reports attention) would be {format_si(estimate.dense_flops, 'FLOP')}.",
-                "note",
-            )
+        return  # per-dtype peaks: dtype_peak_fallback names any dtype they lack
+    if len(estimate.flops_by_dtype) > 1 or any(not d.startswith(("float", "bfloat")) for d in estimate.flops_by_dtype):
+        yield (
+            f"{hardware.name} has one peak ({format_si(hardware.peak_flops, 'FLOP/s')}) for every dtype: the "
+            f"{', '.join(estimate.flops_by_dtype)} FLOPs are all scored at it. Give peak_flops_by_dtype to "
+            f"score each at its own rate."
         )
 
+
+@finding("executed_vs_dense", "note")
+def _executed_vs_dense(report: GapReport) -> Iterator[str]:
+    estimate = report.estimate
+    if estimate.dense_flops != estimate.flops:
+        yield (
+            f"FLOPs follow the kernels that run: {format_si(estimate.flops, 'FLOP')} executed; a dense count "
+            f"(as FlopCounterMode reports attention) would be {format_si(estimate.dense_flops, 'FLOP')}."
+        )
+
+
+def _advice_rows(report: GapReport) -> tuple[tuple[RowTime, ...], str]:
     rows = _rows_for_advice(report)
-    unit = "scopes" if rows is report.scope_rows else "operations"
-    if bound > 0 and rows:
-        if report.bound_side == "memory":
-            total_bytes = sum(r.bytes for r in rows)
-            movers = _top_names(rows, "bytes", total_bytes)
-            message = f"Memory-bound: the bytes are moved by {movers} (of {plural(len(rows), unit)})."
-            if estimate.compulsory_bytes:
-                ratio = estimate.bytes / estimate.compulsory_bytes
-                if ratio >= FUSION_HEADROOM:
-                    message += (
-                        f" Unfused traffic is {ratio:.1f}× the compulsory floor: fusing those operations or "
-                        f"keeping their intermediates out of memory is the headroom."
-                    )
-            found.append(Finding("memory_bound", message, "next"))
-        else:
-            total_flops = sum(r.flops for r in rows)
-            dtypes = ", ".join(f"{d} {format_si(n, 'FLOP')}" for d, n in estimate.flops_by_dtype.items())
-            found.append(
-                Finding(
-                    "compute_bound",
-                    f"Compute-bound: the FLOPs are done by {_top_names(rows, 'flops', total_flops)} "
-                    f"(of {plural(len(rows), unit)}; "
-                    f"{dtypes}). {_precision_advice(report)}",
-                    "next",
-                )
+    return rows, "scopes" if rows is report.scope_rows else "operations"
+
+
+@finding("memory_bound", "next")
+def _memory_bound(report: GapReport) -> Iterator[str]:
+    rows, unit = _advice_rows(report)
+    if report.bound_seconds <= 0 or not rows or report.bound_side != "memory":
+        return
+    estimate = report.estimate
+    total_bytes = sum(r.bytes for r in rows)
+    movers = _top_names(rows, "bytes", total_bytes)
+    message = f"Memory-bound: the bytes are moved by {movers} (of {plural(len(rows), unit)})."
+    if estimate.compulsory_bytes:
+        ratio = estimate.bytes / estimate.compulsory_bytes
+        if ratio >= FUSION_HEADROOM:
+            message += (
+                f" Unfused traffic is {ratio:.1f}× the compulsory floor: fusing those operations or "
+                f"keeping their intermediates out of memory is the headroom."
             )
-    if 0 < report.efficiency < 0.5:
-        executions = sum(op.count for op in estimate.operations) or 1
-        gap = observed - bound
-        per_op = gap / executions
-        if per_op < DISPATCH_GAP_SECONDS:
-            cause = (
-                "at this size per-operation dispatch and launch overhead, not FLOPs or bytes, decides the "
-                "time; larger batches or fused operations amortise it."
-            )
-        else:
-            top = rows[0].name if rows else "the largest operation"
-            cause = (
-                "more than dispatch costs: profile the largest rows "
-                f"({top} first) for slow kernels, layout changes or synchronisation."
-            )
-        found.append(
-            Finding(
-                "large_gap",
-                f"Observed is {observed / bound:.1f}× the bound: {format_seconds(gap)} above it, "
-                f"{format_seconds(per_op)} per executed operation ({executions}) — {cause}",
-                "next",
-            )
+    yield message
+
+
+@finding("compute_bound", "next")
+def _compute_bound(report: GapReport) -> Iterator[str]:
+    rows, unit = _advice_rows(report)
+    if report.bound_seconds <= 0 or not rows or report.bound_side != "compute":
+        return
+    total_flops = sum(r.flops for r in rows)
+    dtypes = ", ".join(f"{d} {format_si(n, 'FLOP')}" for d, n in report.estimate.flops_by_dtype.items())
+    yield (
+        f"Compute-bound: the FLOPs are done by {_top_names(rows, 'flops', total_flops)} "
+        f"(of {plural(len(rows), unit)}; "
+        f"{dtypes}). {_precision_advice(report)}"
+    )
+
+
+@finding("large_gap", "next")
+def _large_gap(report: GapReport) -> Iterator[str]:
+    if not 0 < report.efficiency < 0.5:
+        return
+    bound, observed = report.bound_seconds, report.observed_seconds
+    executions = sum(op.count for op in report.estimate.operations) or 1
+    gap = observed - bound
+    per_op = gap / executions
+    if per_op < DISPATCH_GAP_SECONDS:
+        cause = (
+            "at this size per-operation dispatch and launch overhead, not FLOPs or bytes, decides the "
+            "time; larger batches or fused operations amortise it."
         )
+    else:
+        rows = _rows_for_advice(report)
+        top = rows[0].name if rows else "the largest operation"
+        cause = (
+            "more than dispatch costs: profile the largest rows "
+            f"({top} first) for slow kernels, layout changes or synchronisation."
+        )
+    yield (
+        f"Observed is {observed / bound:.1f}× the bound: {format_seconds(gap)} above it, "
+        f"{format_seconds(per_op)} per executed operation ({executions}) — {cause}"
+    )
+
+
+@finding("few_runs", "note")
+def _few_runs(report: GapReport) -> Iterator[str]:
+    runs = report.measurement.runs
+    if runs < FEW_RUNS:
+        yield (
+            f"Only {runs} timed run{'s' if runs != 1 else ''}: the median and spread are "
+            f"not reliable; use at least {FEW_RUNS}."
+        )
+
+
+@finding("high_spread", "note")
+def _high_spread(report: GapReport) -> Iterator[str]:
+    measurement = report.measurement
     if measurement.runs < FEW_RUNS:
-        found.append(
-            Finding(
-                "few_runs",
-                f"Only {measurement.runs} timed run{'s' if measurement.runs != 1 else ''}: the median and spread are "
-                f"not reliable; use at least {FEW_RUNS}.",
-                "note",
-            )
+        return  # few_runs already says the spread is not reliable
+    if measurement.median_seconds > 0 and measurement.stdev_seconds / measurement.median_seconds > HIGH_SPREAD:
+        yield (
+            f"Timing spread is {format_percent(measurement.stdev_seconds / measurement.median_seconds)} of the "
+            f"median "
+            f"(stdev {format_seconds(measurement.stdev_seconds)}): other load, frequency scaling or too few warmup "
+            f"runs; treat the efficiency as ± that much."
         )
-    elif measurement.median_seconds > 0 and measurement.stdev_seconds / measurement.median_seconds > HIGH_SPREAD:
-        found.append(
-            Finding(
-                "high_spread",
-                f"Timing spread is {format_percent(measurement.stdev_seconds / measurement.median_seconds)} of the "
-                f"median "
-                f"(stdev {format_seconds(measurement.stdev_seconds)}): other load, frequency scaling or too few warmup "
-                f"runs; treat the efficiency as ± that much.",
-                "note",
-            )
-        )
-    return tuple(found)

@@ -13,6 +13,7 @@ from ..core.records import Operation
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
 from .findings import Finding, build_findings
+from .presenter import presenter
 from .provenance import collect_provenance
 from .rows import RowTime, compute_seconds, operation_rows, scope_rows
 
@@ -78,21 +79,16 @@ class GapReport:
     def finding(self, code: str) -> Finding | None:
         return next((f for f in self.findings if f.code == code), None)
 
+    # Text, JSON and plots are drawn by report/ through the presenter slot: analysis never imports it.
     def render(self, top: int = 10, group_by_scope: bool = False) -> str:
-        from ..report.text import render_report  # rendering reads the report; it is not part of it
-
-        return render_report(self, top=top, group_by_scope=group_by_scope)
+        return presenter("GapReport.render").render_gap(self, top, group_by_scope)
 
     def plot(self, path: str | os.PathLike[str] | None = None, top: int = 8, group_by_scope: bool = False) -> Figure:
         """The roofline plot (matplotlib, the ``plot`` extra); saved as PNG or SVG when ``path`` is given."""
-        from ..report.plot import plot_report
-
-        return plot_report(self, path=path, top=top, group_by_scope=group_by_scope)
+        return presenter("GapReport.plot").plot_gap(self, path, top, group_by_scope)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..report.serialize import report_to_dict
-
-        return report_to_dict(self)
+        return presenter("GapReport.to_dict").gap_to_dict(self)
 
 
 def analyze_gap(

@@ -174,16 +174,18 @@ def profile_model(
     optimizer_state_multiplier: float = 0,
     measurement: Measurement | None = None,
     hardware: HardwareSpec | None = None,
-    **trace_kwargs: Any,
+    **trace_options: Any,
 ) -> ModelProfile:
     """Trace ``model`` once and return its cost estimate with its memory profile.
 
-    With ``training=True`` the trace is of a training step when the adapter supports it
-    (``TorchAdapter``); a ``measurement`` with allocator telemetry adds the measured peak,
-    and ``hardware`` with a memory capacity adds a finding when training cannot fit."""
-    if training and getattr(adapter, "framework", None) == "torch":
-        trace_kwargs.setdefault("training", True)
-    trace = adapter.trace(model, inputs, **trace_kwargs)
+    With ``training=True`` the trace is of a training step when the adapter traces one
+    (``adapter.traces_training_step``: PyTorch); else of the forward, with training memory
+    worked out from it. A ``measurement`` with allocator telemetry adds the measured peak,
+    and ``hardware`` with a memory capacity adds a finding when training cannot fit.
+    ``trace_options`` go to ``adapter.trace`` (``kwargs=``, ``param_argnums=``, ``loss_fn=``...)."""
+    if training and adapter.traces_training_step:
+        trace_options.setdefault("training", True)
+    trace = adapter.trace(model, inputs, **trace_options)
     estimate = estimate_trace(trace)
     profile = memory_profile(
         estimate,

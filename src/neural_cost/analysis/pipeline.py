@@ -8,28 +8,23 @@ dispatch and loop overhead; negative when stages overlap or fuse inside the whol
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NeuralCostError, RecordError
-from ..core.units import format_percent, format_percent_down, format_seconds
-from ..costs.estimate import estimate_trace
 from ..hardware.spec import HardwareSpec
-from ..measure.timing import Measurement, benchmark
-from .gap import GapReport, analyze_gap
+from ..measure.timing import Measurement
+from .gap import GapReport
+from .presenter import presenter
+from .workload import analyze_workload, time_workload
 
 if TYPE_CHECKING:
     import os
 
     from matplotlib.figure import Figure
 
-
-def _takes_kwargs_keyword(method: Callable[..., Any]) -> bool:
-    """Whether ``method`` takes the model's keywords as one ``kwargs=`` mapping (not ``**kwargs``)."""
-    parameter = inspect.signature(method).parameters.get("kwargs")
-    return parameter is not None and parameter.kind is not inspect.Parameter.VAR_KEYWORD
+    from ..adapters.base import FrameworkAdapter
 
 
 @dataclass(frozen=True)
@@ -107,89 +102,13 @@ class PipelineReport:
             return None
         return self.total.total_seconds - self.stages_seconds
 
+    # The table and the plot are drawn by report/ through the presenter slot: analysis never imports it.
     def render(self) -> str:
-        end_to_end = self.total.total_seconds if self.total is not None else None
-        header = (
-            "stage",
-            "calls",
-            "per call",
-            "± stdev",
-            "× calls",
-            "share",
-            "bound × calls",
-            "efficiency",
-            "coverage",
-        )
-        rows = []
-        for stage in self.stages:
-            if stage.error is not None or stage.measurement is None:
-                rows.append([stage.name, str(stage.calls), "failed", "", "", "", "", "", ""])
-                continue
-            total = stage.total_seconds or 0.0
-            report = stage.report
-            rows.append(
-                [
-                    stage.name,
-                    str(stage.calls),
-                    format_seconds(stage.measurement.median_seconds),
-                    format_seconds(stage.measurement.stdev_seconds),
-                    format_seconds(total),
-                    format_percent(total / end_to_end) if end_to_end else "-",
-                    format_seconds(stage.bound_seconds) if stage.bound_seconds is not None else "-",
-                    format_percent(report.efficiency) if report is not None else "-",
-                    format_percent_down(
-                        report.estimate.coverage.modeled + report.estimate.coverage.free,
-                        report.estimate.coverage.total,
-                    )
-                    if report is not None
-                    else "-",
-                ]
-            )
-        widths = [max(len(r[i]) for r in [list(header), *rows]) for i in range(len(header))]
-
-        def line(cells: list[str]) -> str:
-            return "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-            ).rstrip()
-
-        out = ["Neural cost pipeline analysis"]
-        if self.hardware is not None:
-            out.append(f"  peaks for {self.hardware.name} ({self.hardware.kind}; {self.hardware.source})")
-        out += ["  " + line(list(header))] + ["  " + line(r) for r in rows]
-        failed = sum(1 for s in self.stages if s.total_seconds is None)
-        missing = f" ({failed} failed stage{'s' if failed > 1 else ''} not included)" if failed else ""
-        out.append(f"  stages: {format_seconds(self.stages_seconds)} per pipeline run{missing}")
-        if self.total is not None and self.total.error is not None:
-            out.append(f"  end-to-end: failed ({self.total.error})")
-        elif end_to_end is not None:
-            out.append(f"  end-to-end: {format_seconds(end_to_end)} ({self.total.name if self.total else ''})")
-            gap = self.unexplained_seconds
-            if gap is None:
-                out.append("  unexplained: unknown (a stage failed)")
-            elif gap >= 0:
-                out.append(
-                    f"  unexplained: {format_seconds(gap)} ({format_percent(gap / end_to_end)} of end-to-end) — time "
-                    f"outside the stages, usually Python dispatch and loop overhead"
-                )
-            else:
-                out.append(
-                    f"  unexplained: {format_seconds(gap)} — negative: the end-to-end run is faster than its stages "
-                    f"added up, so they overlap or fuse inside the whole program"
-                )
-        for stage in self.stages:
-            if stage.error is not None:
-                out.append(f"  {stage.name}: failed — {stage.error}")
-            elif stage.report is not None:
-                for finding in stage.report.findings:
-                    if finding.severity == "warning" or finding.header:
-                        out.append(f"  {stage.name}: {finding.message}")
-        return "\n".join(out) + "\n"
+        return presenter("PipelineReport.render").render_pipeline(self)
 
     def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
         """Stacked bar of stage times × calls with the unexplained part (matplotlib, the ``plot`` extra)."""
-        from ..report.plot import plot_pipeline
-
-        return plot_pipeline(self, path=path)
+        return presenter("PipelineReport.plot").plot_pipeline(self, path)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -217,7 +136,7 @@ class Pipeline:
 
     def run(
         self,
-        adapter: Any = None,
+        adapter: FrameworkAdapter | None = None,
         hardware: HardwareSpec | None = None,
         *,
         warmup: int = 3,
@@ -245,7 +164,7 @@ class Pipeline:
     def _run(
         name: str,
         stage: Stage,
-        adapter: Any,
+        adapter: FrameworkAdapter | None,
         hardware: HardwareSpec | None,
         warmup: int,
         repeats: int,
@@ -254,21 +173,21 @@ class Pipeline:
     ) -> StageResult:
         kwargs = dict(stage.kwargs or {})
         try:
-            if clock is not None:
-                measurement = benchmark(stage.fn, *stage.args, warmup=warmup, repeats=repeats, clock=clock, **kwargs)
-            elif adapter is None or (end_to_end and getattr(adapter, "framework", None) == "jax"):
-                # JaxAdapter.benchmark jit-compiles what it times: the end-to-end Python function
-                # would become one XLA program, and the Python dispatch and loop overhead that
-                # "unexplained" stands for would never be timed. Time it as the user runs it.
-                measurement = benchmark(stage.fn, *stage.args, warmup=warmup, repeats=repeats, **kwargs)
-            elif _takes_kwargs_keyword(adapter.benchmark):  # PyTorch, TensorFlow: kwargs=, not **kwargs
-                measurement = adapter.benchmark(stage.fn, *stage.args, warmup=warmup, repeats=repeats, kwargs=kwargs)
-            else:
-                measurement = adapter.benchmark(stage.fn, *stage.args, warmup=warmup, repeats=repeats, **kwargs)
+            # the end-to-end run is timed as written (see time_workload): its Python dispatch and
+            # loop overhead is what "unexplained" stands for
+            measurement = time_workload(
+                adapter,
+                stage.fn,
+                stage.args,
+                kwargs,
+                warmup=warmup,
+                repeats=repeats,
+                as_written=end_to_end,
+                clock=clock,
+            )
             report = None
             if adapter is not None and hardware is not None:
-                trace = adapter.trace(stage.fn, stage.args, **({"kwargs": kwargs} if kwargs else {}))
-                report = analyze_gap(estimate_trace(trace), measurement, hardware)
+                report = analyze_workload(adapter, stage.fn, stage.args, kwargs, hardware, measurement=measurement)
             return StageResult(name, stage.calls, measurement, report)
         except Exception as error:  # a failing stage is a row, never the end of the pipeline
             return StageResult(name, stage.calls, error=f"{type(error).__name__}: {error}"[:300])

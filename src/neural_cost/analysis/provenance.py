@@ -10,6 +10,8 @@ import platform
 import sys
 from typing import Any
 
+from .._version import __version__
+
 _FRAMEWORK_DISTS = {
     "torch": "torch",
     "jax": "jax",
@@ -48,8 +50,6 @@ def _threads() -> dict[str, Any]:
 
 
 def collect_provenance(framework: str | None = None) -> dict[str, Any]:
-    from .. import __version__
-
     versions = {"neural_cost": __version__, "python": platform.python_version()}
     for module, dist in _FRAMEWORK_DISTS.items():
         if module in sys.modules or module == framework:

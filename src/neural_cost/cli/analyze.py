@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from .build import call_build, infer_framework, load_build
+
+if TYPE_CHECKING:
+    from ..adapters.base import FrameworkAdapter
+    from ..hardware.spec import HardwareSpec
+    from ..measure.timing import Measurement
 
 
 def _progress(message: str) -> None:
@@ -27,25 +32,17 @@ def _trip_counts(items: list[str]) -> dict[int | str, int]:
     return counts
 
 
-def _adapter(framework: str, args: argparse.Namespace) -> Any:
-    trips = _trip_counts(args.trip_count or [])
-    if framework == "jax":
-        from ..adapters import JaxAdapter
+def _adapter(framework: str, args: argparse.Namespace) -> FrameworkAdapter:
+    from ..adapters import adapter_for
 
-        return JaxAdapter(trip_counts=trips, default_trip_count=args.default_trip_count)
-    if framework == "tensorflow":
-        from ..adapters import TensorFlowAdapter
-
-        return TensorFlowAdapter(trip_counts=trips, default_trip_count=args.default_trip_count)
-    if trips:
-        raise NeuralCostError("--trip-count applies to JAX and TensorFlow loops; PyTorch runs its loops for real")
-    from ..adapters import TorchAdapter
-
-    return TorchAdapter()
+    return adapter_for(
+        framework, trip_counts=_trip_counts(args.trip_count or []), default_trip_count=args.default_trip_count
+    )
 
 
-def _hardware(args: argparse.Namespace, adapter: Any, measurement: Any) -> Any:
-    from ..hardware.detect import detect_hardware
+def _hardware(args: argparse.Namespace, adapter: FrameworkAdapter, measurement: Measurement) -> HardwareSpec | None:
+    """The peaks to score against: given, measured (``--calibrate``), or None — the spec of
+    ``--device``, else of the device the workload runs on (``analyze_workload`` finds it)."""
     from ..hardware.spec import HardwareSpec
 
     if args.peak_flops is not None or args.memory_bandwidth is not None:
@@ -55,12 +52,9 @@ def _hardware(args: argparse.Namespace, adapter: Any, measurement: Any) -> Any:
         return HardwareSpec("user-supplied peaks", args.peak_flops, args.memory_bandwidth, kind=kind)
     if args.calibrate:
         _progress("calibrating")
-        spec, _ = adapter.calibrate() if hasattr(adapter, "calibrate") else (None, None)
+        spec, _ = adapter.calibrate(args.device)
         return spec
-    if args.device is not None:
-        spec, _ = detect_hardware(args.device)
-        return spec
-    return adapter.hardware()
+    return None
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -83,8 +77,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from ..analysis.gap import analyze_gap
-    from ..costs.estimate import estimate_trace
+    from ..analysis.workload import analyze_workload, time_workload
     from .output import write_json
 
     _check_outputs(args)  # before any work: a bad --plot must not leave a report or a JSON behind
@@ -92,15 +85,12 @@ def run_analyze(args: argparse.Namespace) -> int:
     fn, inputs, kwargs = call_build(build)
     framework = args.framework or infer_framework(fn, inputs, kwargs)
     adapter = _adapter(framework, args)
+    adapter.workload_options(fn, inputs, kwargs)  # a workload that cannot run fails before it is timed
     _progress(f"timing {args.repeats} runs after {args.warmup} warmup")
-    if framework == "jax":
-        measurement = adapter.benchmark(fn, *inputs, warmup=args.warmup, repeats=args.repeats, **kwargs)
-    else:
-        measurement = adapter.benchmark(fn, *inputs, warmup=args.warmup, repeats=args.repeats, kwargs=kwargs)
-    _progress("tracing")
-    trace = adapter.trace(fn, inputs, kwargs) if kwargs else adapter.trace(fn, inputs)
+    measurement = time_workload(adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats)
     hardware = _hardware(args, adapter, measurement)
-    report = analyze_gap(estimate_trace(trace), measurement, hardware)
+    _progress("tracing")
+    report = analyze_workload(adapter, fn, inputs, kwargs, hardware, device=args.device, measurement=measurement)
     print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
     if args.json:
         print(f"wrote {write_json(args.json, report.to_dict())}")

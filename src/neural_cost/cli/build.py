@@ -1,10 +1,11 @@
-"""A user's workload named ``FILE.py:build``: loaded, built, its framework told, and analyzed.
+"""A user's workload named ``FILE.py:build``: loaded, built, and its framework told.
 
 ``build`` is a function of no arguments returning ``(fn_or_model, args)`` or
 ``(fn_or_model, args, kwargs)``. The script is registered in ``sys.modules`` before it
 runs, as ``python FILE.py`` would have it, so ``@dataclass`` and Flax modules defined in it
 work. Frameworks are told apart by the module names of types, so nothing here imports one
-that the workload did not.
+that the workload did not. ``analysis.workload.analyze_workload`` then analyzes it with
+``adapters.adapter_for(framework)``.
 """
 
 from __future__ import annotations
@@ -17,15 +18,10 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import NeuralCostError
 
-if TYPE_CHECKING:
-    from ..analysis.gap import GapReport
-    from ..measure.timing import Measurement
-
-FRAMEWORKS = ("jax", "torch", "tensorflow")
 SPEC_FORM = "FILE.py:build (a Python file, a colon, and the name of a function of no arguments in it)"
 
 # the top-level package a type comes from → the framework that runs it
@@ -203,75 +199,3 @@ def infer_framework(fn_or_model: Any, args: Any = (), kwargs: Mapping[str, Any] 
     raise NeuralCostError(
         f"cannot tell the framework of {name}: its arguments mix {listed}; give build() arrays of one framework"
     )
-
-
-def _is_unbound_linen(model: Any) -> bool:
-    linen = any(str(cls.__module__).startswith("flax.linen") for cls in type(model).__mro__)
-    return linen and getattr(model, "scope", None) is None
-
-
-def _first_tensor(values: Any) -> Any:
-    return next((leaf for leaf in _leaves(values) if hasattr(leaf, "shape") and hasattr(leaf, "device")), None)
-
-
-def analyze_workload(
-    fn: Any,
-    args: tuple[Any, ...],
-    kwargs: Mapping[str, Any] | None,
-    framework: str,
-    warmup: int,
-    repeats: int,
-    device: Any = None,
-) -> GapReport:
-    """Trace ``fn(*args, **kwargs)`` with ``framework``'s adapter, time it with the same
-    adapter, and score it against the spec of the device it ran on (``device`` when given)."""
-    from ..analysis.gap import analyze_gap
-    from ..costs.estimate import estimate_trace
-    from ..hardware.detect import detect_hardware
-    from ..hardware.spec import HardwareSpec
-
-    keywords = dict(kwargs or {})
-    measurement: Measurement
-    hardware: HardwareSpec | None = None
-    if framework == "jax":
-        if _is_unbound_linen(fn):
-            raise NeuralCostError(
-                f"{type(fn).__name__} is a Flax module, which runs only through apply; return "
-                f"(model.apply, (variables, *inputs)) from build()"
-            )
-        from ..adapters import JaxAdapter  # each framework only when it is the workload's
-
-        jax_adapter = JaxAdapter()
-        params = 0 if _is_linen_apply(fn) else ()
-        # time first: the trace's cross-check compiles too, and a second compile is a cache hit
-        measurement = jax_adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, **keywords)
-        trace = jax_adapter.trace(fn, args, keywords, param_argnums=params)
-        hardware = jax_adapter.hardware() if device is None else None
-    elif framework == "torch":
-        from ..adapters import TorchAdapter
-
-        torch_adapter = TorchAdapter()
-        measurement = torch_adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords)
-        trace = torch_adapter.trace(fn, args, keywords)
-        if device is None:
-            parameters = getattr(fn, "parameters", None)
-            device = _first_tensor((list(parameters()) if callable(parameters) else [], args, keywords))
-            hardware = torch_adapter.hardware() if device is None else None
-    elif framework == "tensorflow":
-        from ..adapters import TensorFlowAdapter
-
-        tf_adapter = TensorFlowAdapter()
-        measurement = tf_adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords)
-        trace = tf_adapter.trace(fn, args, keywords)
-        hardware = tf_adapter.hardware() if device is None else None
-    else:
-        raise NeuralCostError(f"framework={framework!r} is not one of {', '.join(FRAMEWORKS)}")
-    if hardware is None:
-        hardware, _ = detect_hardware(device)
-    return analyze_gap(estimate_trace(trace), measurement, hardware)
-
-
-def _is_linen_apply(fn: Any) -> bool:
-    """``model.apply`` of a Flax linen module: its first argument is the variables (parameters)."""
-    owner = getattr(fn, "__self__", None)
-    return owner is not None and getattr(fn, "__name__", "") == "apply" and _is_unbound_linen(owner)

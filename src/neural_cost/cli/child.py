@@ -61,15 +61,18 @@ def run_platform(spec: str, platform: str, warmup: int, repeats: int) -> dict[st
     if problem is not None:
         result.update(status="unavailable", error=problem)
         return result
-    from .build import analyze_workload, call_build, infer_framework, load_build
+    from ..adapters import adapter_for
+    from ..analysis.workload import analyze_workload
+    from .build import call_build, infer_framework, load_build
 
     try:
         fn, args, kwargs = call_build(load_build(spec))
         framework = infer_framework(fn, args, kwargs)
         result["framework"] = framework
-        if framework != "jax" and platform != "cpu":
+        adapter = adapter_for(framework)
+        if not adapter.device_from_environment and platform != "cpu":
             result["note"] = f"a {framework} workload runs where build() put it; JAX_PLATFORMS does not move it"
-        report = analyze_workload(fn, args, kwargs, framework, warmup=warmup, repeats=repeats)
+        report = analyze_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
     except NeuralCostError as error:
         result["error"] = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return result

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from ..analysis.gap import analyze_gap
+from ..adapters.base import FrameworkAdapter, reject_options
+from ..analysis.workload import analyze_workload
 from ..core.errors import NeuralCostError
-from ..costs.estimate import estimate_operations
+from ..core.records import Coverage, Trace
 from ..examples import numpy_mlp
 from ..hardware.spec import HardwareSpec
-from ..measure.timing import benchmark
 from .output import write_json_atomic
 
 
@@ -41,29 +43,52 @@ def _framework(choice: str) -> str:
     return "jax"
 
 
-def run_example(args: argparse.Namespace) -> int:
-    batch = args.batch
-    if _framework(args.framework) == "jax":
-        from ..adapters import JaxAdapter
-        from ..costs.estimate import estimate_trace
-        from ..examples import jax_mlp
+class _HandWritten(FrameworkAdapter):
+    """The numpy MLP's operations, written out by hand (numpy has no graph to trace)."""
 
-        adapter = JaxAdapter()
-        forward, inputs = jax_mlp.build(batch=batch)
-        # time first: the trace's cross-check compiles too, and a second compile is a cache hit
-        measurement = adapter.benchmark(forward, *inputs, warmup=args.warmup, repeats=args.repeats)
-        estimate = estimate_trace(adapter.trace(forward, inputs, param_argnums=0))
-    else:
-        forward, arrays = numpy_mlp.build(batch=batch)
-        estimate = estimate_operations(
-            numpy_mlp.operations(batch=batch),
-            boundary=numpy_mlp.boundary(batch=batch),
-            input_shapes=[("x", arrays[0].shape)],
-            framework="numpy (hand-written operations)",
+    framework = "numpy (hand-written operations)"
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+
+    def trace(self, model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None, **options: Any) -> Trace:
+        reject_options("the numpy example", options, "none")
+        operations = tuple(numpy_mlp.operations(batch=self.batch))
+        return Trace(
+            operations,
+            Coverage.full(operations),
+            input_shapes=(("x", tuple(args[0].shape)),),
+            boundary=tuple(numpy_mlp.boundary(batch=self.batch)),
+            framework=self.framework,
         )
-        measurement = benchmark(forward, *arrays, warmup=args.warmup, repeats=args.repeats)
+
+
+Workload = tuple[FrameworkAdapter, Any, tuple[Any, ...], dict[str, Any]]
+
+
+def _numpy_workload(batch: int) -> Workload:
+    forward, arrays = numpy_mlp.build(batch=batch)
+    return _HandWritten(batch), forward, arrays, {}
+
+
+def _jax_workload(batch: int) -> Workload:
+    from ..adapters import adapter_for
+    from ..examples import jax_mlp
+
+    forward, inputs = jax_mlp.build(batch=batch)
+    return adapter_for("jax"), forward, inputs, {"param_argnums": 0}  # (params, x)
+
+
+#: the bundled MLP in each framework: (adapter, forward, its arguments, trace options)
+WORKLOADS: dict[str, Callable[[int], Workload]] = {"numpy": _numpy_workload, "jax": _jax_workload}
+
+
+def run_example(args: argparse.Namespace) -> int:
+    adapter, forward, inputs, options = WORKLOADS[_framework(args.framework)](args.batch)
     hardware = host_spec(args.peak_flops, args.memory_bandwidth)
-    report = analyze_gap(estimate, measurement, hardware)
+    report = analyze_workload(
+        adapter, forward, inputs, hardware=hardware, warmup=args.warmup, repeats=args.repeats, trace_options=options
+    )
     print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
     if args.json:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
@@ -53,10 +54,19 @@ def thaw_value(value: Any) -> Any:
     return value
 
 
+def _typed(value: Any) -> Any:
+    kind = type(value)
+    if kind is tuple:
+        return (tuple, tuple(_typed(v) for v in value))
+    if kind is FrozenAttrs:
+        return (FrozenAttrs, value.typed_key())
+    return (kind, value)
+
+
 class FrozenAttrs(Mapping[str, Any]):
     """A read-only mapping with string keys and frozen values; hashable and comparable."""
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("_data", "_hash", "_typed_key")
 
     def __init__(self, data: Mapping[str, Any] | None = None, where: str = "attrs") -> None:
         frozen: dict[str, Any] = {}
@@ -73,6 +83,7 @@ class FrozenAttrs(Mapping[str, Any]):
                     frozen[key] = freeze_value(value, f"{where}[{key!r}]")
         self._data = frozen
         self._hash: int | None = None
+        self._typed_key: bytes | tuple[Any, ...] | None = None
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
@@ -86,6 +97,7 @@ class FrozenAttrs(Mapping[str, Any]):
         made = cls.__new__(cls)
         made._data = data
         made._hash = None
+        made._typed_key = None
         return made
 
     def __len__(self) -> int:
@@ -111,6 +123,21 @@ class FrozenAttrs(Mapping[str, Any]):
         if self._hash is None:
             self._hash = hash(tuple(sorted(self._data.items(), key=lambda kv: kv[0])))
         return self._hash
+
+    def typed_key(self) -> bytes | tuple[Any, ...]:
+        """A key that tells values apart by type as well as value, for caches.
+
+        ``1 == 1.0 == True`` and they hash alike, so a cache keyed by the mapping itself
+        would hand ``groups=1.0`` the cost computed for ``groups=1`` and skip the rule that
+        rejects it. marshal (format 2, without back-references) writes a type code before
+        every value, recursively, in C; a value it cannot write (a nested FrozenAttrs, a
+        subclass of int or str) falls back to pairing each value with its type in Python."""
+        if self._typed_key is None:
+            try:
+                self._typed_key = marshal.dumps(self._data, 2)
+            except ValueError:
+                self._typed_key = tuple(sorted((k, _typed(v)) for k, v in self._data.items()))
+        return self._typed_key
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenAttrs):

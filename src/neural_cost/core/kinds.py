@@ -1,8 +1,8 @@
 """The registry of operation kinds: one cost rule per kind.
 
-The rules themselves live in ``neural_cost.costs``; this module only holds the table so
-that records in ``core`` can validate an operation against its kind without importing
-anything above ``core``.
+The rules themselves live in ``neural_cost.costs``, which fills this table when it is
+imported (dependency inversion): records in ``core`` look a kind up here, check its
+attributes and compute its cost without importing anything above ``core``.
 """
 
 from __future__ import annotations
@@ -35,28 +35,43 @@ class OpCost:
 
 
 CostRule = Callable[["Operation"], OpCost]
+#: Checks a record's attributes against what its kind declares; raises RecordError.
+AttrCheck = Callable[["Operation"], None]
 
-_RULES: dict[str, CostRule] = {}
-_DOCS: dict[str, str] = {}
+
+@dataclass(frozen=True, slots=True)
+class KindEntry:
+    """A kind's cost rule, its one-line convention, and its attribute check (None: the
+    rule reads ``op.attrs`` itself and checks what it reads)."""
+
+    rule: CostRule
+    summary: str
+    check_attrs: AttrCheck | None = None
 
 
-def register_rule(kind: str, rule: CostRule, summary: str) -> None:
-    if kind in _RULES:
+_ENTRIES: dict[str, KindEntry] = {}
+
+
+def register_rule(kind: str, rule: CostRule, summary: str, check_attrs: AttrCheck | None = None) -> None:
+    if kind in _ENTRIES:
         raise ValueError(f"a cost rule for kind {kind!r} is already registered")
-    _RULES[kind] = rule
-    _DOCS[kind] = summary
+    _ENTRIES[kind] = KindEntry(rule, summary, check_attrs)
 
 
-def rule_for(kind: str) -> CostRule:
+def entry_for(kind: str) -> KindEntry:
     try:
-        return _RULES[kind]
+        return _ENTRIES[kind]
     except KeyError:
         raise UnknownKindError(
-            f"kind={kind!r} has no cost rule; known kinds: {', '.join(sorted(_RULES))}. "
+            f"kind={kind!r} has no cost rule; known kinds: {', '.join(sorted(_ENTRIES))}. "
             f"Use kind='custom' with attrs={{'flops': ...}} for work no rule describes"
         ) from None
 
 
+def rule_for(kind: str) -> CostRule:
+    return entry_for(kind).rule
+
+
 def known_kinds() -> dict[str, str]:
     """Each registered kind with a one-line summary of its convention."""
-    return dict(_DOCS)
+    return {kind: entry.summary for kind, entry in _ENTRIES.items()}

@@ -1,60 +1,41 @@
 """The portable records every adapter produces and every analysis reads.
 
 All are frozen; all round-trip through JSON exactly (``X.from_dict(json.loads(json.dumps(
-x.to_dict()))) == x``). Counts are Python ints, so totals are exact.
+x.to_dict()))) == x``). Counts are Python ints, so totals are exact. Shapes and names live in
+``shapes``, coverage and loop assumptions in ``coverage``; every record is importable from here.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .attrs import EMPTY_ATTRS, FrozenAttrs, attrs_to_json
+from .coverage import LOOP_SOURCES, Coverage, LoopAssumption
 from .dtypes import canonical_dtype, dtype_info, known_dtypes
 from .errors import RecordError, ShapeError
-from .kinds import OpCost, rule_for
+from .kinds import OpCost, entry_for
+from .shapes import Shape, as_shape, check_name, num_elements
 
-Shape = tuple[int, ...]
+__all__ = [
+    "LOOP_SOURCES",
+    "TENSOR_ROLES",
+    "Coverage",
+    "LoopAssumption",
+    "Operation",
+    "Shape",
+    "TensorSpec",
+    "Trace",
+    "as_shape",
+    "num_elements",
+    "records_of",
+]
 
 TENSOR_ROLES = ("input", "parameter", "output")
-LOOP_SOURCES = ("explicit", "inferred", "static", "default")
 _CANONICAL_DTYPES = frozenset(known_dtypes())
 _COST_MEMO: dict[tuple[Any, ...], OpCost] = {}
 _COST_MEMO_LIMIT = 65_536
-
-
-def as_shape(value: Any, where: str) -> Shape:
-    """A shape as a tuple of non-negative ints, or a ShapeError naming ``where``."""
-    if isinstance(value, tuple) and all(type(d) is int and d >= 0 for d in value):
-        return value  # fast path: already canonical
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ShapeError(f"{where}={value!r} is not a shape; give a tuple of non-negative integers")
-    dims = []
-    for dim in value:
-        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
-            raise ShapeError(
-                f"{where}={tuple(value)!r} has a non-integer dimension {dim!r}; shapes must be non-negative integers"
-            )
-        size = int(dim.__index__())
-        if size < 0:
-            raise ShapeError(
-                f"{where}={tuple(value)!r} has a negative dimension {size}; shapes must be non-negative integers"
-            )
-        dims.append(size)
-    return tuple(dims)
-
-
-def num_elements(shape: Shape) -> int:
-    return math.prod(shape)
-
-
-def _check_name(value: Any, where: str, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if not isinstance(value, str) or not value:
-        raise RecordError(f"{where}={value!r} must be a non-empty string")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +48,7 @@ class TensorSpec:
     role: str = "input"
 
     def __post_init__(self) -> None:
-        _check_name(self.name, "TensorSpec.name")
+        check_name(self.name, "TensorSpec.name")
         object.__setattr__(self, "shape", as_shape(self.shape, f"TensorSpec {self.name!r} shape"))
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype, f"TensorSpec {self.name!r} dtype"))
         if self.role not in TENSOR_ROLES:
@@ -120,12 +101,12 @@ class Operation:
 
     def __post_init__(self) -> None:
         # Error labels are built only when something is wrong: this runs once per operation.
-        _check_name(self.name, "Operation.name")
+        check_name(self.name, "Operation.name")
         if not isinstance(self.kind, str) or not self.kind:
-            _check_name(self.kind, f"Operation {self.name!r} kind")
+            check_name(self.kind, f"Operation {self.name!r} kind")
         if self.scope is not None and (not isinstance(self.scope, str) or not self.scope):
-            _check_name(self.scope, f"Operation {self.name!r} scope")
-        rule = rule_for(self.kind)
+            check_name(self.scope, f"Operation {self.name!r} scope")
+        entry = entry_for(self.kind)
         setattr_ = object.__setattr__
         raw_inputs: Any = self.inputs
         if isinstance(raw_inputs, (str, bytes)) or not isinstance(raw_inputs, Iterable):
@@ -138,6 +119,7 @@ class Operation:
             setattr_(self, "dtype", canonical_dtype(self.dtype, f"{self._where()} dtype"))
         if not isinstance(self.attrs, FrozenAttrs):
             setattr_(self, "attrs", FrozenAttrs(self.attrs, f"{self._where()} attrs") if self.attrs else EMPTY_ATTRS)
+        attrs: FrozenAttrs = self.attrs  # type: ignore[assignment]  # made a FrozenAttrs just above
         if self.input_dtypes is not None:
             dtypes = tuple(
                 canonical_dtype(d, f"{self._where()} input_dtypes[{i}]") for i, d in enumerate(self.input_dtypes)
@@ -171,14 +153,19 @@ class Operation:
             self.inputs,
             self.output,
             self.dtype,
-            self.attrs,
+            attrs.typed_key(),
             self.input_dtypes,
             self.extra_outputs,
             self.extra_output_dtypes,
         )
+        # Rules are pure functions of these fields: compute each distinct op once. The key tells
+        # 1, 1.0 and True apart, so a hit means this kind took these very attributes before and
+        # checked them then; a miss checks them before the rule runs.
         cost = _COST_MEMO.get(key)
-        if cost is None:  # rules are pure functions of these fields: compute each distinct op once
-            cost = rule(self)
+        if cost is None:
+            if entry.check_attrs is not None:
+                entry.check_attrs(self)
+            cost = entry.rule(self)
             if len(_COST_MEMO) >= _COST_MEMO_LIMIT:
                 _COST_MEMO.clear()
             _COST_MEMO[key] = cost
@@ -258,128 +245,6 @@ class Operation:
             tuple(extra_dtypes) if extra_dtypes is not None else None,
             data.get("count", 1),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Coverage:
-    """How much of a traced program the cost rules describe.
-
-    ``total`` counts executed operations (after loop multiplication); ``static_total``
-    counts them in the program text. ``unmodeled`` ranks what no rule describes as
-    ``(name, executed count)`` pairs, most frequent first.
-    """
-
-    total: int
-    modeled: int
-    free: int = 0
-    unmodeled: tuple[tuple[str, int], ...] = ()
-    static_total: int | None = None
-    unit: str = "operations"
-
-    def __post_init__(self) -> None:
-        for name in ("total", "modeled", "free"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise RecordError(f"Coverage.{name}={value!r} must be a non-negative integer")
-        pairs = []
-        for item in self.unmodeled:
-            if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], int):
-                if isinstance(item[1], bool) or item[1] < 0:
-                    raise RecordError(
-                        f"Coverage.unmodeled count for {item[0]!r} is {item[1]!r}; it must be a non-negative integer"
-                    )
-                pairs.append((item[0], item[1]))
-            else:
-                raise RecordError(f"Coverage.unmodeled entry {item!r} must be a (name, count) pair")
-        pairs.sort(key=lambda p: (-p[1], p[0]))
-        object.__setattr__(self, "unmodeled", tuple(pairs))
-        unmodeled_count = sum(c for _, c in pairs)
-        if self.modeled + self.free + unmodeled_count != self.total:
-            raise RecordError(
-                f"Coverage does not add up: modeled {self.modeled} + free {self.free} + unmodeled "
-                f"{unmodeled_count} != total {self.total}"
-            )
-        if self.static_total is not None and (
-            isinstance(self.static_total, bool) or not isinstance(self.static_total, int) or self.static_total < 0
-        ):
-            raise RecordError(f"Coverage.static_total={self.static_total!r} must be a non-negative integer or None")
-        _check_name(self.unit, "Coverage.unit")
-
-    @classmethod
-    def full(cls, operations: Sequence[Operation], unit: str = "operations") -> Coverage:
-        """Every operation modeled: what a hand-written list or an operations-only adapter gives."""
-        executed = sum(op.count for op in operations)
-        return cls(total=executed, modeled=executed, static_total=len(operations), unit=unit)
-
-    @property
-    def unmodeled_count(self) -> int:
-        return sum(c for _, c in self.unmodeled)
-
-    @property
-    def fraction(self) -> float:
-        """(modeled + free) / total; an empty program is fully covered."""
-        return 1.0 if self.total == 0 else (self.modeled + self.free) / self.total
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "static_total": self.static_total,
-            "modeled": self.modeled,
-            "free": self.free,
-            "unmodeled": [[n, c] for n, c in self.unmodeled],
-            "unit": self.unit,
-            "fraction": self.fraction,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Coverage:
-        return cls(
-            total=data["total"],
-            modeled=data["modeled"],
-            free=data.get("free", 0),
-            unmodeled=tuple((n, c) for n, c in data.get("unmodeled", ())),
-            static_total=data.get("static_total"),
-            unit=data.get("unit", "operations"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LoopAssumption:
-    """How many times a loop body was counted, and where that number came from."""
-
-    label: str
-    trip_count: int
-    source: str  # explicit | inferred | static | default
-    scope: str | None = None
-    location: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_name(self.label, "LoopAssumption.label")
-        if isinstance(self.trip_count, bool) or not isinstance(self.trip_count, int) or self.trip_count < 0:
-            raise RecordError(
-                f"LoopAssumption {self.label!r} trip_count={self.trip_count!r} must be a non-negative integer"
-            )
-        if self.source not in LOOP_SOURCES:
-            raise RecordError(
-                f"LoopAssumption {self.label!r} source={self.source!r}; use one of {', '.join(LOOP_SOURCES)}"
-            )
-
-    @property
-    def assumed(self) -> bool:
-        return self.source == "default"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "trip_count": self.trip_count,
-            "source": self.source,
-            "scope": self.scope,
-            "location": self.location,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LoopAssumption:
-        return cls(data["label"], data["trip_count"], data["source"], data.get("scope"), data.get("location"))
 
 
 def records_of(values: Any, record: type[Any], where: str) -> tuple[Any, ...]:

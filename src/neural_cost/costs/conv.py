@@ -8,43 +8,39 @@ Adapters permute other layouts (NHWC, HWIO) into these before recording.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Literal, get_args
 
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, int_attr, per_dim, where
+from .registry import (
+    Expect,
+    NonNegative,
+    PerDim,
+    Positive,
+    cost_rule,
+    default_cost,
+    expect_inputs,
+    expect_output,
+    spatial,
+    where,
+)
+
+#: A pair may be negative (XLA crops that many elements; JAX emits it in the weight gradient
+#: of a strided convolution); a single int may not.
+Padding = Annotated[
+    NonNegative | tuple[NonNegative | tuple[int, int], ...],
+    Expect("an integer >= 0, one per spatial dim, or a (low, high) pair per spatial dim"),
+]
 
 
-def _padding(op: Operation, ndim: int) -> tuple[tuple[int, int], ...]:
-    """Padding as (low, high) per spatial dim: an int, one int per dim, or (low, high) pairs.
-
-    A pair may be negative (XLA crops that many elements; JAX emits it in the weight gradient
-    of a strided convolution); a single int may not.
-    """
-    value: Any = op.attrs.get("padding", 0)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise RecordError(f"{where(op)} attrs['padding']={value} must be >= 0")
+def _padding(op: Operation, value: Padding, ndim: int) -> tuple[tuple[int, int], ...]:
+    """Padding as (low, high) per spatial dim."""
+    if isinstance(value, int):
         return ((value, value),) * ndim
-    if isinstance(value, tuple) and len(value) == ndim:
-        pads = []
-        for item in value:
-            if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
-                pads.append((item, item))
-            elif (
-                isinstance(item, tuple)
-                and len(item) == 2
-                and all(isinstance(p, int) and not isinstance(p, bool) for p in item)
-            ):
-                pads.append((item[0], item[1]))
-            else:
-                break
-        else:
-            return tuple(pads)
-    raise RecordError(
-        f"{where(op)} attrs['padding']={value!r} must be an int, one int per spatial dim, or a (low, high) pair per dim"
-    )
+    if len(value) != ndim:
+        raise RecordError(f"{where(op)} attrs['padding']={value!r} has {len(value)} entries for {ndim} spatial dims")
+    return tuple((item, item) if isinstance(item, int) else item for item in value)
 
 
 def _dilated(size: int, lhs_dilation: int) -> int:
@@ -71,7 +67,18 @@ def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], d
     "FlopCounterMode counts); transposed (attrs['transposed'], or any attrs['lhs_dilation'] > 1): "
     "2 · N · prod(input spatial) · C_in · (C_out/groups) · prod(kernel); attrs['batch_groups'] splits the batch",
 )
-def conv(op: Operation) -> OpCost:
+def conv(
+    op: Operation,
+    *,
+    groups: Positive = 1,
+    transposed: bool = False,
+    stride: PerDim[Positive] = 1,
+    dilation: PerDim[Positive] = 1,
+    padding: Padding = 0,
+    output_padding: PerDim[NonNegative] = 0,
+    lhs_dilation: PerDim[Positive] = 1,
+    batch_groups: Positive = 1,
+) -> OpCost:
     """Convolution FLOPs count every output position times the whole kernel, padded taps
     included (PyTorch's convention; XLA counts only unpadded taps, so it reports less on
     padded convolutions). A bias is a separate elementwise record.
@@ -93,19 +100,16 @@ def conv(op: Operation) -> OpCost:
             f"{where(op)} needs x (N, C, *spatial) and a weight of the same rank with 1 to 3 spatial dims; "
             f"got x {x}, weight {weight}"
         )
-    groups = int_attr(op, "groups", 1, minimum=1)
-    transposed = bool_attr(op, "transposed", False)
-    stride = per_dim(op, "stride", 1, ndim, minimum=1)
-    dilation = per_dim(op, "dilation", 1, ndim, minimum=1)
-    lhs_dilation = per_dim(op, "lhs_dilation", 1, ndim, minimum=1)
-    batch_groups = int_attr(op, "batch_groups", 1, minimum=1)
-    padding = _padding(op, ndim)
+    strides = spatial(op, "stride", stride, ndim)
+    dilations = spatial(op, "dilation", dilation, ndim)
+    lhs_dilations = spatial(op, "lhs_dilation", lhs_dilation, ndim)
+    pads = _padding(op, padding, ndim)
     batch, c_in = x[0], x[1]
     kernel = weight[2:]
     if c_in % groups:
         raise ShapeError(f"{where(op)}: input channels {c_in} are not divisible by groups={groups}")
     if transposed:
-        if lhs_dilation != (1,) * ndim or batch_groups != 1:
+        if lhs_dilations != (1,) * ndim or batch_groups != 1:
             raise RecordError(
                 f"{where(op)} is transposed=True and also has lhs_dilation/batch_groups; describe a transposed conv "
                 f"one way: transposed=True with a (C_in, C_out/groups, *kernel) weight, or XLA's lhs_dilation"
@@ -116,18 +120,13 @@ def conv(op: Operation) -> OpCost:
                 f"does not start with C_in={c_in}"
             )
         c_out = weight[1] * groups
-        output_padding = per_dim(op, "output_padding", 0, ndim)
-        spatial = tuple(
-            (x[2 + i] - 1) * stride[i]
-            - padding[i][0]
-            - padding[i][1]
-            + dilation[i] * (kernel[i] - 1)
-            + output_padding[i]
-            + 1
+        extra = spatial(op, "output_padding", output_padding, ndim)
+        sizes = tuple(
+            (x[2 + i] - 1) * strides[i] - pads[i][0] - pads[i][1] + dilations[i] * (kernel[i] - 1) + extra[i] + 1
             for i in range(ndim)
         )
         expect_output(
-            op, (batch, c_out, *spatial), "transposed conv: (in-1)·stride - pads + dilation·(k-1) + output_padding + 1"
+            op, (batch, c_out, *sizes), "transposed conv: (in-1)·stride - pads + dilation·(k-1) + output_padding + 1"
         )
         flops = 2 * batch * math.prod(x[2:]) * c_in * weight[1] * math.prod(kernel)
     else:
@@ -144,16 +143,16 @@ def conv(op: Operation) -> OpCost:
                 f"{where(op)}: batch {batch} and output channels {c_out} must both be divisible by "
                 f"batch_groups={batch_groups}"
             )
-        spatial = tuple(
-            _spatial_output(_dilated(x[2 + i], lhs_dilation[i]), kernel[i], stride[i], padding[i], dilation[i], False)
+        sizes = tuple(
+            _spatial_output(_dilated(x[2 + i], lhs_dilations[i]), kernel[i], strides[i], pads[i], dilations[i], False)
             for i in range(ndim)
         )
         expect_output(
             op,
-            (batch // batch_groups, c_out, *spatial),
+            (batch // batch_groups, c_out, *sizes),
             "conv: ((in-1)·lhs_dilation + 1 + pads - dilation·(k-1) - 1) // stride + 1; batch / batch_groups",
         )
-        if any(d > 1 for d in lhs_dilation):
+        if any(d > 1 for d in lhs_dilations):
             # Transposed convention: every real input element times the kernel and the output
             # channels it feeds, (C_in/groups)·C_out = C_in·(C_out/groups); the holes are not work.
             flops = 2 * batch * math.prod(x[2:]) * weight[1] * (c_out // batch_groups) * math.prod(kernel)
@@ -162,36 +161,46 @@ def conv(op: Operation) -> OpCost:
     return default_cost(op, flops)
 
 
-def _window(op: Operation, x: tuple[int, ...]) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
-    """(rank of the window, window sizes, pooled shape) for a window reduction over x."""
-    kernel_value = op.attrs.get("kernel")
-    if kernel_value is None:
-        raise RecordError(f"{where(op)} needs attrs['kernel'] (window size per spatial dim)")
-    ndim = len(kernel_value) if isinstance(kernel_value, tuple) else len(x) - 2
+Kernel = Annotated[PerDim[Positive], Expect("the window size: an integer >= 1, or one per spatial dim")]
+
+
+def _window(
+    op: Operation,
+    x: tuple[int, ...],
+    kernel: Kernel,
+    stride: PerDim[NonNegative] | None,
+    dilation: PerDim[Positive],
+    lhs_dilation: PerDim[Positive],
+    padding: Padding,
+    ceil: bool,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(window sizes, pooled shape) for a window reduction over x; a stride of 0 (or none)
+    is the window size."""
+    ndim = len(kernel) if isinstance(kernel, tuple) else len(x) - 2
     if ndim < 1 or len(x) < ndim + 1:
         raise ShapeError(f"{where(op)}: x {x} has too few dims for a {ndim}-D window")
-    kernel = per_dim(op, "kernel", 1, ndim, minimum=1)
-    stride = per_dim(op, "stride", 0, ndim, minimum=0) if "stride" in op.attrs else kernel
-    stride = tuple(s or k for s, k in zip(stride, kernel, strict=True))
-    dilation = per_dim(op, "dilation", 1, ndim, minimum=1)
-    lhs_dilation = per_dim(op, "lhs_dilation", 1, ndim, minimum=1)
-    padding = _padding(op, ndim)
-    ceil = bool_attr(op, "ceil_mode", False)
+    window = spatial(op, "kernel", kernel, ndim)
+    strides = window if stride is None else spatial(op, "stride", stride, ndim)
+    strides = tuple(s or k for s, k in zip(strides, window, strict=True))
+    dilations = spatial(op, "dilation", dilation, ndim)
+    lhs_dilations = spatial(op, "lhs_dilation", lhs_dilation, ndim)
+    pads = _padding(op, padding, ndim)
     lead = x[: len(x) - ndim]
-    spatial = tuple(
+    sizes = tuple(
         _spatial_output(
-            _dilated(x[len(lead) + i], lhs_dilation[i]), kernel[i], stride[i], padding[i], dilation[i], ceil
+            _dilated(x[len(lead) + i], lhs_dilations[i]), window[i], strides[i], pads[i], dilations[i], ceil
         )
         for i in range(ndim)
     )
-    return ndim, kernel, lead + spatial
+    return window, lead + sizes
 
 
 _POOLED_SIZE = (
     "(in + pads - dilation·(k-1) - 1) // stride + 1 per spatial dim (ceil_mode: rounded up, "
     "unless the last window would start in the high padding; lhs_dilation: in becomes (in-1)·lhs_dilation + 1)"
 )
-POOLING_MODES = ("max", "min", "avg", "sum")
+PoolingMode = Literal["max", "min", "avg", "sum"]
+POOLING_MODES: tuple[str, ...] = get_args(PoolingMode)
 
 
 @cost_rule(
@@ -200,7 +209,17 @@ POOLING_MODES = ("max", "min", "avg", "sum")
     "sum prod(kernel)-1 adds, avg prod(kernel) (adds and one divide); a second input of x's shape "
     "(values picked at each max/min window's selected position) is read, not compared",
 )
-def pooling(op: Operation) -> OpCost:
+def pooling(
+    op: Operation,
+    *,
+    kernel: Kernel,
+    mode: PoolingMode = "max",
+    stride: PerDim[NonNegative] | None = None,
+    dilation: PerDim[Positive] = 1,
+    lhs_dilation: PerDim[Positive] = 1,
+    padding: Padding = 0,
+    ceil_mode: bool = False,
+) -> OpCost:
     """Every output counts the whole window, padded positions included (as for conv).
 
     ``mode='sum'`` is a bare window sum (XLA's reduce_window_sum); an average pool written as
@@ -210,17 +229,14 @@ def pooling(op: Operation) -> OpCost:
     """
     expect_inputs(op, 1, 2, "x[, values picked at the selected positions]")
     x = op.inputs[0]
-    mode = op.attrs.get("mode", "max")
-    if mode not in POOLING_MODES:
-        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use one of {', '.join(POOLING_MODES)}")
     if len(op.inputs) == 2 and (op.inputs[1] != x or mode not in ("max", "min")):
         raise ShapeError(
             f"{where(op)}: a second input must have x's shape {x} and select by max or min; got {op.inputs[1]} "
             f"with mode={mode!r}"
         )
-    _, kernel, pooled = _window(op, x)
+    sizes, pooled = _window(op, x, kernel, stride, dilation, lhs_dilation, padding, ceil_mode)
     expect_output(op, pooled, _POOLED_SIZE)
-    window = math.prod(kernel)
+    window = math.prod(sizes)
     per_output = window if mode == "avg" else window - 1
     return default_cost(op, math.prod(op.output) * per_output)
 
@@ -230,22 +246,29 @@ def pooling(op: Operation) -> OpCost:
     "gradient of max/min pooling, (grad (N, C, *pooled), x (N, C, *spatial)) → x's shape: per gradient "
     "element prod(kernel)-1 comparisons to find the window's winner and 1 add into it; the output is written whole",
 )
-def pooling_backward(op: Operation) -> OpCost:
+def pooling_backward(
+    op: Operation,
+    *,
+    kernel: Kernel,
+    mode: Literal["max", "min"] = "max",
+    stride: PerDim[NonNegative] | None = None,
+    dilation: PerDim[Positive] = 1,
+    lhs_dilation: PerDim[Positive] = 1,
+    padding: Padding = 0,
+    ceil_mode: bool = False,
+) -> OpCost:
     """JAX's select_and_scatter_add: recompute each window's max (or min) from x, add the
     incoming gradient at that position. The output starts as zeros and is written in full;
     x and the gradient are each read once (windows that overlap re-read x from cache, not
     counted again)."""
     expect_inputs(op, 2, 2, "grad (N, C, *pooled), x (N, C, *spatial)")
     grad, x = op.inputs
-    mode = op.attrs.get("mode", "max")
-    if mode not in ("max", "min"):
-        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use 'max' or 'min'")
-    if bool_attr(op, "ceil_mode", False):
+    if ceil_mode:
         raise RecordError(f"{where(op)} does not take ceil_mode; give the padding that produced the pooled size")
-    _, kernel, pooled = _window(op, x)
+    sizes, pooled = _window(op, x, kernel, stride, dilation, lhs_dilation, padding, False)
     if grad != pooled:
         raise ShapeError(
             f"{where(op)}: grad {grad} is not the pooled shape of x {x}: expected {pooled} ({_POOLED_SIZE})"
         )
     expect_output(op, x, "the gradient has x's shape")
-    return default_cost(op, math.prod(grad) * math.prod(kernel))
+    return default_cost(op, math.prod(grad) * math.prod(sizes))

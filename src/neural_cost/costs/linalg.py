@@ -3,62 +3,59 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Literal, get_args
 
-from ..core.errors import RecordError, ShapeError
+from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation, Shape
-from .registry import bool_attr, broadcasts_to, cost_rule, default_cost, expect_inputs, expect_output, where
+from .registry import (
+    Expect,
+    NonNegative,
+    Positive,
+    broadcasts_to,
+    cost_rule,
+    default_cost,
+    expect_inputs,
+    expect_output,
+    where,
+)
 
 
 @cost_rule(
     "linear", "x (..., K) @ W (K, N) [or (N, K) with weight_layout='out_in']: 2·rows·K·N; bias is a separate record"
 )
-def linear(op: Operation) -> OpCost:
+def linear(op: Operation, *, weight_layout: Literal["in_out", "out_in"] = "in_out") -> OpCost:
+    """``weight_layout``: 'in_out' is a (K, N) weight, 'out_in' an (N, K) one (PyTorch's)."""
     expect_inputs(op, 2, 2, "x, weight; add the bias as its own elementwise record")
     x, weight = op.inputs
-    layout = op.attrs.get("weight_layout", "in_out")
     if len(weight) != 2 or len(x) < 1:
         raise ShapeError(f"{where(op)} needs x (..., K) and a 2-D weight; got x {x}, weight {weight}")
-    if layout == "in_out":
-        k, n = weight
-    elif layout == "out_in":
-        n, k = weight
-    else:
-        raise RecordError(f"{where(op)} attrs['weight_layout']={layout!r}; use 'in_out' (K, N) or 'out_in' (N, K)")
+    k, n = weight if weight_layout == "in_out" else weight[::-1]
     if x[-1] != k:
         raise ShapeError(
             f"{where(op)}: x's last dimension {x[-1]} does not match the weight's input size {k} "
-            f"(weight {weight}, weight_layout={layout!r})"
+            f"(weight {weight}, weight_layout={weight_layout!r})"
         )
     expect_output(op, (*x[:-1], n), "x's leading dims then the weight's output size")
     rows = math.prod(x[:-1])
     return default_cost(op, 2 * rows * k * n)
 
 
-DimensionNumbers = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+Dims = tuple[int, ...]
+DimensionNumbers = Annotated[
+    tuple[tuple[Dims, Dims], tuple[Dims, Dims]],
+    Expect("((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)), tuples of ints as in lax.dot_general"),
+]
 
 
-def _dimension_numbers(op: Operation, value: Any) -> DimensionNumbers:
-    try:
-        (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = value
-        dims = tuple(tuple(int(d) for d in group) for group in (lhs_contract, rhs_contract, lhs_batch, rhs_batch))
-    except (TypeError, ValueError):
-        raise RecordError(
-            f"{where(op)} attrs['dimension_numbers']={value!r} must be "
-            f"((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as in lax.dot_general"
-        ) from None
-    return dims[0], dims[1], dims[2], dims[3]
-
-
-def _dot_general(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
-    lc, rc, lb, rb = _dimension_numbers(op, op.attrs["dimension_numbers"])
+def _dot_general(op: Operation, lhs: Shape, rhs: Shape, numbers: DimensionNumbers) -> tuple[Shape, int]:
+    (lc, rc), (lb, rb) = numbers
     for dims, shape, side in ((lc, lhs, "lhs"), (lb, lhs, "lhs"), (rc, rhs, "rhs"), (rb, rhs, "rhs")):
         if any(not 0 <= d < len(shape) for d in dims):
             raise ShapeError(f"{where(op)} dimension_numbers name a {side} dimension outside its shape {shape}")
     repeated = any(len(set(dims)) != len(dims) for dims in (lc, rc, lb, rb))
     if repeated or len(lc) != len(rc) or len(lb) != len(rb) or set(lc) & set(lb) or set(rc) & set(rb):
-        raise ShapeError(f"{where(op)} dimension_numbers are inconsistent: {op.attrs['dimension_numbers']}")
+        raise ShapeError(f"{where(op)} dimension_numbers are inconsistent: {numbers}")
     for a, b in zip(lc, rc, strict=True):
         if lhs[a] != rhs[b]:
             raise ShapeError(
@@ -98,11 +95,11 @@ def _numpy_matmul(op: Operation, lhs: Shape, rhs: Shape) -> tuple[Shape, int]:
     "matmul",
     "2 · output elements · contracted size; numpy semantics, or lax.dot_general's dimension_numbers when given",
 )
-def matmul(op: Operation) -> OpCost:
+def matmul(op: Operation, *, dimension_numbers: DimensionNumbers | None = None) -> OpCost:
     expect_inputs(op, 2, 2, "lhs, rhs")
     lhs, rhs = op.inputs
-    if "dimension_numbers" in op.attrs:
-        out, contracted = _dot_general(op, lhs, rhs)
+    if dimension_numbers is not None:
+        out, contracted = _dot_general(op, lhs, rhs, dimension_numbers)
         why = "dot_general: batch dims, lhs free dims, rhs free dims"
     else:
         out, contracted = _numpy_matmul(op, lhs, rhs)
@@ -111,7 +108,8 @@ def matmul(op: Operation) -> OpCost:
     return default_cost(op, 2 * math.prod(out) * contracted)
 
 
-CAUSAL_ALIGNMENTS = ("top_left", "bottom_right")
+CausalAlignment = Literal["top_left", "bottom_right"]
+CAUSAL_ALIGNMENTS: tuple[str, ...] = get_args(CausalAlignment)
 
 
 def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left", blocks: tuple[int, int] | None = None) -> int:
@@ -155,7 +153,18 @@ def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left", blocks: tu
     "or with attrs['causal_blocks']=(q_block, kv_block) every pair of the tiles the mask touches; "
     "dense_flops always counts Sq·Sk pairs",
 )
-def attention(op: Operation) -> OpCost:
+def attention(
+    op: Operation,
+    *,
+    causal: bool = False,
+    skips_masked: bool = False,
+    causal_alignment: CausalAlignment = "top_left",
+    causal_blocks: tuple[Positive, Positive] | None = None,
+    window: tuple[int, ...] | None = None,
+    sliding_window_length: NonNegative | None = None,
+    dropout_p: float = 0.0,
+    varlen_upper_bound: bool = False,
+) -> OpCost:
     """Scaled dot-product attention as one fused kernel.
 
     FLOPs are the two matmuls (scores = q·kᵀ, out = p·v) over the query-key pairs the
@@ -164,6 +173,11 @@ def attention(op: Operation) -> OpCost:
     fused kernel's: q, k, v (and a mask, if given as a fourth input) read once, the output
     written once; the score matrix never reaches memory. A decomposed (math) attention is
     a chain of matmul/softmax records instead.
+
+    ``window`` / ``sliding_window_length`` (a local attention window), ``dropout_p`` and
+    ``varlen_upper_bound`` (variable-length batches counted at their padded length) are kept
+    for readers: the count covers every pair the causal mask keeps (an upper bound with a
+    window) and leaves dropout's random numbers out.
     """
     expect_inputs(op, 3, 4, "q, k, v[, mask]")
     q, k, v = op.inputs[:3]
@@ -188,22 +202,8 @@ def attention(op: Operation) -> OpCost:
         scores = (batch, q_heads, q_len, k_len)
         if not broadcasts_to(op.inputs[3], scores):
             raise ShapeError(f"{where(op)}: mask {op.inputs[3]} does not broadcast to the scores {scores}")
-    causal = bool_attr(op, "causal", False)
-    skips = bool_attr(op, "skips_masked", False)
     dense_pairs = q_len * k_len
-    alignment = op.attrs.get("causal_alignment", "top_left")
-    if alignment not in CAUSAL_ALIGNMENTS:
-        raise RecordError(
-            f"{where(op)} attrs['causal_alignment']={alignment!r}; use one of {', '.join(CAUSAL_ALIGNMENTS)}"
-        )
-    blocks = op.attrs.get("causal_blocks")
-    if blocks is not None and (
-        not isinstance(blocks, tuple)
-        or len(blocks) != 2
-        or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in blocks)
-    ):
-        raise RecordError(f"{where(op)} attrs['causal_blocks']={blocks!r} must be (q_block, kv_block), two ints >= 1")
-    pairs = causal_pairs(q_len, k_len, alignment, blocks) if causal and skips else dense_pairs
+    pairs = causal_pairs(q_len, k_len, causal_alignment, causal_blocks) if causal and skips_masked else dense_pairs
     per_pair = 2 * (head_dim + value_dim)
     heads = batch * q_heads
     return default_cost(op, heads * pairs * per_pair, heads * pairs, dense_flops=heads * dense_pairs * per_pair)

@@ -7,12 +7,13 @@ Index inputs take their dtype from ``input_dtypes``; without it they are assumed
 from __future__ import annotations
 
 import math
+from typing import Literal, get_args
 
 from ..core.dtypes import dtype_info
-from ..core.errors import RecordError, ShapeError
+from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .registry import cost_rule, expect_inputs, expect_output, int_attr, where
+from .registry import NonNegative, cost_rule, expect_inputs, expect_output, where
 
 INDEX_DTYPE = "int64"
 
@@ -26,7 +27,9 @@ def _element_bytes(op: Operation, index: int, elements: int) -> int:
     return dtype_info(op.input_dtype(index)).nbytes(elements)
 
 
-@cost_rule("embedding", "table (V, D) rows looked up by indices (...): reads the touched rows and the indices")
+@cost_rule(
+    "embedding", "table (V, D) rows looked up by indices (...): reads the touched rows and the indices", typed=True
+)
 def embedding(op: Operation) -> OpCost:
     expect_inputs(op, 2, 2, "table (V, D), indices")
     table, indices = op.inputs
@@ -39,7 +42,7 @@ def embedding(op: Operation) -> OpCost:
     return OpCost({}, _element_bytes(op, 0, touched) + _index_bytes(op, 1), op.output_bytes)
 
 
-@cost_rule("gather", "operand, indices: reads as many operand elements as the output has, plus the indices")
+@cost_rule("gather", "operand, indices: reads as many operand elements as the output has, plus the indices", typed=True)
 def gather(op: Operation) -> OpCost:
     """Reads only what it touches: one operand element per output element, never the whole
     operand (a repeated index is read again, as the hardware fetches it again)."""
@@ -51,7 +54,8 @@ def gather(op: Operation) -> OpCost:
     return OpCost({}, _element_bytes(op, 0, touched) + _index_bytes(op, 1), op.output_bytes)
 
 
-SCATTER_MODES = ("update", "add", "sub", "mul", "min", "max")
+ScatterMode = Literal["update", "add", "sub", "mul", "min", "max"]
+SCATTER_MODES: tuple[str, ...] = get_args(ScatterMode)
 
 
 @cost_rule(
@@ -60,19 +64,21 @@ SCATTER_MODES = ("update", "add", "sub", "mul", "min", "max")
     "attrs['touched'] when fewer updates are broadcast, e.g. one scalar); reads indices and updates; "
     "a combining scatter (add/sub/mul/min/max) also reads the old touched values and does one op per touched element",
 )
-def scatter(op: Operation) -> OpCost:
-    """``attrs['touched']`` is for a scatter whose updates broadcast over the elements it
-    writes (PyTorch's ``scatter`` with a scalar value, ``index_fill``, ``x[mask] = 0``): the
-    updates are read once each, the touched elements written (and, combining, read) once."""
+def scatter(
+    op: Operation, *, mode: ScatterMode = "update", touched: NonNegative | None = None, applies: str | None = None
+) -> OpCost:
+    """``touched`` is for a scatter whose updates broadcast over the elements it writes
+    (PyTorch's ``scatter`` with a scalar value, ``index_fill``, ``x[mask] = 0``): the updates
+    are read once each, the touched elements written (and, combining, read) once.
+    ``applies`` names the primitives a scatter's combining function applies (JAX's
+    ``scatter`` with an update computation), kept for readers: it is counted as ``mode``."""
     expect_inputs(op, 3, 3, "operand, indices, updates")
     operand, _indices, updates = op.inputs
     expect_output(op, operand, "a scatter updates its operand in place")
-    mode = op.attrs.get("mode", "update")
-    if mode not in SCATTER_MODES:
-        raise RecordError(f"{where(op)} attrs['mode']={mode!r}; use one of {', '.join(SCATTER_MODES)}")
     given = math.prod(updates)
-    touched = int_attr(op, "touched", given)
-    if touched < given:
+    if touched is None:
+        touched = given
+    elif touched < given:
         raise ShapeError(
             f"{where(op)} attrs['touched']={touched} is fewer than the {given} updates {updates}; "
             f"every update is written somewhere"
@@ -88,7 +94,8 @@ def scatter(op: Operation) -> OpCost:
     return OpCost({op.compute_dtype: flops} if flops else {}, read, write)
 
 
-COPY_READS = ("all", "touched")
+CopyReads = Literal["all", "touched"]
+COPY_READS: tuple[str, ...] = get_args(CopyReads)
 
 
 @cost_rule(
@@ -96,14 +103,11 @@ COPY_READS = ("all", "touched")
     "pure data movement (casts, materialised transposes, concat, pad): reads inputs, writes output, 0 FLOPs; "
     "attrs['reads']='touched' (a slice): reads as many elements of inputs[0] as the outputs have, the rest in full",
 )
-def copy(op: Operation) -> OpCost:
+def copy(op: Operation, *, reads: CopyReads = "all") -> OpCost:
     """A slice reads only the part it keeps: with ``reads='touched'`` the first input is
     charged one element per output element (extra outputs included), never its whole size;
     further inputs (a dynamic slice's start indices) are read in full."""
     expect_inputs(op, 1, 1 << 16, "one or more sources")
-    reads = op.attrs.get("reads", "all")
-    if reads not in COPY_READS:
-        raise RecordError(f"{where(op)} attrs['reads']={reads!r}; use one of {', '.join(COPY_READS)}")
     if reads == "all":
         return OpCost({}, sum(op.input_bytes(i) for i in range(len(op.inputs))), op.output_bytes)
     touched = math.prod(op.output) + sum(math.prod(shape) for shape in op.extra_outputs)

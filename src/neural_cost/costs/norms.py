@@ -1,10 +1,15 @@
-"""Normalisations: layer, RMS, group and batch norm.
+"""Normalisations: layer, RMS, group and batch norm, and their backward.
 
 Counts per normalised row of L elements (stated once, used by every norm):
 mean = L-1 adds + 1 divide = L; centre = L subtracts; variance = L squares + L-1 adds
 + 1 divide = 2L; rstd = 1 eps add + 1 rsqrt = 2 (1 transcendental); normalise = L
 multiplies. Statistics and normalisation: 5L + 2. An affine weight adds L multiplies,
 a bias L adds.
+
+Backward, over E elements sharing P parameters: x̂ = (x-mean)·rstd recomputed, 2E (RMS:
+x·rstd, E); grad_input = rstd·(g - mean(g) - x̂·mean(g·x̂)) with g = dy·γ: Σg and Σg·x̂ over
+each row, two means, 4 per element = 7E (+E for g with a weight; RMS: 5E); grad_weight
+Σ dy·x̂ = 2E - P; grad_bias Σ dy = E - P.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import math
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
+from .choice import choice_attr
 from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, int_attr, where
 
 
@@ -110,3 +116,68 @@ def batchnorm(op: Operation) -> OpCost:
     else:
         flops = 2 * elements + 2 * channels
     return default_cost(op, flops + (2 * elements if affine else 0), channels)
+
+
+NORMS = ("layer", "rms", "group", "batch")
+
+
+def _norm_parameters(op: Operation, norm: str, x: tuple[int, ...]) -> int:
+    """P: the values one parameter is shared over are E / P."""
+    if norm in ("layer", "rms"):
+        dims = int_attr(op, "normalized_dims", 1, minimum=1)
+        if dims > len(x):
+            raise ShapeError(f"{where(op)} attrs['normalized_dims']={dims} exceeds the rank of x {x}")
+        return math.prod(x[-dims:])
+    if len(x) < 2:
+        raise ShapeError(f"{where(op)} needs x (N, C, *spatial) for a {norm} norm, got {x}")
+    return x[1]
+
+
+@cost_rule(
+    "norm_backward",
+    "(dy, x, saved statistics and parameters read) → the gradients asked for (attrs['grad_input'], "
+    "['grad_weight'], ['grad_bias'], default all): x̂ 2E (rms: E) when grad_input or grad_weight; grad_input "
+    "7E (rms: 5E) + E with attrs['affine']; grad_weight 2E-P; grad_bias E-P (P per-feature parameters: "
+    "attrs['normalized_dims'] trailing dims for layer/rms, channels for group/batch; attrs['norm']); "
+    "batch norm in eval (attrs['training']=False): grad_input (1+affine)·E + 2C and C rsqrt",
+)
+def norm_backward(op: Operation) -> OpCost:
+    """The backward of layer, RMS, group and batch norm (``attrs['norm']``), from the
+    forward's statistics saved (mean, rstd; batch norm in eval reads the running ones).
+    ``attrs['affine']`` says whether a weight γ scales the gradient (the bias is never read).
+    Counted as the two-reduction formula above; a kernel that fuses the reductions of
+    grad_input and grad_weight shares x̂ between them, as counted, but may recompute rstd
+    (not counted). Instance norm is a group norm with one channel per group."""
+    expect_inputs(op, 2, 7, "dy, x[, saved statistics, weight, running statistics]")
+    dy, x = op.inputs[:2]
+    if dy != x:
+        raise ShapeError(f"{where(op)}: dy {dy} must have x's shape {x}")
+    norm = choice_attr(op, "norm", NORMS, "layer")
+    grad_input = bool_attr(op, "grad_input", True)
+    grad_weight = bool_attr(op, "grad_weight", True)
+    grad_bias = bool_attr(op, "grad_bias", norm != "rms")
+    if norm == "rms" and grad_bias:
+        raise RecordError(f"{where(op)}: an RMS norm has no bias; set attrs['grad_bias']=False")
+    if grad_input:
+        expect_output(op, x, "grad_input, the first gradient asked for, has x's shape")
+    affine = bool_attr(op, "affine", False)
+    elements, params = math.prod(x), _norm_parameters(op, norm, x)
+    if norm == "batch" and not bool_attr(op, "training", True):
+        # eval: rstd from the running variance (+eps, rsqrt per channel); grad_input = dy·γ·rstd
+        flops = 2 * params + (1 + affine) * elements if grad_input else 0
+        if grad_weight:
+            flops += 2 * elements + 2 * elements - params  # x̂, then Σ dy·x̂
+        if grad_bias:
+            flops += elements - params
+        return default_cost(op, flops, params if grad_input else 0)
+    centred = norm != "rms"
+    flops = 0
+    if grad_input or grad_weight:
+        flops += (2 if centred else 1) * elements
+    if grad_input:
+        flops += (7 if centred else 5) * elements + (elements if affine else 0)
+    if grad_weight:
+        flops += 2 * elements - params
+    if grad_bias:
+        flops += elements - params
+    return default_cost(op, flops)

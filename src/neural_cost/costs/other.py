@@ -1,4 +1,5 @@
-"""Sorting, random number generation, and caller-described custom work."""
+"""Sorting, random number generation, bag lookups, epilogues and pad gradients, and
+caller-described custom work."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ..core.dtypes import canonical_dtype, dtype_info
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
+from .choice import choice_attr
 from .registry import (
     axis_attr,
     cost_rule,
@@ -153,6 +155,63 @@ def rng(op: Operation) -> OpCost:
         flops[op.compute_dtype] = flops.get(op.compute_dtype, 0) + shaping
     transcendentals = int_attr(op, "transcendentals_per_element", 0) * elements
     return OpCost(flops, read_inputs(op), op.output_bytes, transcendentals=transcendentals, notes=notes)
+
+
+@cost_rule(
+    "embedding_bag",
+    "rows looked up (N, D), indices (N,), offsets[, per_sample_weights (N,)] → (bags, D): n-1 adds (sum, "
+    "mean) or comparisons (max; attrs['mode']) per bag of n rows and feature, + 1 divide per output for mean, "
+    "+ 1 multiply per row element with per-sample weights; reads the N rows, never the table",
+)
+def embedding_bag(op: Operation) -> OpCost:
+    """PyTorch's ``_embedding_bag``: the first input is the rows it gathers (as many as there
+    are indices), so the table's size does not enter the traffic. Rows skipped as padding
+    are counted as read and combined (an upper bound). Bookkeeping outputs (offsets, sizes,
+    max indices) are extra outputs, written."""
+    expect_inputs(op, 3, 4, "rows (N, D), indices (N,), offsets[, per_sample_weights (N,)]")
+    rows, indices = op.inputs[:2]
+    if len(rows) != 2 or math.prod(indices) != rows[0]:
+        raise ShapeError(f"{where(op)}: rows {rows} must be (N, D), one row per index of {indices}")
+    if len(op.output) != 2 or op.output[1] != rows[1]:
+        raise ShapeError(f"{where(op)} output={op.output} must be (bags, {rows[1]})")
+    weighted = len(op.inputs) == 4
+    if weighted and math.prod(op.inputs[3]) != rows[0]:
+        raise ShapeError(f"{where(op)}: per_sample_weights {op.inputs[3]} must hold one weight per row ({rows[0]})")
+    mode = choice_attr(op, "mode", ("sum", "mean", "max"), "sum")
+    count, width = rows
+    bags = op.output[0]
+    flops = max(count - bags, 0) * width + (bags * width if mode == "mean" else 0)
+    return default_cost(op, flops + (count * width if weighted else 0))
+
+
+@cost_rule(
+    "dequantize",
+    "a low-precision product's epilogue, (product, scale, scale[, bias][, result scale]) → the product's "
+    "shape: 1 multiply per scale and 1 add per bias, i.e. (inputs - 1) per output element; the scales, of any "
+    "blocking, are read once",
+)
+def dequantize(op: Operation) -> OpCost:
+    """``_scaled_mm``'s work after its fp8 ``matmul``: a kernel fuses it into the matmul's
+    epilogue, so its traffic here (the product read back, the result written) is the
+    unfused figure."""
+    expect_inputs(op, 2, 6, "product, scales and biases")
+    expect_output(op, op.inputs[0], "the epilogue keeps the product's shape")
+    return default_cost(op, (len(op.inputs) - 1) * math.prod(op.output))
+
+
+@cost_rule(
+    "pad_backward",
+    "gradient of a reflection or replication pad, grad (padded) → the input's shape: each padded "
+    "position's gradient added into the element it copied, 1 add per grad element beyond the output's",
+)
+def pad_backward(op: Operation) -> OpCost:
+    """Reads the whole incoming gradient and writes the input gradient once; a cropping
+    (negative) pad adds nothing."""
+    expect_inputs(op, 1, 1, "grad (padded shape)")
+    (grad,) = op.inputs
+    if len(grad) != len(op.output):
+        raise ShapeError(f"{where(op)}: grad {grad} and the output {op.output} must have the same rank")
+    return default_cost(op, max(math.prod(grad) - math.prod(op.output), 0))
 
 
 def _count(op: Operation, name: str, value: Any) -> int:

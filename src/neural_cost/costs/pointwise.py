@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ..core.errors import ShapeError
+from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
+from .catalog import CATALOG, integer_pow_flops
 from .registry import (
     axis_attr,
     bool_attr,
@@ -24,22 +25,44 @@ from .registry import (
 
 @cost_rule(
     "elementwise",
-    "attrs['flops_per_element'] (default 1) per output element; inputs broadcast to the output; "
-    "attrs['transcendental'] marks exp/log/tanh-like ops (one transcendental per element, or "
-    "attrs['transcendentals_per_element'] of them, e.g. 2 for pow as exp(y·log x))",
+    "attrs['op'] names a pointwise catalog entry (neural_cost.costs.catalog) whose FLOPs and "
+    "transcendentals per output element it counts (+ attrs['extra_multiplies'] per element; "
+    "'integer_pow' by attrs['exponent']); explicit attrs['flops_per_element'] (default 1), "
+    "attrs['transcendental'] (one per element) or attrs['transcendentals_per_element'] count instead; "
+    "inputs broadcast to the output",
 )
 def elementwise(op: Operation) -> OpCost:
+    """Counts come from the catalog entry ``attrs['op']`` names, unless the record states them:
+    explicit per-element attrs win whole (reports saved before the catalog carry them), and a
+    name outside the catalog keeps the explicit form's defaults (1 FLOP per element, none
+    with no inputs: a fill writes). Parameters an adapter read from the call stay parameters:
+    ``integer_pow`` is exponentiation by squaring of attrs['exponent'], and
+    attrs['extra_multiplies'] counts multiplies by non-default coefficients the entry's
+    formula leaves out (PyTorch's elu carrying both selu's scale and celu's input scale)."""
     for i, shape in enumerate(op.inputs):
         if not broadcasts_to(shape, op.output):
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} does not broadcast to the output {op.output}")
     if op.inputs:
         # A larger output than the inputs broadcast to is a materialised broadcast: a copy, not arithmetic.
         expect_output(op, broadcast_shapes(op, op.inputs), "the inputs' broadcast shape")
-    per_element = int_attr(op, "flops_per_element", 1 if op.inputs else 0)  # no inputs: a fill or iota writes
     elements = math.prod(op.output)
+    name = op.attrs.get("op")
+    if isinstance(name, str) and not _EXPLICIT.intersection(op.attrs):
+        if name == "integer_pow":
+            if "exponent" not in op.attrs:
+                raise RecordError(f"{where(op)} is an integer_pow: give its attrs['exponent']")
+            return default_cost(op, integer_pow_flops(int_attr(op, "exponent", 0, minimum=-(2**63))) * elements)
+        entry = CATALOG.get(name)
+        if entry is not None:
+            flops = entry.flops + int_attr(op, "extra_multiplies", 0)
+            return default_cost(op, flops * elements, entry.transcendentals * elements)
+    per_element = int_attr(op, "flops_per_element", 1 if op.inputs else 0)  # no inputs: a fill or iota writes
     transcendental = bool_attr(op, "transcendental", False)
     per_element_transcendentals = int_attr(op, "transcendentals_per_element", 1 if transcendental else 0)
     return default_cost(op, per_element * elements, per_element_transcendentals * elements)
+
+
+_EXPLICIT = frozenset({"flops_per_element", "transcendental", "transcendentals_per_element"})
 
 
 @cost_rule(

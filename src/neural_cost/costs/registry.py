@@ -1,12 +1,15 @@
 """Decorator that registers one cost rule per operation kind, and helpers rules share.
 
-A rule takes an ``Operation`` (shapes already plain tuples) and returns an ``OpCost`` for
-one execution, or raises ``ShapeError`` when the shapes do not fit the kind. Rules are
-plain arithmetic; traffic defaults to "read every input once, write every output once".
+A rule takes an ``Operation`` (shapes already plain tuples) and its attributes as typed
+keyword-only parameters (``signature``), and returns an ``OpCost`` for one execution, or
+raises ``ShapeError`` when the shapes do not fit the kind. Rules are plain arithmetic;
+traffic defaults to "read every input once, write every output once".
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,22 +17,41 @@ from typing import Any
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost, register_rule
 from ..core.records import Operation, Shape
+from .signature import AttrSpec
+from .signature import Expect as Expect
+from .signature import Min as Min
+from .signature import NonNegative as NonNegative
+from .signature import PerDim as PerDim
+from .signature import Positive as Positive
+from .signature import where as where
 
 Rule = Callable[[Operation], OpCost]
 
 
-def cost_rule(kind: str, summary: str) -> Callable[[Rule], Rule]:
-    """Register ``rule`` as the cost rule of ``kind``; ``summary`` states its convention."""
+def cost_rule(kind: str, summary: str, *, typed: bool = False) -> Callable[[Callable[..., OpCost]], Rule]:
+    """Register ``rule`` as the cost rule of ``kind``; ``summary`` states its convention.
 
-    def decorate(rule: Rule) -> Rule:
-        register_rule(kind, rule, summary)
-        return rule
+    A rule with keyword-only parameters (or ``typed=True``, for a kind that takes no
+    attribute) is typed: records of its kind are checked against those parameters when they
+    are made, and the rule receives the attributes as keywords. A rule that takes only the
+    record reads ``op.attrs`` itself and nothing checks its attributes beforehand (rules
+    not yet converted)."""
+
+    def decorate(rule: Callable[..., OpCost]) -> Rule:
+        if not typed and len(inspect.signature(rule).parameters) == 1:
+            register_rule(kind, rule, summary)
+            return rule
+        spec = AttrSpec.of(kind, rule)
+        keywords = spec.keywords
+
+        @functools.wraps(rule)
+        def cost(op: Operation) -> OpCost:
+            return rule(op, **keywords(op))
+
+        register_rule(kind, cost, summary, spec.check)
+        return cost
 
     return decorate
-
-
-def where(op: Operation) -> str:
-    return f"Operation {op.name!r} ({op.kind})"
 
 
 def expect_inputs(op: Operation, low: int, high: int | None = None, names: str = "") -> None:
@@ -76,7 +98,11 @@ def bool_attr(op: Operation, name: str, default: bool) -> bool:
 
 
 def axis_attr(op: Operation, rank: int, name: str = "axis", default: int = -1) -> int:
-    axis = int_attr(op, name, default, minimum=-rank if rank else -1)
+    return axis_index(op, int_attr(op, name, default, minimum=-rank if rank else -1), rank, name)
+
+
+def axis_index(op: Operation, axis: int, rank: int, name: str = "axis") -> int:
+    """A typed axis attribute (``axis: int = -1``) checked against the input's rank, made non-negative."""
     if rank == 0:
         raise ShapeError(f"{where(op)} needs an input of rank >= 1 to take attrs[{name!r}]")
     if not -rank <= axis < rank:
@@ -101,6 +127,18 @@ def per_dim(op: Operation, name: str, default: int, ndim: int, minimum: int = 0)
             f"or {ndim} of them, one per spatial dim"
         )
     return tuple(values)
+
+
+def spatial(op: Operation, name: str, value: int | tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    """A typed per-dim attribute (one int for every spatial dim, or one per dim) as ``ndim`` ints."""
+    if isinstance(value, int):
+        return (value,) * ndim
+    if len(value) != ndim:
+        raise RecordError(
+            f"{where(op)} attrs[{name!r}]={value!r} has {len(value)} values for {ndim} spatial dims; "
+            f"give one int for all of them or one per dim"
+        )
+    return value
 
 
 def broadcasts_to(shape: Shape, target: Shape) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.units import format_percent, format_seconds, format_si
+from .printable import printable
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -79,7 +80,8 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
     )[:top]
     if names:
         lines.append(f"  per scope (top {len(names)} by FLOPs):")
-        name_width = max(len(n) for n in names)
+        shown = {n: printable(n) for n in names}  # escaped before the widths are measured
+        name_width = max(len(s) for s in shown.values())
         for name in names:
             fa = scopes_a[name].flops if name in scopes_a else 0
             fb = scopes_b[name].flops if name in scopes_b else 0
@@ -87,7 +89,8 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
             bb = scopes_b[name].bytes if name in scopes_b else 0
             status = "" if name in scopes_a and name in scopes_b else (" (new)" if name in scopes_b else " (gone)")
             lines.append(
-                f"    {name:{name_width}s}  {_flops(fa):>11s} → {_flops(fb):>11s}  "
+                f"    {shown[name]:{name_width}s}  {_flops(fa):>11s} → {_flops(fb):>11s}  "
                 f"{_bytes(ba):>9s} → {_bytes(bb):>9s}{status}"
             )
-    return "\n".join(lines) + "\n"
+    # Device, hardware, input and scope names come from saved files, which may be hostile.
+    return "\n".join(printable(line) for line in lines) + "\n"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.gap import SCHEMA, SCHEMA_VERSION
+
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
 
 
 def report_to_dict(report: GapReport) -> dict[str, Any]:
-    from ..analysis.gap import SCHEMA, SCHEMA_VERSION
-
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

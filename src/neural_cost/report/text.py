@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
+from .printable import printable
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -135,8 +136,8 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str) -> list[str]:
         intensity = f"{row.arithmetic_intensity:.2f}" if row.arithmetic_intensity is not None else "-"
         cells = [
             str(i),
-            name,
-            row.kind,
+            printable(name),  # escaped before the widths are measured, so the columns still line up
+            printable(row.kind),
             format_si(row.flops, "FLOP"),
             format_si(row.bytes, "B"),
             intensity,
@@ -183,4 +184,5 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     rows = report.scope_rows if group_by_scope else report.operation_rows
     if rows and top > 0:
         lines += _table(rows, top, "scopes" if group_by_scope else "operations")
-    return "\n".join([TITLE] + [INDENT + line for line in lines]) + "\n"
+    # Names, devices and notes come from the report, which may come from a hostile file.
+    return "\n".join([TITLE] + [INDENT + printable(line) for line in lines]) + "\n"

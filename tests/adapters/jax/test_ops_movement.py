@@ -410,7 +410,7 @@ def test_cudnn_attention_forward_and_backward():
     assert forward.cost.flops == 34_816  # 2 * B 2 * H 4 * pairs 136 * (D 8 + Dv 8)
     assert forward.cost.dense_flops == 131_072  # 2 * 2 * 4 * (16*32) * 16
     backward = record(fn, q, k, v, name="dot_product_attention_bwd_wrapper")
-    assert backward.kind == "custom"
+    assert backward.kind == "attention_backward"
     # 2 * B*H 8 * pairs 136 * (3D + 2Dv = 40) = 87,040 = 2.5 × the forward
     assert backward.cost.flops == 87_040 == forward.cost.flops * 5 // 2
     assert backward.cost.dense_flops == 327_680  # 2 * 8 * 512 * 40

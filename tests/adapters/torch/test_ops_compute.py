@@ -266,7 +266,7 @@ def test_causal_grouped_query_sdpa_on_the_cpu_kernel():
         aten._scaled_dot_product_flash_attention(meta(2, 8, 16, 32), meta(2, 2, 16, 32), meta(2, 2, 16, 32), 0.0, True)
     assert counter.get_total_flops() == op.cost.dense_flops
     _, (grad,) = calls["_scaled_dot_product_flash_attention_for_cpu_backward"]
-    assert grad.kind == "custom" and grad.extra_outputs == ((2, 2, 16, 32), (2, 2, 16, 32))
+    assert grad.kind == "attention_backward" and grad.extra_outputs == ((2, 2, 16, 32), (2, 2, 16, 32))
     assert grad.cost.flops == 2 * 2 * 8 * pairs * (3 * 32 + 2 * 32) == 1_310_720  # 2.5 × the forward
     assert grad.cost.dense_flops == 2 * 2 * 8 * 16 * 16 * (3 * 32 + 2 * 32) == 1_310_720
     with FlopCounterMode(display=False) as counter:
@@ -336,7 +336,7 @@ def test_cuda_sdpa_backward_kernels_dense_flops_equal_flop_counter():
     }
     for kernel, fn in calls.items():
         found, (op,) = only(fn, kernel)
-        assert op.kind == "custom"
+        assert op.kind == "attention_backward"
         assert op.cost.dense_flops == 2 * 2 * 4 * 16 * 16 * (3 * 8 + 2 * 8) == flop_counter(found)  # 163,840
         assert op.cost.flops == 2 * 2 * 4 * 136 * 40  # causal: 136 of the 256 pairs per head
 
@@ -452,7 +452,7 @@ def test_lstm_backward_is_twice_the_forward_products():
     ops = by_name(records)
     # input and recurrent gradients + both weight gradients: 2 · 2·N·4H·(I + H)
     assert flops(records, "matmul") == 2 * 2 * n * 4 * h * (i + h) == 92_160
-    assert flops(records, "custom") == 24 * n * h  # the gate backward, 24 per unit
+    assert flops(records, "rnn_gate_backward") == 24 * n * h  # the gate backward, 24 per unit
     assert ops["mkldnn_rnn_layer_backward.bias_grad"].cost.flops == (n - 1) * 4 * h
 
 
@@ -643,7 +643,7 @@ def test_embedding_bag_reads_the_rows_of_its_bags():
     bag = nn.EmbeddingBag(1_000, 8, mode="mean")
     ids = torch.randint(0, 1_000, (4, 6))  # 4 bags of 6 rows
     _, (op,) = only(lambda: bag(ids).sum().backward(), "_embedding_bag")
-    assert op.kind == "custom" and op.output == (4, 8)
+    assert op.kind == "embedding_bag" and op.output == (4, 8)
     assert op.cost.flops == (24 - 4) * 8 + 4 * 8  # 5 adds per bag and feature, then the mean's divide
     assert op.inputs[0] == (24, 8)  # the 24 rows looked up, never the (1,000, 8) table
     _, records = only(lambda: bag(ids).sum().backward(), "_embedding_bag_backward")

@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from neural_cost import Operation  # noqa: E402
 from neural_cost.adapters._torch import ops_free, ops_norms, ops_pointwise, ops_random_optim, ops_reduce  # noqa: E402
 from neural_cost.adapters._torch.table import EMPTY_REASONS, TABLE, AtenCall, Free, TorchContext  # noqa: E402
+from neural_cost.costs.softmax_pool import adaptive_windows  # noqa: E402
 
 OURS = {m.__name__ for m in (ops_pointwise, ops_reduce, ops_norms, ops_random_optim, ops_free)}
 
@@ -282,13 +283,14 @@ E = 4 * 6  # elements of the pointwise operands below
         (lambda x, y: torch.exp(x), "exp", 1, 1),
         (lambda x, y: torch.rsqrt(x), "rsqrt", 1, 1),
         (lambda x, y: torch.sigmoid(x), "sigmoid", 4, 1),  # 1/(1+exp(-x))
-        (lambda x, y: F.silu(x), "silu", 4, 1),
+        (lambda x, y: F.silu(x), "silu", 5, 1),  # x·sigmoid(x): catalog 5 (the CPU kernel folds it into 4)
         (lambda x, y: F.gelu(x), "gelu", 5, 1),  # 0.5·x·(1+erf(x/√2))
         (lambda x, y: F.gelu(x, approximate="tanh"), "gelu", 9, 1),  # x³ 2, ·κ, +x, ·β, tanh, +1, ·x, ·0.5
         (lambda x, y: F.mish(x), "mish", 4, 3),
         (lambda x, y: F.softplus(x), "softplus", 6, 2),
-        (lambda x, y: F.elu(x), "elu", 7, 1),
-        (lambda x, y: F.selu(x), "elu", 7, 1),  # selu dispatches as elu with a scale
+        (lambda x, y: F.elu(x), "elu", 5, 1),  # x > 0 ? x : α·(exp(x) - 1): compare, exp, subtract, ·α, select
+        (lambda x, y: F.selu(x), "elu", 6, 1),  # selu dispatches as elu with a scale: the catalog's selu
+        (lambda x, y: F.celu(x, 2.0), "celu", 6, 1),  # x > 0 ? x : α·(exp(x/α) - 1): elu and a divide
         (lambda x, y: F.hardswish(x), "hardswish", 5, 0),
         (lambda x, y: F.hardsigmoid(x), "hardsigmoid", 4, 0),
         (lambda x, y: F.relu6(x), "hardtanh", 2, 0),
@@ -340,7 +342,8 @@ def test_out_and_in_place_variants_read_their_operands_and_write_once():
         (nn.Tanh(), "tanh_backward", 3, 0),  # dy·(1 - y²)
         (nn.Hardtanh(), "hardtanh_backward", 4, 0),
         (nn.LeakyReLU(), "leaky_relu_backward", 3, 0),
-        (nn.ELU(), "elu_backward", 7, 1),
+        (nn.ELU(), "elu_backward", 5, 1),  # x > 0 ? dy : dy·α·exp(x): compare, exp, 2 multiplies, select
+        (nn.SELU(), "elu_backward", 6, 1),  # + the scale's multiply
         (nn.Softplus(), "softplus_backward", 7, 1),
         (nn.Mish(), "mish_backward", 13, 4),
         (nn.Hardswish(), "hardswish_backward", 7, 0),
@@ -419,7 +422,7 @@ def test_layer_norm_forward_and_backward():
     assert forward.cost.flops == 32 * (5 * 16 + 2) + 2 * 512  # stats 5L+2 per row; weight and bias 1 each
     assert (forward.cost.read_bytes, forward.cost.write_bytes) == (2048 + 64 + 64, 2048 + 128 + 128)
     backward = rec.one("native_layer_norm_backward")
-    assert backward.kind == "custom"
+    assert backward.kind == "norm_backward" and backward.attrs["norm"] == "layer"
     # x̂ 2E + grad_input 7E + E (γ) + grad_weight 2E - 16 + grad_bias E - 16 = 13E - 32 = 6,624
     assert backward.cost.flops == 13 * 512 - 32
     assert backward.cost.read_bytes == 2048 + 2048 + 128 + 128 + 64  # dy, x, mean, rstd, γ (bias unread)
@@ -514,7 +517,7 @@ def test_safe_softmax_of_the_attention_math_path():
     x[0, 0] = -math.inf  # a fully masked row comes out as zeros
     rec = record(lambda: torch.ops.aten._safe_softmax(x, -1))
     op = rec.one("_safe_softmax")
-    assert op.kind == "custom"
+    assert op.kind == "safe_softmax"
     # 6 rows of L = 5: softmax 5L-2 = 23, + L compares with -inf, L-1 ands, L selects = 8L-3 = 37
     assert (op.cost.flops, op.cost.transcendentals) == (6 * 37, 6 * 5)
 
@@ -553,8 +556,8 @@ def test_avg_and_adaptive_pooling_forward_and_backward():
 
     uneven = record(backward_of(nn.AdaptiveAvgPool2d(3), x))
     # 8 → 3: windows [0,3) [2,6) [5,8) = 3 + 4 + 3 = 10 per dim; 6 planes × 10·10
-    assert ops_norms.adaptive_windows(8, 3) == [3, 4, 3]
-    assert uneven.one("_adaptive_avg_pool2d").kind == "custom"
+    assert adaptive_windows(8, 3) == [3, 4, 3]
+    assert uneven.one("_adaptive_avg_pool2d").kind == "adaptive_pooling"
     assert uneven.one("_adaptive_avg_pool2d").cost.flops == 6 * 100
     assert uneven.one("_adaptive_avg_pool2d_backward").cost.flops == 6 * (100 + 9)
 
@@ -723,7 +726,7 @@ def test_fused_sgd_and_foreach_with_mixed_dtypes():
     mixed = [torch.randn(3, 4), torch.randn(5, dtype=torch.float64)]
     rec = record(lambda: torch._foreach_mul_(mixed, 2.0))
     op = rec.one("_foreach_mul_")
-    assert op.kind == "custom" and op.cost.flops_by_dtype == {F32: 12, "float64": 5}
+    assert op.kind == "foreach_elementwise" and op.cost.flops_by_dtype == {F32: 12, "float64": 5}
     assert op.cost.read_bytes == 48 + 40 and op.cost.write_bytes == 48 + 40
 
 

@@ -11,12 +11,12 @@ where ⌊0.3/0.1⌋ + 1 says 3), so it is run out in that precision, up to ``FLO
 
 from __future__ import annotations
 
-import math
 import operator
 from typing import Any
 
 import numpy as np
 
+from .._walk import closed_form_trips
 from .table import literal_value
 
 _FLIP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "ne": "ne"}
@@ -86,7 +86,7 @@ def infer_trip_count(eqn: Any) -> int | None:
     dtype = np.dtype(carry_vars[index].aval.dtype)
     if not np.issubdtype(dtype, np.integer):
         return _run_out(start, bound, step, relation, dtype)
-    return _count(start, bound, step, relation)
+    return closed_form_trips(start, bound, step, relation)
 
 
 #: The most iterations a floating-point counter is run out for; beyond it the loop is not inferred.
@@ -121,21 +121,3 @@ def _step(
     if b is carried_in and update.primitive.name == "add":
         return _constant(a, body, outer, cond_nconsts, nconsts)
     return None
-
-
-def _count(start: float, bound: float, step: float, relation: str) -> int | None:
-    """Iterations of ``i = start; while i REL bound: i += step``."""
-    if relation == "ne":
-        span = (bound - start) / step
-        return int(span) if span >= 0 and span == int(span) else None
-    if relation in ("lt", "le"):
-        if step < 0:
-            return None if start < bound or (relation == "le" and start == bound) else 0
-        span = bound - start
-        trips = math.ceil(span / step) if relation == "lt" else math.floor(span / step) + 1
-    else:  # gt, ge: counting down
-        if step > 0:
-            return None if start > bound or (relation == "ge" and start == bound) else 0
-        span = start - bound
-        trips = math.ceil(span / -step) if relation == "gt" else math.floor(span / -step) + 1
-    return max(0, int(trips))

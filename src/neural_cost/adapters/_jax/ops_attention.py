@@ -1,8 +1,8 @@
 """Table entries for the fused attention primitives some backends substitute for
 ``jax.nn.dot_product_attention``: jax's cuDNN path (``dot_product_attention_fwd``/``_bwd``
 and their fp8 and ``_wrapper`` forms) and a Metal plugin's ``sdpa``. Each becomes an
-``attention`` record in (batch, heads, sequence, head_dim) order, or an honest ``custom``
-record for a backward pass.
+``attention`` record in (batch, heads, sequence, head_dim) order, or an
+``attention_backward`` record for a backward pass.
 """
 
 from __future__ import annotations
@@ -84,37 +84,17 @@ def _cudnn_fp8_attention(eqn: Any, ctx: LowerContext) -> Ops:
 
 
 def _attention_backward(eqn: Any, ctx: LowerContext, causal: bool, reads: Sequence[Any]) -> Operation:
-    """The backward of a flash attention kernel as ``custom`` work, its FLOPs derived from
-    the forward's count on the same shapes (the attention rule counts the query-key pairs P,
-    skipping masked blocks as the kernel does): recompute S = QKᵀ (P·D MACs), dV = Pᵀ·dO
-    (P·Dv), dP = dO·Vᵀ (P·Dv), dQ = dS·K (P·D), dK = dSᵀ·Q (P·D): 2·P·(3D + 2Dv) FLOPs per
-    head against the forward's 2·P·(D + Dv) — 2.5× when D = Dv (FlashAttention-2's figure).
-    The exponentials are recomputed (P per head). Every input is read once and dQ, dK, dV
-    (and dbias) written once."""
+    """The backward of a flash attention kernel: ``attention_backward`` over q, k, v in
+    (B, H, S, D) and what else it reads (the bias, softmax statistics, output and its
+    gradient), writing dQ, dK, dV (and dbias)."""
     layout = int(eqn.params["layout"])
     q, k, v = eqn.invars[:3]
-    shapes = [to_bhsd(ctx.shape(a), layout) for a in (q, k, v)]
-    forward = Operation(
-        "attention_forward_count",
-        "attention",
-        tuple(shapes),
-        (*shapes[0][:3], shapes[2][3]),
-        ctx.dtype(q),
-        attrs=_attention_attrs(causal, eqn.params),
-    )
-    head_dim, value_dim = shapes[0][3], shapes[2][3]
-    per_unit = head_dim + value_dim  # the forward's FLOPs are 2·P·(D + Dv) per head
-    cost = forward.cost
-    flops = cost.flops // per_unit * (3 * head_dim + 2 * value_dim) if per_unit else 0
-    dense = (cost.dense_flops or 0) // per_unit * (3 * head_dim + 2 * value_dim) if per_unit else 0
-    attrs = {
-        **_attention_attrs(causal, eqn.params),
-        "flops": flops,
-        "dense_flops": dense,
-        "transcendentals": cost.transcendentals,
-    }
+    shapes = [to_bhsd(ctx.shape(a), layout) for a in (q, k, v)] + [ctx.shape(a) for a in reads]
     dq, *grads = eqn.outvars
-    return ctx.op(eqn, "custom", [q, k, v, *reads], dq, attrs=attrs, extra_outputs=grads)
+    attrs = _attention_attrs(causal, eqn.params)
+    return ctx.op(
+        eqn, "attention_backward", [q, k, v, *reads], dq, attrs=attrs, input_shapes=shapes, extra_outputs=grads
+    )
 
 
 @lowers("dot_product_attention_bwd", "dot_product_attention_bwd_wrapper")

@@ -3,19 +3,22 @@
 Each builder translates one equation into records of an existing kind; the arithmetic
 lives in ``neural_cost.costs``. The counting conventions these builders state:
 
-- Arithmetic, comparison, logical, bitwise and select primitives: 1 FLOP per output
-  element, charged to the operands' dtype (``select_n`` and ``clamp``: the result's, as
-  select_n's predicate comes first). ``clamp`` is 2 (a max, then a min). ``real``, ``imag`` and
-  ``complex`` are 0: they pick or pack the parts of a complex number (XLA counts none
-  either). ``integer_pow(x, y)`` is exponentiation by squaring, as JAX lowers it:
-  ⌊log2 |y|⌋ squarings + (popcount |y| - 1) multiplies, + 1 divide when y < 0, 0 for
-  y ∈ {0, 1}.
-- Transcendental primitives (exp, log, tanh, logistic, erf, rsqrt, lgamma, ...): 1 FLOP
-  and 1 transcendental per element. XLA's ``cost_analysis()`` counts them as 1
-  transcendental and 0 FLOPs, so our FLOPs exceed its by one per element here. Special
-  functions (lgamma, igamma, bessel_i0e, zeta, ...) expand to dozens of operations in
-  XLA: one FLOP undercounts them, a known inaccuracy. ``pow(x, y)`` is exp(y·log x):
-  3 FLOPs and 2 transcendentals per element (XLA: 1 transcendental).
+- Pointwise primitives only name their entry in ``neural_cost.costs.catalog``
+  (``ALIASES``: ``logistic`` → ``sigmoid``, ``max`` → ``maximum``, ``rem`` → ``fmod``...), which
+  holds every per-element count and its formula, the same entries PyTorch's and
+  TensorFlow's tables name. FLOPs are charged to the operands' dtype (``select_n`` and
+  ``clamp``: the result's, as select_n's predicate comes first). ``integer_pow(x, y)`` is
+  exponentiation by squaring, as JAX lowers it: the record names ``integer_pow`` and its
+  attrs['exponent'], and the rule counts it (``neural_cost.costs.catalog.integer_pow_flops``).
+- Transcendental primitives are 1 FLOP and 1 transcendental per element (``logistic``,
+  sigmoid, is 4 and 1). XLA's ``cost_analysis()`` counts them as 1 transcendental and 0 FLOPs,
+  so our FLOPs exceed its by one per element here. Special functions (lgamma, igamma,
+  bessel_i0e, zeta, ...) expand to dozens of operations in XLA: one FLOP undercounts them,
+  a known inaccuracy.
+- ``jax.nn`` activations are compositions of primitives (``gelu``, ``elu``, ``softplus`` as
+  ``logaddexp(x, 0)``...): each primitive counts by its own entry, so a composite's total
+  can differ from the catalog's entry for the activation; ``tests/test_catalog.py`` lists
+  each difference and its reason.
 - Casts: ``convert_element_type`` to another dtype, ``bitcast_convert_type`` (always: XLA
   materialises it unless it fuses), ``copy`` and ``random_seed`` (a seed packed into key
   words of another width) are ``copy`` records: data moves, no FLOPs. (``copy`` lowers to
@@ -51,20 +54,37 @@ from .table import LowerContext, free, is_key_dtype, lowers
 
 # -- elementwise -----------------------------------------------------------------------
 
-ARITHMETIC = (
-    "add", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign", "floor", "ceil", "round",
-    "nextafter", "square", "reciprocal", "add_any", "mulhi", "conj", "reduce_precision", "is_finite",
-    "eq", "ne", "lt", "le", "gt", "ge", "eq_to", "le_to", "lt_to",
-    "and", "or", "xor", "not", "shift_left", "shift_right_arithmetic", "shift_right_logical",
-    "population_count", "clz",
-)  # fmt: skip
-PART_SELECTION = ("real", "imag", "complex")
-TRANSCENDENTAL = (
-    "exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv", "lgamma", "digamma", "polygamma", "zeta",
-    "igamma", "igammac", "igamma_grad_a", "regularized_incomplete_beta", "bessel_i0e", "bessel_i1e",
-)  # fmt: skip
+# primitive → catalog entry
+ALIASES: dict[str, str] = {
+    **{name: name for name in (
+        "add", "sub", "mul", "div", "neg", "abs", "sign", "floor", "ceil", "round", "nextafter", "square",
+        "reciprocal", "mulhi", "conj", "reduce_precision", "eq", "ne", "lt", "le", "gt", "ge",
+        "population_count", "real", "imag", "complex", "clamp", "pow",
+        "exp", "exp2", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+        "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "lgamma",
+        "digamma", "polygamma", "zeta", "igamma", "igammac", "igamma_grad_a", "bessel_i0e", "bessel_i1e",
+    )},
+    "add_any": "add",  # the sum of two cotangents
+    "max": "maximum",
+    "min": "minimum",
+    "rem": "fmod",  # C's fmod: the result takes the dividend's sign
+    "is_finite": "isfinite",
+    "eq_to": "eq",
+    "le_to": "le",
+    "lt_to": "lt",
+    "and": "bitwise_and",  # on bools, the logical and
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "not": "bitwise_not",
+    "shift_left": "bitwise_left_shift",
+    "shift_right_arithmetic": "bitwise_right_shift",
+    "shift_right_logical": "bitwise_right_shift",
+    "clz": "count_leading_zeros",
+    "select_n": "where",
+    "logistic": "sigmoid",
+    "erf_inv": "erfinv",
+    "regularized_incomplete_beta": "betainc",
+}  # fmt: skip
 
 
 def _key_shape(eqn: Any) -> Shape:
@@ -76,84 +96,49 @@ def _key_shape(eqn: Any) -> Shape:
     return ()
 
 
-def _pointwise(eqn: Any, ctx: LowerContext, flops_per_element: int, **attrs: Any) -> Operation:
-    """One elementwise record with the equation's shapes (scalar literals stay shape ()).
+def _pointwise(eqn: Any, ctx: LowerContext, **attrs: Any) -> Operation:
+    """One elementwise record with the equation's shapes (scalar literals stay shape ()),
+    naming its catalog entry (``attrs`` may state explicit counts instead, and a compute dtype).
 
     Typed PRNG keys carry their uint32 words as trailing dims (``LowerContext.shape``), so
     when keys take part (``select_n`` or ``eq`` over key arrays) the other operands, and a
     non-key result, gain those dims too: XLA selects and compares keys word by word.
     """
+    attrs = {"op": ALIASES.get(eqn.primitive.name, eqn.primitive.name), **attrs}
     key = _key_shape(eqn)
     if not key:
-        return ctx.op(
-            eqn, "elementwise", attrs={"op": eqn.primitive.name, "flops_per_element": flops_per_element, **attrs}
-        )
+        return ctx.op(eqn, "elementwise", attrs=attrs)
     ones = (1,) * len(key)
     input_shapes = [
         ctx.shape(a) if is_key_dtype(a.aval.dtype) or not a.aval.shape else ctx.shape(a) + ones for a in eqn.invars
     ]
     result = eqn.outvars[0]
     output_shape = ctx.shape(result) if is_key_dtype(result.aval.dtype) else ctx.shape(result) + key
-    return ctx.op(
-        eqn,
-        "elementwise",
-        attrs={"op": eqn.primitive.name, "flops_per_element": flops_per_element, **attrs},
-        input_shapes=input_shapes,
-        output_shape=output_shape,
-    )
+    return ctx.op(eqn, "elementwise", attrs=attrs, input_shapes=input_shapes, output_shape=output_shape)
 
 
-@lowers(*ARITHMETIC)
-def _arithmetic(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    return [_pointwise(eqn, ctx, 1)]
+_RESULT_DTYPE = ("select_n", "clamp")  # the predicate / bounds come first: charge the result's dtype
 
 
-@lowers(*PART_SELECTION)
-def _part_selection(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    return [_pointwise(eqn, ctx, 0)]
+@lowers(*(name for name in ALIASES if name not in _RESULT_DTYPE))
+def _aliased(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
+    return [_pointwise(eqn, ctx)]
 
 
-@lowers("select_n")
-def _select_n(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    # The predicate (bool or int32 case index) comes first: charge the selected values' dtype.
-    return [_pointwise(eqn, ctx, 1, compute_dtype=ctx.dtype(eqn.outvars[0]))]
-
-
-@lowers("clamp")
-def _clamp(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    return [_pointwise(eqn, ctx, 2, compute_dtype=ctx.dtype(eqn.outvars[0]))]
-
-
-def integer_pow_flops(exponent: int) -> int:
-    """FLOPs per element of x**exponent by exponentiation by squaring, as JAX lowers it."""
-    if exponent in (0, 1):
-        return 0  # a fill with ones, or x itself
-    magnitude = abs(exponent)
-    squarings = magnitude.bit_length() - 1
-    multiplies = magnitude.bit_count() - 1
-    return squarings + multiplies + (1 if exponent < 0 else 0)
+@lowers(*_RESULT_DTYPE)
+def _result_dtype(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
+    return [_pointwise(eqn, ctx, compute_dtype=ctx.dtype(eqn.outvars[0]))]
 
 
 @lowers("integer_pow")
 def _integer_pow(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    return [_pointwise(eqn, ctx, integer_pow_flops(int(eqn.params["y"])))]
-
-
-@lowers("pow")
-def _pow(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    # exp(y * log x): log, multiply, exp
-    return [_pointwise(eqn, ctx, 3, transcendental=True, transcendentals_per_element=2)]
-
-
-@lowers(*TRANSCENDENTAL)
-def _transcendental(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    return [_pointwise(eqn, ctx, 1, transcendental=True)]
+    # exponentiation by squaring, as JAX lowers it: the elementwise rule counts it by the exponent
+    return [_pointwise(eqn, ctx, exponent=int(eqn.params["y"]))]
 
 
 @lowers("iota", "iota_2x32_shape")
 def _iota(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
-    attrs = {"op": eqn.primitive.name, "flops_per_element": 0}
-    return [ctx.op(eqn, "elementwise", inputs=(), attrs=attrs, extra_outputs=eqn.outvars[1:])]
+    return [ctx.op(eqn, "elementwise", inputs=(), attrs={"op": "iota"}, extra_outputs=eqn.outvars[1:])]
 
 
 # -- casts and copies --------------------------------------------------------------------

@@ -102,12 +102,13 @@ def is_key_dtype(dtype: Any) -> bool:
 Builder = Callable[[Any, LowerContext], Sequence[Operation]]
 Entry = Builder | Free
 
-_REGISTRY: OpTable[Builder] = OpTable("JAX primitive")
-TABLE: dict[str, Entry] = _REGISTRY.entries
+#: The table itself, for ``_walk.lower``; ``TABLE`` is its entries.
+REGISTRY: OpTable[Builder] = OpTable("JAX primitive", "equation")
+TABLE: dict[str, Entry] = REGISTRY.entries
 #: Why a builder's empty result (this op only aliases) is free, per name.
-EMPTY_REASONS: dict[str, str] = _REGISTRY.empty_reasons
-lowers = _REGISTRY.lowers
-free = _REGISTRY.free
+EMPTY_REASONS: dict[str, str] = REGISTRY.empty_reasons
+lowers = REGISTRY.lowers
+free = REGISTRY.free
 
 
 def literal_value(atom: Any) -> Any:

@@ -14,11 +14,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.errors import AdapterError
 from ...core.records import LoopAssumption
-from .._walk import WalkState, check_trip_counts
+from .._walk import Loops, WalkState, lower, take_costliest_branch
 from .loops import infer_trip_count
-from .table import EMPTY_REASONS, TABLE, Free, LowerContext
+from .table import REGISTRY, TABLE, LowerContext
 
 CALL_BOUNDARY = "a call boundary: its body's equations are counted instead"
 
@@ -120,16 +119,13 @@ class Walker:
     """One walk of one program; trip counts keyed by while-loop index or label."""
 
     def __init__(self, trip_counts: Mapping[int | str, int], default_trip_count: int) -> None:
-        self.trip_counts = dict(trip_counts)
-        self.default_trip_count = default_trip_count
-        self.while_index = 0
+        self.loops = Loops(trip_counts, default_trip_count)
         self.scan_index = 0
-        self.loop_labels: list[tuple[int, str]] = []
 
     def run(self, closed_jaxpr: Any) -> WalkState:
         state = WalkState()
         self.walk(_open(closed_jaxpr), 1, None, state)
-        check_trip_counts(self.trip_counts, self.loop_labels)
+        self.loops.check()
         return state
 
     def walk(self, jaxpr: Any, count: int, prefix: str | None, state: WalkState) -> None:
@@ -148,18 +144,8 @@ class Walker:
         if name == "cond":
             return self._cond(eqn, count, scope, state)
         entry = TABLE.get(name)
-        if isinstance(entry, Free):
-            state.free += count
-            state.free_reasons[name] = entry.reason
-            return None
         if entry is not None:
-            records = list(entry(eqn, LowerContext(scope, count)))
-            if records:
-                state.operations += records
-                state.modeled += count
-            else:  # the builder found this equation only aliases (a reshape, a weak-type cast)
-                state.free += count
-                state.free_reasons.setdefault(name, EMPTY_REASONS.get(name, "aliases its input for this equation"))
+            lower(state, REGISTRY, entry, name, count, (eqn, LowerContext(scope, count)), where=scope)
             return None
         bodies = executed_bodies(name, eqn.params)
         if bodies and name in KNOWN_CALLS:
@@ -170,7 +156,7 @@ class Walker:
             return None
         if name in ("reduce", "reduce_window") and bodies:
             return self._reduction_with_body(eqn, count, scope, state, bodies[0][1])
-        state.unmodeled[_unmodeled_name(eqn)] += count
+        lower(state, REGISTRY, None, name, count, (), label=_unmodeled_name(eqn))
         if bodies:  # an unknown container: walk what it carries, once, and say so
             state.notes.append(
                 f"{name} at {scope or 'top level'} carries a jaxpr neural-cost does not know; its body was counted once"
@@ -191,50 +177,22 @@ class Walker:
         self.walk(_open(eqn.params["jaxpr"]), count * length, scope, state)
 
     def _while(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
-        index = self.while_index
-        self.while_index += 1
-        label = f"{scope}/while_{index}" if scope else f"while_{index}"
-        self.loop_labels.append((index, label))
-        if index in self.trip_counts or label in self.trip_counts:
-            trips = self.trip_counts[index] if index in self.trip_counts else self.trip_counts[label]
-            if isinstance(trips, bool) or not isinstance(trips, int) or trips < 0:
-                raise AdapterError(f"trip_counts[{index!r}] for loop {label} is {trips!r}; give a non-negative integer")
-            source = "explicit"
-        else:
-            inferred = infer_trip_count(eqn)
-            trips, source = (inferred, "inferred") if inferred is not None else (self.default_trip_count, "default")
+        loop = self.loops.enter(scope, lambda: infer_trip_count(eqn), _location(eqn))
+        trips = loop.trip_count
         state.free += count
         state.free_reasons["while"] = CALL_BOUNDARY
-        state.loops.append(LoopAssumption(label, trips, source, scope=scope, location=_location(eqn)))
+        state.loops.append(loop)
         self.walk(_open(eqn.params["cond_jaxpr"]), count * (trips + 1), scope, state)
         self.walk(_open(eqn.params["body_jaxpr"]), count * trips, scope, state)
 
     def _cond(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
-        branches = list(eqn.params["branches"])
         walked = []
-        for branch in branches:
+        for branch in eqn.params["branches"]:
             branch_state = WalkState()
             self.walk(_open(branch), count, scope, branch_state)
             walked.append(branch_state)
-        chosen = max(range(len(walked)), key=lambda i: walked[i].weight())
-        state.free += count
-        state.free_reasons["cond"] = "selects a branch; the most expensive branch's equations are counted"
-        state.absorb(walked[chosen])
-        state.static += sum(w.static for i, w in enumerate(walked) if i != chosen)
         where = f"cond at {scope or 'top level'} ({_location(eqn) or 'unknown location'})"
-        if len(walked) > 1:
-            state.notes.append(f"{where} costed as its most expensive branch ({chosen} of {len(walked)})")
-        # A branch's unmodeled work weighs nothing, so it is never the "most expensive": keep
-        # it in coverage (as executed, unmodeled) rather than let the choice drop it silently.
-        for i, branch in enumerate(walked):
-            if i != chosen and branch.unmodeled:
-                state.unmodeled.update(branch.unmodeled)
-                state.executed += sum(branch.unmodeled.values())
-                names = ", ".join(f"{n} ({c})" for n, c in branch.unmodeled.most_common())
-                state.notes.append(
-                    f"{where}: branch {i}, not costed, holds unmodeled {names}; its cost is unknown and may exceed "
-                    f"branch {chosen}'s"
-                )
+        take_costliest_branch(state, walked, count, "cond", where, "equations")
 
     def _reduction_with_body(self, eqn: Any, count: int, scope: str | None, state: WalkState, body: Any) -> None:
         """A generic reduce/reduce_window: one ``custom`` record whose FLOPs are its combining
@@ -263,10 +221,11 @@ class Walker:
                 flops[dtype] = flops.get(dtype, 0) + value * op.count * applications
         transcendentals = sum(op.cost.transcendentals * op.count for op in combine.operations) * applications
         attrs = {"flops": flops, "transcendentals": transcendentals, "combines": applications}
-        state.operations.append(
-            LowerContext(scope, count).op(eqn, "custom", attrs=attrs, extra_outputs=eqn.outvars[1:])
-        )
-        state.modeled += count
+
+        def build(eqn: Any, ctx: LowerContext) -> list[Any]:
+            return [ctx.op(eqn, "custom", attrs=attrs, extra_outputs=eqn.outvars[1:])]
+
+        lower(state, REGISTRY, build, name, count, (eqn, LowerContext(scope, count)), where=scope)
 
 
 KNOWN_CALLS = frozenset(

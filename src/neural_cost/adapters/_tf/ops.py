@@ -8,8 +8,9 @@ free ops). Function-call and control-flow ops (``PartitionedCall``, ``While``, `
 are not in the table: the walker descends into their bodies.
 
 A builder raises ``UnmodeledOp`` for a form of its op it cannot describe (an einsum it
-cannot map to a contraction, a window that is not a constant): the walker counts that op
-as unmodeled, by its type, never as free.
+cannot map to a contraction, a window that is not a constant): the lowering driver
+(``adapters._walk.lower``) counts that op as unmodeled, by its type, with a note saying why —
+as it does for any exception a builder raises — never as free.
 """
 
 from __future__ import annotations

@@ -88,12 +88,13 @@ class TfContext:
 Builder = Callable[[Any, TfContext], Sequence[Operation]]
 Entry = Builder | Free
 
-_REGISTRY: OpTable[Builder] = OpTable("TensorFlow op type")
-TABLE: dict[str, Entry] = _REGISTRY.entries
+#: The table itself, for ``_walk.lower``; ``TABLE`` is its entries.
+REGISTRY: OpTable[Builder] = OpTable("TensorFlow op type", "op")
+TABLE: dict[str, Entry] = REGISTRY.entries
 #: Why a builder's empty result (this op only aliases) is free, per name.
-EMPTY_REASONS: dict[str, str] = _REGISTRY.empty_reasons
-lowers = _REGISTRY.lowers
-free = _REGISTRY.free
+EMPTY_REASONS: dict[str, str] = REGISTRY.empty_reasons
+lowers = REGISTRY.lowers
+free = REGISTRY.free
 
 
 def attr(op: Any, name: str, default: Any = None) -> Any:

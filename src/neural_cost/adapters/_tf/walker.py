@@ -9,15 +9,12 @@ with a constant bound — ``maximum_iterations`` is one), or the default, report
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from ...core.errors import AdapterError
-from ...core.records import LoopAssumption
-from .._walk import WalkState, check_trip_counts
-from .ops_compute import UnmodeledOp
-from .table import EMPTY_REASONS, TABLE, Free, TfContext, constant_value
+from .._walk import Loops, WalkState, closed_form_trips, lower, take_costliest_branch
+from .table import REGISTRY, TABLE, TfContext, constant_value
 
 CALL_BOUNDARY = "a function call: its body's ops are counted instead"
 CALLS = ("PartitionedCall", "StatefulPartitionedCall")
@@ -48,15 +45,12 @@ class Walker:
     """One walk of one concrete function; trip counts keyed by While index or label."""
 
     def __init__(self, trip_counts: Mapping[int | str, int], default_trip_count: int) -> None:
-        self.trip_counts = dict(trip_counts)
-        self.default_trip_count = default_trip_count
-        self.while_index = 0
-        self.loop_labels: list[tuple[int, str]] = []
+        self.loops = Loops(trip_counts, default_trip_count)
 
     def run(self, graph: Any) -> WalkState:
         state = WalkState()
         self.walk(graph, 1, None, state)
-        check_trip_counts(self.trip_counts, self.loop_labels)
+        self.loops.check()
         return state
 
     def walk(self, graph: Any, count: int, prefix: str | None, state: WalkState) -> None:
@@ -89,26 +83,7 @@ class Walker:
         if kind in IFS or kind in ("Case", "StatelessCase"):
             self._branches(graph, op, count, scope, state)
             return
-        entry = TABLE.get(kind)
-        if isinstance(entry, Free):
-            state.free += count
-            state.free_reasons[kind] = entry.reason
-            return
-        if entry is None:
-            state.unmodeled[kind] += count
-            return
-        try:
-            records = list(entry(op, TfContext(scope, count)))
-        except UnmodeledOp as reason:  # e.g. an einsum equation no rule describes: named, not zero
-            state.unmodeled[kind] += count
-            state.notes.append(f"{kind} {op.name}: not modeled ({reason})"[:300])
-            return
-        if records:
-            state.operations += records
-            state.modeled += count
-        else:
-            state.free += count
-            state.free_reasons.setdefault(kind, EMPTY_REASONS.get(kind, "aliases its input for this op"))
+        lower(state, REGISTRY, TABLE.get(kind), kind, count, (op, TfContext(scope, count)), where=op.name)
 
     def _branches(self, graph: Any, op: Any, count: int, scope: str | None, state: WalkState) -> None:
         if op.type in IFS:
@@ -121,35 +96,16 @@ class Walker:
             branch_state = WalkState()
             self.walk(branch, count, scope, branch_state)
             walked.append(branch_state)
-        chosen = max(range(len(walked)), key=lambda i: walked[i].weight())
-        state.free += count
-        state.free_reasons[op.type] = "selects a branch; the most expensive branch's ops are counted"
-        state.absorb(walked[chosen])
-        state.static += sum(w.static for i, w in enumerate(walked) if i != chosen)
-        for i, other in enumerate(walked):
-            if i != chosen and other.unmodeled:
-                state.unmodeled.update(other.unmodeled)
-                state.executed += sum(other.unmodeled.values())
-        state.notes.append(f"{op.type} {op.name} costed as its most expensive branch ({chosen} of {len(walked)})")
+        take_costliest_branch(state, walked, count, op.type, f"{op.type} {op.name}", "ops")
 
     def _while(self, graph: Any, op: Any, count: int, scope: str | None, state: WalkState) -> None:
-        index = self.while_index
-        self.while_index += 1
-        label = f"{scope}/while_{index}" if scope else f"while_{index}"
-        self.loop_labels.append((index, label))
         cond = _function_graph(graph, op, "cond")
         body = _function_graph(graph, op, "body")
-        if index in self.trip_counts or label in self.trip_counts:
-            trips = self.trip_counts[index] if index in self.trip_counts else self.trip_counts[label]
-            if isinstance(trips, bool) or not isinstance(trips, int) or trips < 0:
-                raise AdapterError(f"trip_counts[{index!r}] for loop {label} is {trips!r}; give a non-negative integer")
-            source = "explicit"
-        else:
-            inferred = infer_trip_count(op, cond, body)
-            trips, source = (inferred, "inferred") if inferred is not None else (self.default_trip_count, "default")
+        loop = self.loops.enter(scope, lambda: infer_trip_count(op, cond, body), op.name)
+        trips = loop.trip_count
         state.free += count
         state.free_reasons[op.type] = "a loop: its condition and body are counted once per iteration"
-        state.loops.append(LoopAssumption(label, trips, source, scope=scope, location=op.name))
+        state.loops.append(loop)
         self.walk(cond, count * (trips + 1), scope, state)
         self.walk(body, count * trips, scope, state)
 
@@ -211,7 +167,7 @@ def infer_trip_count(op: Any, cond: Any, body: Any) -> int | None:
         step = _body_step(body, body_inputs, var)
         if bound is None or start is None or step is None or step == 0:
             continue
-        trips = _count(start, bound, step, relation)
+        trips = closed_form_trips(start, bound, step, relation)
         if trips is not None:
             counts.append(trips)
     return min(counts) if counts else None
@@ -231,15 +187,3 @@ def _body_step(body: Any, body_inputs: list[Any], var: int) -> float | None:
     if b is body_inputs[var] and update.type != "Sub":
         return _number(a)
     return None
-
-
-def _count(start: float, bound: float, step: float, relation: str) -> int | None:
-    if relation in ("lt", "le"):
-        if step < 0:
-            return None
-        trips = math.ceil((bound - start) / step) if relation == "lt" else math.floor((bound - start) / step) + 1
-    else:
-        if step > 0:
-            return None
-        trips = math.ceil((start - bound) / -step) if relation == "gt" else math.floor((start - bound) / -step) + 1
-    return max(0, int(trips))

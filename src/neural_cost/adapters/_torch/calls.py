@@ -128,12 +128,23 @@ def _packet_names(bases: Sequence[str]) -> list[str]:
 
 
 def _elementwise(
-    call: AtenCall, ctx: TorchContext, counts: Counts, inputs: Sequence[Any] | None = None
+    call: AtenCall,
+    ctx: TorchContext,
+    counts: Counts | str,
+    inputs: Sequence[Any] | None = None,
+    params: dict[str, Any] | None = None,
 ) -> list[Operation]:
+    """One ``elementwise`` record. ``counts`` names its entry in ``neural_cost.costs.catalog``
+    (the rule reads the per-element counts there, with ``params`` such as an integer power's
+    exponent; the record says which entry counted it), or states (FLOPs, transcendentals) per
+    element for work the call's arguments decide (a loss)."""
     outputs = call.outputs
-    attrs: dict[str, Any] = {"op": call.name, "flops_per_element": counts[0]}
-    if counts[1]:
-        attrs["transcendentals_per_element"] = counts[1]
+    if isinstance(counts, str):
+        attrs: dict[str, Any] = {"op": counts, **(params or {})}
+    else:
+        attrs = {"op": call.name, "flops_per_element": counts[0]}
+        if counts[1]:
+            attrs["transcendentals_per_element"] = counts[1]
     ins = _inputs(call) if inputs is None else inputs
     return [ctx.op(call, "elementwise", ins, outputs[0], attrs=attrs, extra_outputs=outputs[1:])]
 

@@ -13,10 +13,8 @@ PyTorch's layouts into the ones the rules expect; the FLOP and byte arithmetic s
   agree). PyTorch's CPU flash kernel skips whole tiles (32-256 queries by 512 keys), not
   pairs: every pair of a tile the mask touches is computed (``causal_blocks``), so a causal
   sequence up to 512 long costs what a dense one does. ``dense_flops`` equals
-  FlopCounterMode's sdpa count. Backward kernels are ``custom`` records: recompute S = QKᵀ,
-  dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q, i.e. 2·B·Hq·pairs·(3D + 2Dv) FLOPs
-  (FlopCounterMode's backward formula over all Sq·Sk pairs is our ``dense_flops``), one
-  exponential per executed pair recomputed.
+  FlopCounterMode's sdpa count. Backward kernels are ``attention_backward`` records over
+  the same q, k, v and attrs (its ``dense_flops`` is FlopCounterMode's backward formula).
 """
 
 from __future__ import annotations
@@ -215,27 +213,15 @@ def _backward_record(
     attrs: dict[str, Any],
     count: int = 1,
 ) -> Operation:
-    """The backward of a flash-style kernel as ``custom`` work derived from the forward's
-    count on the same shapes (the attention rule counts the executed query-key pairs P):
-    recompute S = QKᵀ (P·D multiply-adds), dV = Pᵀ·dO (P·Dv), dP = dO·Vᵀ (P·Dv), dQ = dS·K
-    (P·D), dK = dSᵀ·Q (P·D): 2·P·(3D + 2Dv) FLOPs per head against the forward's
-    2·P·(D + Dv), and P exponentials recomputed. ``dense_flops`` is the same over every pair:
-    FlopCounterMode's sdpa backward formula."""
-    q, k, v = qkv
-    forward = Operation(f"{name}.forward", "attention", (q[0], k[0], v[0]), (*q[0][:3], v[0][3]), q[1], attrs=attrs)
-    head_dim, value_dim = q[0][3], v[0][3]
-    per_pair, backward = head_dim + value_dim, 3 * head_dim + 2 * value_dim
-    cost = forward.cost
-    flops = cost.flops // per_pair * backward if per_pair else 0
-    dense = (cost.dense_flops or 0) // per_pair * backward if per_pair else 0
-    custom = {**attrs, "flops": flops, "dense_flops": dense, "transcendentals": cost.transcendentals}
-    return _record(ctx, name, "custom", [*reads, q, k, v], grads[0], attrs=custom, extra=grads[1:], count=count)
+    """The backward of a flash-style kernel: ``attention_backward`` over q, k, v (B, H, S, D)
+    and what else it reads, writing the gradients."""
+    return _record(ctx, name, "attention_backward", [*qkv, *reads], grads[0], attrs=attrs, extra=grads[1:], count=count)
 
 
 @lowers(*_BACKWARD_KERNELS)
 def _fused_attention_backward(call: AtenCall, ctx: TorchContext) -> Ops:
     """(grad_out, q, k, v, [bias], out, logsumexp, ...) → (dq, dk, dv[, dbias]): one
-    ``custom`` record (see ``_backward_record``) reading grad_out, out, the log-sum-exp, the
+    ``attention_backward`` record reading grad_out, out, the log-sum-exp, the
     mask if any, q, k and v, and writing the gradients."""
     kernel = _BACKWARD_KERNELS[call.name]
     a = _arguments(call)
@@ -299,7 +285,7 @@ def _mha(
     """PyTorch's native multi-head attention kernel (the nn.MultiheadAttention fast path),
     as it runs on the CPU: the q, k, v projections (one (D, 3D) product for self-attention,
     (D, D) and (D, 2D) when key is value, three (D, D) otherwise, then a concatenation);
-    bias add and 1/√d scaling of q as ``custom`` work (3D adds + D multiplies per row);
+    bias add and 1/√d scaling of q (``qkv_bias_rescale``);
     the scores (B, H, T, T) materialised by a ``matmul``, a mask applied (``elementwise``),
     ``softmax``, the ``matmul`` with v, the output projection and its bias; averaging the
     weights over heads when they are returned (``reduce``, one divide per output)."""
@@ -327,10 +313,9 @@ def _mha(
         _record(
             ctx,
             f"{name}.qkv_bias",
-            "custom",
+            "qkv_bias_rescale",
             [spec(batch, length, 3 * embed), _spec(ctx, a["qkv_bias"])],
             spec(3, batch, heads, length, head_dim),
-            attrs={"flops": 4 * batch * length * embed},
         )
     )
     scores = spec(batch, heads, length, length)
@@ -381,18 +366,16 @@ def _native_multi_head_attention(call: AtenCall, ctx: TorchContext) -> Ops:
 @lowers("_transform_bias_rescale_qkv")
 def _transform_bias_rescale_qkv(call: AtenCall, ctx: TorchContext) -> Ops:
     """(qkv (B, T, 3D), qkv_bias, num_heads) → q, k, v (B, H, T, D/H): the bias added to
-    all three and q scaled by 1/√(D/H), 4D FLOPs per row, as ``custom`` work."""
+    all three and q scaled by 1/√(D/H): ``qkv_bias_rescale``."""
     qkv, bias = call.args[:2]
-    batch, length, width = ctx.shape(qkv)
     q, k, v = call.outputs
     return [
         _record(
             ctx,
             call.name,
-            "custom",
+            "qkv_bias_rescale",
             [_spec(ctx, qkv), _spec(ctx, bias)],
             _spec(ctx, q),
-            attrs={"flops": batch * length * width * 4 // 3},
             extra=[_spec(ctx, k), _spec(ctx, v)],
         )
     ]

@@ -230,23 +230,23 @@ def _embedding_backward(call: AtenCall, ctx: TorchContext) -> Ops:
 @lowers("_embedding_bag", "_embedding_bag_forward_only")
 def _embedding_bag(call: AtenCall, ctx: TorchContext) -> Ops:
     """nn.EmbeddingBag, (weight (V, D), indices (N,), offsets, scale_grad_by_freq, mode,
-    sparse, per_sample_weights, ...) → ((bags, D), bookkeeping): ``custom`` work reading the
-    N rows it looks up (never the table), the indices and offsets; combining a bag of n rows
-    takes n-1 adds (mode 0, sum; 1, mean, then one divide per output) or comparisons (2,
-    max) per feature, and per_sample_weights one multiply per row element."""
+    sparse, per_sample_weights, ...) → ((bags, D), bookkeeping): an ``embedding_bag`` record
+    reading the N rows it looks up (never the table), the indices, offsets and weights;
+    mode 0 is a sum, 1 a mean, 2 a max."""
     a = _arguments(call)
     weight, indices, offsets = a["weight"], a["indices"], a["offsets"]
     out, *rest = call.outputs
     rows, width = int(indices.numel()), int(weight.shape[1])
-    bags = int(out.shape[0])
-    flops = max(rows - bags, 0) * width + (bags * width if int(a["mode"]) == 1 else 0)
     inputs = [((rows, width), ctx.dtype(weight)), _spec(ctx, indices), _spec(ctx, offsets)]
     weights = a["per_sample_weights"]
     if _is_tensor(weights):
-        flops += rows * width
         inputs.append(_spec(ctx, weights))
     extra = [_spec(ctx, t) for t in rest if t.numel() > 0]
-    return [_record(ctx, call.name, "custom", inputs, _spec(ctx, out), attrs={"flops": flops}, extra=extra)]
+    attrs = {"mode": _BAG_MODES[int(a["mode"])]}
+    return [_record(ctx, call.name, "embedding_bag", inputs, _spec(ctx, out), attrs=attrs, extra=extra)]
+
+
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}  # at::native EmbeddingBagMode
 
 
 @lowers("_embedding_bag_backward", "_embedding_bag_dense_backward")

@@ -82,20 +82,17 @@ def _linear(call: AtenCall, ctx: TorchContext) -> Ops:
 @lowers("_scaled_mm")
 def _scaled_mm(call: AtenCall, ctx: TorchContext) -> Ops:
     """fp8 (a, b, scale_a, scale_b, bias, scale_result, out_dtype): ``matmul`` charged to the
-    fp8 inputs (FlopCounterMode's count exactly), then the dequantisation as ``custom`` work:
-    2 multiplies per output element (by scale_a and scale_b), +1 with a bias, +1 with
-    scale_result; the scales (any blocking) are read once."""
+    fp8 inputs (FlopCounterMode's count exactly), then the dequantisation as a ``dequantize``
+    record reading the product, the scales (any blocking) and the bias."""
     a = _arguments(call)
     out = call.out
     product = ctx.op(call, "matmul", [a["self"], a["mat2"]], out)
     extras = [t for t in (a["scale_a"], a["scale_b"], a["bias"], a["scale_result"]) if _is_tensor(t)]
-    per_element = 2 + sum(1 for t in (a["bias"], a["scale_result"]) if _is_tensor(t))
     scale = _record(
         ctx,
         "_scaled_mm.scale",
-        "custom",
+        "dequantize",
         [(product.output, product.dtype), *(_spec(ctx, t) for t in extras)],
         _spec(ctx, out),
-        attrs={"flops": per_element * int(out.numel())},
     )
     return [product, scale]

@@ -109,12 +109,9 @@ _PAD_BACKWARDS = tuple(f"{kind}_pad{n}d_backward" for kind in ("reflection", "re
 
 @lowers(*_PAD_BACKWARDS)
 def _pad_backward(call: AtenCall, ctx: TorchContext) -> Ops:
-    """(grad_output, self, padding) → grad of self: each padded position's gradient added
-    into the element it copied: grad_output read, the gradient written, one add per
-    element of grad_output beyond the input's size (``custom``)."""
-    grad = call.args[0]
-    extra = max(int(grad.numel()) - int(call.out.numel()), 0)
-    return [ctx.op(call, "custom", [grad], call.out, attrs={"flops": extra})]
+    """(grad_output, self, padding) → grad of self: ``pad_backward``, each padded position's
+    gradient added into the element it copied."""
+    return [ctx.op(call, "pad_backward", [call.args[0]], call.out)]
 
 
 @lowers("where")

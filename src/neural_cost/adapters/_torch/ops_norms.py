@@ -1,21 +1,12 @@
 """Table entries for norm, softmax and pooling aten ops, forward and backward.
 
-Each builder turns one aten call into ONE record of an existing kind (the tracer counts a
-call as modeled once, whatever it returns); the arithmetic lives in ``neural_cost.costs``
-except where a record is ``custom`` and the builder states the derived count. Conventions:
-
-- Norm backward (``custom``), per row of L elements (E elements in all, P parameters):
-  x̂ = (x-mean)·rstd recomputed, 2E (RMS: x·rstd, E); grad_input = rstd·(g - mean(g) -
-  x̂·mean(g·x̂)) with g = dy·γ: Σg and Σg·x̂ over each row, two means, 4 per element = 7E
-  (+E for g with a weight; RMS: 5E); grad_weight Σ dy·x̂ = 2E - P; grad_bias Σ dy = E - P.
-  Batch norm in eval: grad_input = dy·γ·rstd, (1 + weight)·E + 2C to get rstd (C roots).
-- Softmax backward (``custom``): y·(g - Σ g·y) and g - exp(y)·Σ g: 4L - 1 per row of L
-  (log: L exponentials).
-- Pooling: the ``pooling`` rule. PyTorch's max-pool backward scatters each gradient to the
-  index its forward saved: 1 add per gradient element, reads the gradient and the indices,
-  writes the whole input gradient (``custom``); avg-pool backward: 1 divide + k adds per
-  gradient element. Adaptive pooling whose windows tile the input evenly is a ``pooling``
-  record; uneven windows (start ⌊i·n/m⌋, end ⌈(i+1)·n/m⌉) are ``custom`` with the exact sum.
+Each builder turns one aten call into ONE record (the tracer counts a call as modeled once,
+whatever it returns); the arithmetic lives in ``neural_cost.costs``: ``layernorm``,
+``rmsnorm``, ``groupnorm``, ``batchnorm`` and ``norm_backward``; ``softmax``,
+``safe_softmax`` and ``softmax_backward``; ``pooling`` (adaptive pooling whose windows tile
+the input evenly too), ``adaptive_pooling`` (uneven windows) and ``pooling_gradient``
+(PyTorch's max-pool backward scatters each gradient to the index its forward saved; the
+average-pool backwards spread it over its window).
 """
 
 from __future__ import annotations
@@ -26,7 +17,7 @@ from typing import Any
 import torch
 
 from ...core.records import Operation, Shape
-from .calls import _bound, _custom, _inputs, _ints, _numel
+from .calls import _bound, _inputs, _ints
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
 # -- normalisation ----------------------------------------------------------------------------
@@ -109,36 +100,25 @@ def _instance_norm(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     return [ctx.op(call, "batchnorm", [x, *affine, *running], call.outputs[0], attrs=attrs)]
 
 
-def norm_backward_flops(elements: int, params: int, mask: Sequence[bool], *, weight: bool, centred: bool = True) -> int:
-    """FLOPs of a normalisation's backward over ``elements`` values sharing ``params``
-    parameters (see the module docstring): x̂ 2E (RMS: E) when grad_input or grad_weight is
-    asked for; grad_input 7E (RMS: 5E), + E with a weight; grad_weight 2E - P; grad_bias E - P."""
-    grad_input, grad_weight = bool(mask[0]), len(mask) > 1 and bool(mask[1])
-    grad_bias = len(mask) > 2 and bool(mask[2])
-    flops = 0
-    if grad_input or grad_weight:
-        flops += (2 if centred else 1) * elements
-    if grad_input:
-        flops += (7 if centred else 5) * elements + (elements if weight else 0)
-    if grad_weight:
-        flops += 2 * elements - params
-    if grad_bias:
-        flops += elements - params
-    return flops
-
-
-def _mask(bound: dict[str, Any], size: int) -> list[bool]:
+def _mask(bound: dict[str, Any], size: int) -> dict[str, bool]:
+    """output_mask as the ``norm_backward`` attrs grad_input, grad_weight (and grad_bias)."""
     mask = bound.get("output_mask")
-    return [True] * size if mask is None else [bool(m) for m in mask]
+    values = [True] * size if mask is None else [bool(m) for m in mask]
+    return dict(zip(("grad_input", "grad_weight", "grad_bias"), values, strict=False))
 
 
 def _norm_backward(
-    call: AtenCall, ctx: TorchContext, flops: int, transcendentals: int = 0, unread: Sequence[str] = ("bias",)
+    call: AtenCall, ctx: TorchContext, attrs: dict[str, Any], unread: Sequence[str] = ("bias",)
 ) -> list[Operation]:
+    """A ``norm_backward`` record: dy, x, then the statistics and weight the kernel reads."""
     outputs = call.outputs
     if not outputs:
         return []  # output_mask asked for nothing: see EMPTY_REASONS
-    return _custom(call, ctx, _inputs(call, skip=unread), outputs, flops, transcendentals)
+    bound = _bound(call)
+    attrs = {"op": call.name, **attrs, "affine": isinstance(bound.get("weight"), torch.Tensor)}
+    return [
+        ctx.op(call, "norm_backward", _inputs(call, skip=unread), outputs[0], attrs=attrs, extra_outputs=outputs[1:])
+    ]
 
 
 _NOTHING_ASKED = "output_mask asks for no gradient: nothing is computed"
@@ -147,47 +127,32 @@ _NOTHING_ASKED = "output_mask asks for no gradient: nothing is computed"
 @lowers("native_layer_norm_backward")
 def _layer_norm_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     bound = _bound(call)
-    params = _numel(bound["normalized_shape"])
-    weighted = isinstance(bound.get("weight"), torch.Tensor)
-    flops = norm_backward_flops(bound["input"].numel(), params, _mask(bound, 3), weight=weighted)
-    return _norm_backward(call, ctx, flops)
+    attrs = {"norm": "layer", "normalized_dims": len(bound["normalized_shape"]), **_mask(bound, 3)}
+    return _norm_backward(call, ctx, attrs)
 
 
 @lowers("_fused_rms_norm_backward")
 def _rms_norm_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     bound = _bound(call)
-    params = _numel(bound["normalized_shape"])
-    weighted = isinstance(bound.get("weight"), torch.Tensor)
-    flops = norm_backward_flops(bound["input"].numel(), params, _mask(bound, 2), weight=weighted, centred=False)
-    return _norm_backward(call, ctx, flops)
+    attrs = {"norm": "rms", "normalized_dims": len(bound["normalized_shape"]), **_mask(bound, 2), "grad_bias": False}
+    return _norm_backward(call, ctx, attrs)
 
 
 @lowers("native_group_norm_backward")
 def _group_norm_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     bound = _bound(call)
-    weighted = isinstance(bound.get("weight"), torch.Tensor)
-    flops = norm_backward_flops(bound["input"].numel(), int(bound["C"]), _mask(bound, 3), weight=weighted)
-    return _norm_backward(call, ctx, flops)
+    return _norm_backward(call, ctx, {"norm": "group", **_mask(bound, 3)})
 
 
 @lowers("native_batch_norm_backward", "batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward")
 def _batch_norm_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
+    """Training reads the batch statistics saved by the forward (running ones unread); eval
+    reads the running variance and computes rstd from it."""
     bound = _bound(call)
-    x = bound["input"]
-    elements, channels = x.numel(), int(x.shape[1])
-    weighted = isinstance(bound.get("weight"), torch.Tensor)
-    mask = _mask(bound, 3)
-    if bool(bound.get("train", bound.get("update", True))):  # batch statistics; running ones unread
-        flops = norm_backward_flops(elements, channels, mask, weight=weighted)
-        return _norm_backward(call, ctx, flops, unread=("running_mean", "running_var"))
-    # eval: rstd from the running variance (+eps, rsqrt per channel); grad_input = dy·γ·rstd
-    flops = 2 * channels + (1 + weighted) * elements if mask[0] else 0
-    if mask[1]:
-        flops += 2 * elements + 2 * elements - channels  # x̂, then Σ dy·x̂
-    if mask[2]:
-        flops += elements - channels
-    unread = ("save_mean", "save_invstd", "save_var")
-    return _norm_backward(call, ctx, flops, channels if mask[0] else 0, unread=unread)
+    training = bool(bound.get("train", bound.get("update", True)))
+    attrs = {"norm": "batch", "training": training, **_mask(bound, 3)}
+    unread = ("running_mean", "running_var") if training else ("save_mean", "save_invstd", "save_var")
+    return _norm_backward(call, ctx, attrs, unread)
 
 
 # -- softmax ----------------------------------------------------------------------------------
@@ -204,26 +169,29 @@ def _softmax(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     return [ctx.op(call, "softmax", [x], out, attrs=attrs)]
 
 
+def _row_inputs(tensors: Sequence[torch.Tensor]) -> list[Any]:
+    """Tensors as the row rules read them: a scalar is a row of one."""
+    return [t if t.dim() else (1,) for t in tensors]
+
+
 @lowers("_safe_softmax")
 def _safe_softmax(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    """softmax, then rows whose inputs are all -inf set to 0 (attention's math path): 5L-2 per
-    row as softmax, + L compares, L-1 ands and L selects = 8L-3 and L exponentials per row."""
+    """softmax, then rows whose inputs are all -inf set to 0 (attention's math path)."""
     bound = _bound(call)
-    x = bound["self"]
-    length = int(x.shape[int(bound["dim"])]) if x.dim() else 1
-    rows = x.numel() // length if length else 0
-    return _custom(call, ctx, [x], call.outputs, rows * max(8 * length - 3, 0), rows * length)
+    x, out = bound["self"], call.outputs[0]
+    attrs = {"op": call.name, "axis": int(bound["dim"]) if x.dim() else 0}
+    output = out if out.dim() else (1,)
+    return [ctx.op(call, "safe_softmax", _row_inputs([x]), output, dtype=ctx.dtype(out), attrs=attrs)]
 
 
 @lowers("_softmax_backward_data", "_log_softmax_backward_data")
 def _softmax_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    # softmax: y·(g - Σ g·y); log_softmax: g - exp(y)·Σ g — 4L - 1 per row (log: L exps)
     bound = _bound(call)
-    grad = bound["grad_output"]
-    length = int(grad.shape[int(bound["dim"])]) if grad.dim() else 1
-    rows = grad.numel() // length if length else 0
-    transcendentals = rows * length if "log" in call.name else 0
-    return _custom(call, ctx, _inputs(call), call.outputs, rows * max(4 * length - 1, 0), transcendentals)
+    grad, out = bound["grad_output"], call.outputs[0]
+    attrs = {"op": call.name, "axis": int(bound["dim"]) if grad.dim() else 0, "log": "log" in call.name}
+    inputs = _row_inputs(_inputs(call))
+    output = out if out.dim() else (1,)
+    return [ctx.op(call, "softmax_backward", inputs, output, dtype=ctx.dtype(out), attrs=attrs)]
 
 
 # -- pooling ----------------------------------------------------------------------------------
@@ -256,24 +224,19 @@ def _pool(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
 @lowers("max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward", "adaptive_max_pool2d_backward",
         "adaptive_max_pool3d_backward")  # fmt: skip
 def _max_pool_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    # one add per incoming gradient at its saved index; x is passed for its shape only
+    # reads the gradient and the saved indices; x is passed for its shape only
     bound = _bound(call)
-    grad = bound["grad_output"]
-    return _custom(call, ctx, [grad, bound["indices"]], call.outputs, grad.numel())
+    attrs = {"op": call.name, "mode": "max", "spatial_dims": 3 if "3d" in call.name else 2}
+    grad, outputs = bound["grad_output"], call.outputs
+    return [ctx.op(call, "pooling_gradient", [grad, bound["indices"]], outputs[0], attrs=attrs)]
 
 
 @lowers("avg_pool2d_backward", "avg_pool3d_backward")
 def _avg_pool_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    # per incoming gradient: one divide by the window's divisor, one add per window position
     bound = _bound(call)
-    grad = bound["grad_output"]
-    window = _numel(_ints(bound["kernel_size"], 2 if "2d" in call.name else 3, 1))
-    return _custom(call, ctx, [grad], call.outputs, grad.numel() * (window + 1))
-
-
-def adaptive_windows(size: int, out: int) -> list[int]:
-    """Window lengths of adaptive pooling along one dim: [⌊i·n/m⌋, ⌈(i+1)·n/m⌉)."""
-    return [-(-(i + 1) * size // out) - (i * size // out) for i in range(out)]
+    ndim = 2 if "2d" in call.name else 3
+    attrs = {"op": call.name, "mode": "avg", "spatial_dims": ndim, "kernel": _ints(bound["kernel_size"], ndim, 1)}
+    return [ctx.op(call, "pooling_gradient", [bound["grad_output"]], call.outputs[0], attrs=attrs)]
 
 
 def _adaptive(call: AtenCall, ctx: TorchContext, x: torch.Tensor, pooled: Shape, mode: str) -> list[Operation]:
@@ -282,13 +245,10 @@ def _adaptive(call: AtenCall, ctx: TorchContext, x: torch.Tensor, pooled: Shape,
     outputs = call.outputs
     if all(out and size % out == 0 for size, out in zip(spatial, pooled, strict=True)):
         kernel = tuple(size // out for size, out in zip(spatial, pooled, strict=True))
-        attrs = {"mode": mode, "kernel": kernel, "stride": kernel}
+        attrs: dict[str, Any] = {"mode": mode, "kernel": kernel, "stride": kernel}
         return [ctx.op(call, "pooling", [x], outputs[0], attrs=attrs, extra_outputs=outputs[1:])]
-    lead = _numel(x.shape[: x.dim() - ndim])
-    window_sum = _numel([sum(adaptive_windows(s, o)) for s, o in zip(spatial, pooled, strict=True)])
-    # avg: per output its window's adds and one divide = window elements; max: window - 1
-    flops = lead * (window_sum if mode == "avg" else window_sum - _numel(pooled))
-    return _custom(call, ctx, [x], outputs, flops)
+    attrs = {"op": call.name, "mode": mode, "spatial_dims": ndim}
+    return [ctx.op(call, "adaptive_pooling", [x], outputs[0], attrs=attrs, extra_outputs=outputs[1:])]
 
 
 @lowers("_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -302,15 +262,9 @@ def _adaptive_pool(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
 
 @lowers("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward")
 def _adaptive_avg_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    # per incoming gradient: one divide, one add per position of its window
     bound = _bound(call)
-    grad, x = bound["grad_output"], bound["self"]
-    ndim = 2 if "2d" in call.name else 3
-    pooled = tuple(int(d) for d in grad.shape[grad.dim() - ndim :])
-    spatial = tuple(int(d) for d in x.shape[x.dim() - ndim :])
-    lead = _numel(grad.shape[: grad.dim() - ndim])
-    window_sum = _numel([sum(adaptive_windows(s, o)) for s, o in zip(spatial, pooled, strict=True)])
-    return _custom(call, ctx, [grad], call.outputs, lead * (window_sum + _numel(pooled)))
+    attrs = {"op": call.name, "mode": "adaptive_avg", "spatial_dims": 2 if "2d" in call.name else 3}
+    return [ctx.op(call, "pooling_gradient", [bound["grad_output"]], call.outputs[0], attrs=attrs)]
 
 
 for _name in ("native_layer_norm_backward", "native_group_norm_backward", "_fused_rms_norm_backward",

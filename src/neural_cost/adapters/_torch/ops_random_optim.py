@@ -1,9 +1,9 @@
 """Table entries for random-number, dropout and optimizer (``_foreach_*``, fused Adam/AdamW/SGD)
 aten ops.
 
-Each builder turns one aten call into ONE record of an existing kind (the tracer counts a
-call as modeled once, whatever it returns); the arithmetic lives in ``neural_cost.costs``
-except where a record is ``custom`` and the builder states the derived count. Conventions:
+Each builder turns one aten call into ONE record (the tracer counts a call as modeled once,
+whatever it returns); the arithmetic lives in ``neural_cost.costs``, the builder states only
+per-element counts. Conventions:
 
 - Random: ``rng`` records. CPU: mt19937 (PyTorch's CPUGeneratorImpl), 32 bits per element,
   64 where the CPU kernel draws a double (bernoulli_ with a float p, exponential_, float64
@@ -14,7 +14,7 @@ except where a record is ``custom`` and the builder states the derived count. Co
   integers 2 (modulo, add); randperm 1 (a modulo per swap); dropout 6 (bernoulli, ·mask, ·scale).
 - Optimizers: a ``_foreach_*`` call is ONE elementwise record over its lists flattened end to
   end (E = Σ elements; traffic and FLOPs identical to one record per tensor); a list mixing
-  dtypes becomes one ``custom`` record over the tensors as they are. Fused Adam/AdamW per
+  dtypes becomes one ``foreach_elementwise`` record over the tensors as they are. Fused Adam/AdamW per
   element (its CPU kernel): exp_avg lerp 3, exp_avg_sq 4, denominator 3 (sqrt, ÷bias
   correction, +eps), update 3 = 13 and 1 sqrt; +1 grad_scale divide, +1 maximize, weight decay
   +2 (Adam, into the gradient) or +1 (AdamW, scale the parameter), +1 amsgrad max. Fused SGD:
@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from ...core.records import Operation
-from .calls import Counts, _bound, _by_dtype, _custom, _flat_op, _inputs, _packet_names, _signature
+from .calls import Counts, _bound, _flat_op, _inputs, _packet_names, _signature
 from .ops_pointwise import _base, pointwise_counts
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
@@ -153,7 +153,7 @@ def _foreach_record(
     """One record for a per-tensor list op: every list flattened end to end, a lone tensor
     operand (a 0-d scalar) kept as it is. A target list that is only written (``zero_``,
     ``copy_``) is not read. Mixed dtypes or operands that broadcast: one record over the
-    tensors as they are (``custom``, or ``copy`` for a copy)."""
+    tensors as they are (``foreach_elementwise``, or ``copy`` for a copy)."""
     names, outs, _ = _signature(call.func)
     bound = _bound(call)
     lists = [list(bound[n]) for n in names if n not in outs and _tensor_list(bound.get(n))]
@@ -178,8 +178,10 @@ def _foreach_record(
     tensors = [t for v in read for t in v] + singles
     if kind == "copy":
         return [ctx.op(call, "copy", tensors, targets[0], attrs=attrs, extra_outputs=targets[1:])]
-    flops = _by_dtype(ctx, targets, lambda t: counts[0] * t.numel())
-    return _custom(call, ctx, tensors, targets, flops, counts[1] * elements)
+    attrs |= {"lists": len(read), "flops_per_element": counts[0]}
+    if counts[1]:
+        attrs["transcendentals_per_element"] = counts[1]
+    return [ctx.op(call, "foreach_elementwise", tensors, targets[0], attrs=attrs, extra_outputs=targets[1:])]
 
 
 _FOREACH = _packet_names([f"_foreach_{name}" for name in _FOREACH_POINTWISE])

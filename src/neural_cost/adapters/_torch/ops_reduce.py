@@ -1,8 +1,8 @@
 """Table entries for reduction and loss aten ops.
 
-Each builder turns one aten call into ONE record of an existing kind (the tracer counts a
-call as modeled once, whatever it returns); the arithmetic lives in ``neural_cost.costs``
-except where a record is ``custom`` and the builder states the derived count. Conventions:
+Each builder turns one aten call into ONE record (the tracer counts a call as modeled once,
+whatever it returns); the arithmetic lives in ``neural_cost.costs``, the builder states only
+the per-output work a ``reduce`` record cannot know. Conventions:
 
 - Reductions: n - 1 combining ops per output (the rule) plus the per-output work stated in
   ``_reduce_extra`` with L the reduced length: mean 1 divide; var two-pass 3L+1 on top
@@ -12,7 +12,8 @@ except where a record is ``custom`` and the builder states the derived count. Co
   with 2L+2 transcendentals (|x|^p and the root as exp/log).
 - Losses: pointwise work per element (mse 2; bce 10 and 2 logs; bce with logits 9 and 2;
   smooth L1 / Huber 8) then one ``reduce`` (sum, and a mean's divide); ``nll_loss`` reads one
-  log-probability per target, not the whole input (``custom``: ignore test, negate per target).
+  log-probability per target, not the whole input (``nll_loss``, ``nll_loss_backward``).
+- ``_foreach_norm``/``_foreach_max``: one ``foreach_reduce`` record over the list.
 - ``max``/``min`` are one packet: ``.other`` is the elementwise maximum, every other
   overload (``.default``, ``.dim`` with its indices) a reduction.
 """
@@ -26,20 +27,27 @@ from typing import Any
 import torch
 
 from ...core.records import Operation
-from .calls import Counts, _axes, _bound, _by_dtype, _custom, _elementwise, _inputs
+from .calls import Counts, _axes, _bound, _elementwise, _inputs
 from .table import AtenCall, TorchContext, lowers
 
 # -- reductions -----------------------------------------------------------------------------
 
 
-def _norm_extra(order: Any, length: int) -> Counts:
-    """(FLOPs, transcendentals) per output of a vector p-norm beyond the L-1 combining ops."""
+def _norm_work(order: Any) -> tuple[Counts, Counts]:
+    """Work of a vector p-norm beyond the n-1 combining ops, as ((FLOPs, transcendentals) per
+    element, (FLOPs, transcendentals) per output)."""
     p = 2.0 if order is None else float(order)
     if p == 2.0:
-        return length + 1, 1  # L squares, one root
+        return (1, 0), (1, 1)  # a square per element, one root
     if p in (1.0, 0.0, math.inf, -math.inf):
-        return length, 0  # L abs (or != 0 tests)
-    return 4 * length + 3, 2 * length + 2  # |x| L, |x|^p as exp(p·log) 3L; root s^(1/p) 3
+        return (1, 0), (0, 0)  # abs (or != 0 test) per element
+    return (4, 2), (3, 2)  # |x|, |x|^p as exp(p·log) per element; root s^(1/p) as exp/log
+
+
+def _norm_extra(order: Any, length: int) -> Counts:
+    """(FLOPs, transcendentals) per output of a vector p-norm over ``length`` elements."""
+    (flops, transcendentals), (root, root_transcendentals) = _norm_work(order)
+    return flops * length + root, transcendentals * length + root_transcendentals
 
 
 def _reduce_extra(name: str, bound: dict[str, Any], x: torch.Tensor, length: int) -> Counts:
@@ -100,22 +108,26 @@ def _max_min(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     return _reduction(call, ctx, call.name, _bound(call).get("dim"))
 
 
-@lowers("_foreach_norm")
-def _foreach_norm(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    tensors, order = list(call.args[0]), _bound(call).get("ord")
+def _foreach_reduce(call: AtenCall, ctx: TorchContext, per_element: Counts, per_output: Counts) -> list[Operation]:
+    """One ``foreach_reduce`` record: every tensor of the list reduced to one output."""
+    tensors = list(call.args[0])
     if not tensors:
         return []  # see EMPTY_REASONS
-    flops = _by_dtype(ctx, tensors, lambda t: max(t.numel() - 1, 0) + _norm_extra(order, t.numel())[0])
-    transcendentals = sum(_norm_extra(order, t.numel())[1] for t in tensors)
-    return _custom(call, ctx, tensors, call.outputs, flops, transcendentals)
+    attrs: dict[str, Any] = {"op": call.name}
+    names = ("flops_per_element", "transcendentals_per_element", "flops_per_output", "transcendentals_per_output")
+    attrs |= {name: value for name, value in zip(names, (*per_element, *per_output), strict=True) if value}
+    outputs = call.outputs
+    return [ctx.op(call, "foreach_reduce", tensors, outputs[0], attrs=attrs, extra_outputs=outputs[1:])]
+
+
+@lowers("_foreach_norm")
+def _foreach_norm(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
+    return _foreach_reduce(call, ctx, *_norm_work(_bound(call).get("ord")))
 
 
 @lowers("_foreach_max")
 def _foreach_max(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    tensors = list(call.args[0])
-    if not tensors:
-        return []  # see EMPTY_REASONS
-    return _custom(call, ctx, tensors, call.outputs, _by_dtype(ctx, tensors, lambda t: max(t.numel() - 1, 0)))
+    return _foreach_reduce(call, ctx, (0, 0), (0, 0))
 
 
 # -- losses -----------------------------------------------------------------------------------
@@ -174,34 +186,27 @@ def _loss_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     return _elementwise(call, ctx, (base + weighted + (bound.get("reduction") == _MEAN), 0))
 
 
+_REDUCTION_NAMES = {0: "none", _MEAN: "mean", _SUM: "sum"}
+
+
 @lowers("nll_loss_forward", "nll_loss2d_forward")
 def _nll_loss(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     """Reads one log-probability per target (and its class weight), never the whole input:
-    those are inputs of the target's size. Per target: ignore_index test, negate, ·weight;
-    sum: + n-1; mean: + n-1 (loss) + n-1 (weights) + 1 divide."""
+    those are inputs of the target's size, the input's dtype (see the ``nll_loss`` rule)."""
     bound = _bound(call)
     x, target, weight = bound["self"], bound["target"], bound.get("weight")
-    rows = target.numel()
-    weighted = isinstance(weight, torch.Tensor)
-    flops = (2 + weighted) * rows
-    reduction = bound.get("reduction", _MEAN)
-    if reduction == _SUM:
-        flops += max(rows - 1, 0)
-    elif reduction == _MEAN:
-        flops += 2 * max(rows - 1, 0) + 1
-    picked = (rows,)
-    inputs: list[Any] = [picked, target] + ([picked] if weighted else [])
-    attrs = {"op": call.name, "flops": flops, "compute_dtype": ctx.dtype(x)}
+    picked = (target.numel(),)
+    inputs: list[Any] = [picked, target] + ([picked] if isinstance(weight, torch.Tensor) else [])
+    attrs = {"op": call.name, "reduction": _REDUCTION_NAMES[bound.get("reduction", _MEAN)]}
     outputs = call.outputs
-    return [ctx.op(call, "custom", inputs, outputs[0], dtype=ctx.dtype(x), attrs=attrs, extra_outputs=outputs[1:])]
+    return [ctx.op(call, "nll_loss", inputs, outputs[0], dtype=ctx.dtype(x), attrs=attrs, extra_outputs=outputs[1:])]
 
 
 @lowers("nll_loss_backward", "nll_loss2d_backward")
 def _nll_loss_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    # the input gradient is zeroed and one value written per target: ignore test, negate,
-    # ·dy (+ ·weight, + ÷total_weight for a mean)
+    # the input gradient is zeroed and one value written per target (see ``nll_loss_backward``)
     bound = _bound(call)
-    rows = bound["target"].numel()
-    weighted = isinstance(bound.get("weight"), torch.Tensor)
-    per_row = 3 + weighted + (bound.get("reduction") == _MEAN)
-    return _custom(call, ctx, _inputs(call, skip=("self",)), call.outputs, per_row * rows)
+    attrs = {"op": call.name, "reduction": _REDUCTION_NAMES[bound.get("reduction", _MEAN)]}
+    outputs = call.outputs
+    inputs = _inputs(call, skip=("self",))
+    return [ctx.op(call, "nll_loss_backward", inputs, outputs[0], attrs=attrs, extra_outputs=outputs[1:])]

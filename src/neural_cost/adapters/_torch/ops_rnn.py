@@ -24,14 +24,6 @@ from .table import AtenCall, TorchContext, lowers
 
 _RNN_MODES = {0: "rnn_relu", 1: "rnn_tanh", 2: "lstm", 3: "gru"}  # cuDNN's and oneDNN's numbering
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
-#: Gradient FLOPs per hidden unit, batch row and time step of the gate backward (the
-#: matmuls are separate records). LSTM 24: combine the output and recurrent gradients (1),
-#: recompute tanh(c') (1), do = dh·tanh(c') (1), dc = dc_next + dh·o·(1 - tanh²) (5),
-#: di, dg, df, dc_prev (4 multiplies), three sigmoid derivatives s·(1-s)·x (9), one tanh
-#: derivative (1-g²)·x (3). GRU 17: combine (1), dn = dh·(1-z) (2), dz = dh·(h-n) (2),
-#: dh·z (1), tanh derivative (3), dr = da_n·hn (1), da_n·r (1), two sigmoid derivatives
-#: (6). RNN: combine (1) + tanh derivative (3) = 4, or relu's select (1) = 2.
-_BACKWARD_PER_UNIT = {"lstm": 24, "gru": 17, "rnn_tanh": 4, "rnn_relu": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,12 +178,11 @@ def _layer_forward(ctx: TorchContext, name: str, layer: _Layer) -> Ops:
 
 
 def _layer_backward(ctx: TorchContext, name: str, layer: _Layer, *, weights: bool) -> Ops:
-    """Per step: the gate backward (``custom``, ``_BACKWARD_PER_UNIT`` FLOPs per hidden
-    unit), an LSTM projection's gradient (rows, P)@(P, H), and the recurrent gradient
-    (rows, G·H)@(G·H, R). Then the input gradient (N, G·H)@(G·H, I) and, with ``weights``,
-    the weight gradients (G·H, N)@(N, I) and (G·H, N)@(N, R) (and (P, N)@(N, H)) and the
-    bias gradient, a ``reduce`` over the N rows (b_hh's gradient equals b_ih's: written
-    twice)."""
+    """Per step: the gate backward (``rnn_gate_backward``), an LSTM projection's gradient
+    (rows, P)@(P, H), and the recurrent gradient (rows, G·H)@(G·H, R). Then the input
+    gradient (N, G·H)@(G·H, I) and, with ``weights``, the weight gradients (G·H, N)@(N, I)
+    and (G·H, N)@(N, R) (and (P, N)@(N, H)) and the bias gradient, a ``reduce`` over the N
+    rows (b_hh's gradient equals b_ih's: written twice)."""
     spec, gates, hidden = layer.spec, layer.gates, layer.hidden
     lstm = layer.mode == "lstm"
     records: Ops = []
@@ -201,13 +192,10 @@ def _layer_backward(ctx: TorchContext, name: str, layer: _Layer, *, weights: boo
             _record(
                 ctx,
                 f"{name}.gate_backward",
-                "custom",
+                "rnn_gate_backward",
                 [spec(batch, gates), unit] + ([unit] if lstm else []),  # saved gates, dh, c
                 spec(batch, gates),
-                attrs={
-                    "flops": _BACKWARD_PER_UNIT[layer.mode] * batch * hidden,
-                    "transcendentals": batch * hidden if lstm else 0,
-                },
+                attrs={"mode": layer.mode},
                 extra=[unit] if lstm else [],  # dc_prev
                 count=count,
             )
@@ -405,17 +393,14 @@ def _fused_cell(call: AtenCall, ctx: TorchContext) -> Ops:
 
 @lowers("_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell_backward")
 def _fused_cell_backward(call: AtenCall, ctx: TorchContext) -> Ops:
-    """The fused cells' backward: the gate backward of one step (``custom``,
-    ``_BACKWARD_PER_UNIT``) reading the saved workspace and incoming gradients, writing the
-    gate and state gradients, and with ``has_bias`` the bias gradients as a ``reduce`` over
-    the batch."""
+    """The fused cells' backward: the gate backward of one step (``rnn_gate_backward``)
+    reading the saved workspace and incoming gradients, writing the gate and state
+    gradients, and with ``has_bias`` the bias gradients as a ``reduce`` over the batch."""
     a = _arguments(call)
     mode = "lstm" if "lstm" in call.name else "gru"
     outputs = [t for t in call.outputs if t.numel() > 0]
     saved = (a.get("grad_hy"), a.get("grad_cy"), a.get("cx"), a.get("cy"), a["workspace"])
     reads = [_spec(ctx, t) for t in saved if _is_tensor(t)]
-    batch, gates = (int(d) for d in outputs[0].shape)
-    hidden = gates // _GATES[mode]
     has_bias = bool(a["has_bias"])
     n_bias = (1 if mode == "lstm" else 2) if has_bias else 0
     grads = outputs[: len(outputs) - n_bias]
@@ -423,13 +408,10 @@ def _fused_cell_backward(call: AtenCall, ctx: TorchContext) -> Ops:
         _record(
             ctx,
             f"{call.name}",
-            "custom",
+            "rnn_gate_backward",
             reads,
             _spec(ctx, grads[0]),
-            attrs={
-                "flops": _BACKWARD_PER_UNIT[mode] * batch * hidden,
-                "transcendentals": batch * hidden if mode == "lstm" else 0,
-            },
+            attrs={"mode": mode},
             extra=[_spec(ctx, t) for t in grads[1:]],
         )
     ]

@@ -122,9 +122,10 @@ class TorchContext:
 Builder = Callable[[AtenCall, TorchContext], Sequence[Operation]]
 Entry = Builder | Free
 
-_REGISTRY: OpTable[Builder] = OpTable("aten op")
-TABLE: dict[str, Entry] = _REGISTRY.entries
+#: The table itself, for ``_walk.lower``; ``TABLE`` is its entries.
+REGISTRY: OpTable[Builder] = OpTable("aten op", "call")
+TABLE: dict[str, Entry] = REGISTRY.entries
 #: Why a builder's empty result (this op only aliases) is free, per name.
-EMPTY_REASONS: dict[str, str] = _REGISTRY.empty_reasons
-lowers = _REGISTRY.lowers
-free = _REGISTRY.free
+EMPTY_REASONS: dict[str, str] = REGISTRY.empty_reasons
+lowers = REGISTRY.lowers
+free = REGISTRY.free

@@ -1,0 +1,171 @@
+"""The dispatch-mode recorder: every aten call a PyTorch program runs, lowered as it runs.
+
+``Recorder`` is a ``TorchDispatchMode``: each aten call runs, then goes through the shared
+lowering driver (``adapters._walk.lower``) with the aten table, so the tally follows the one
+policy every adapter follows. A composite op that reaches the mode whole (under
+``inference_mode``) and has no table entry runs as its decomposition, so its parts are
+counted, once. The recorder also notes which buffers each call reads and allocates (the
+dataflow the memory profile's liveness walk reads). Module scopes come from forward hooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .._walk import WalkState, lower
+from .table import REGISTRY, TABLE, AtenCall, TorchContext
+
+if TYPE_CHECKING:
+    from .preserve import WriteGuard
+
+PROFILER_REASON = "a profiler marker: no data is read or written"
+
+
+def tensors_in(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from tensors_in(item)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from tensors_in(item)
+    elif hasattr(value, "__dataclass_fields__") or hasattr(value, "to_tuple"):  # HF ModelOutput
+        items = value.to_tuple() if hasattr(value, "to_tuple") else vars(value).values()
+        for item in items:
+            yield from tensors_in(item)
+
+
+class _Buffers:
+    """Stable ids for the storages tensors live in (views share their base's id)."""
+
+    def __init__(self) -> None:
+        self._by_storage: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self._ids: dict[int, int] = {}
+        self._next = 0
+
+    def id_of(self, tensor: torch.Tensor) -> tuple[int, bool]:
+        """(buffer id, whether this is the first time the buffer is seen)."""
+        try:
+            storage = tensor.untyped_storage()
+            key = storage.data_ptr() if storage.data_ptr() else id(storage)
+        except (RuntimeError, NotImplementedError):  # sparse or meta tensors
+            key = id(tensor)
+        if key in self._ids and key in self._by_storage:
+            return self._ids[key], False
+        self._next += 1
+        self._ids[key] = self._next
+        with contextlib.suppress(TypeError):
+            self._by_storage[key] = tensor.untyped_storage()
+        return self._next, True
+
+    def alive(self) -> list[int]:
+        """Ids of the buffers whose storage something still holds (an output, a cache, the
+        optimizer's state): they outlive the traced program."""
+        return sorted(self._ids[key] for key in list(self._by_storage.keys()) if key in self._ids)
+
+
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+_COMPOSITES: dict[Any, bool] = {}
+
+
+def _is_composite(func: Any) -> bool:
+    """Whether ``func``'s C++ kernel is CompositeImplicitAutograd: it only calls other aten ops
+    (a Python-only decomposition, as upsample_* have for tracing, does not count: eager runs
+    the real kernel)."""
+    known = _COMPOSITES.get(func)
+    if known is None:
+        known = _COMPOSITES[func] = bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
+    return known
+
+
+class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Lowers every aten call as it runs into ``state``; counts what the table does not know."""
+
+    def __init__(self, scopes: list[str], guard: WriteGuard) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.scopes = scopes
+        self.guard = guard
+        self.phase: str | None = None
+        self.state = WalkState()
+        self.dataflow: list[tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = []
+        self.buffers = _Buffers()
+
+    def scope(self) -> str | None:
+        """The innermost module running; in a training trace, the phase instead."""
+        if self.phase is not None:
+            return self.phase
+        return self.scopes[-1] if self.scopes else None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        namespace = str(getattr(func, "namespace", "aten"))
+        entry = TABLE.get(str(func.overloadpacket.__name__)) if namespace == "aten" else None
+        if entry is None and namespace == "aten" and _is_composite(func):
+            # A composite op (conv2d, einsum, scaled_dot_product_attention...) reaches this mode
+            # whole under inference_mode; run the decomposition eager runs, with the mode on, so
+            # that its parts are recorded (once: the composite itself records nothing).
+            with self:
+                return func._op_dk(_COMPOSITE, *args, **kwargs)
+        self.guard.before(func, args, kwargs)
+        out = func(*args, **kwargs)
+        call = AtenCall(func, tuple(args), dict(kwargs), out)
+        name = call.name
+        state = self.state
+        state.executed += 1
+        state.static += 1  # eager PyTorch runs what it records: the program text is the run
+        if namespace == "profiler":  # record_function markers around optimizer steps
+            state.free += 1
+            state.free_reasons[f"{namespace}.{name}"] = PROFILER_REASON
+        else:
+            lower(state, REGISTRY, entry, name, 1, (call, TorchContext(self.scope())), label=f"{namespace}.{name}")
+        self._dataflow(args, kwargs, out)
+        return out
+
+    def finish(self) -> None:
+        """A last dataflow step that reads every buffer still held when the program ends, so the
+        liveness walk keeps outputs and state to the end and frees everything else after its
+        last use."""
+        self.dataflow.append((tuple(self.buffers.alive()), ()))
+
+    def _dataflow(self, args: Any, kwargs: Any, out: Any) -> None:
+        reads = []
+        for tensor in tensors_in((args, kwargs)):
+            reads.append(self.buffers.id_of(tensor)[0])
+        allocs = []
+        for tensor in tensors_in(out):
+            buffer, new = self.buffers.id_of(tensor)
+            if new:
+                allocs.append((buffer, tensor.numel() * tensor.element_size()))
+        self.dataflow.append((tuple(dict.fromkeys(reads)), tuple(allocs)))
+
+
+@contextlib.contextmanager
+def module_scopes(model: Any, scopes: list[str]) -> Iterator[None]:
+    """Push each submodule's qualified name while its forward runs; hooks always removed."""
+    handles = []
+    try:
+        if isinstance(model, torch.nn.Module):
+            for name, module in model.named_modules():
+                if not name:
+                    continue
+
+                def enter(_module: Any, _args: Any, name: str = name) -> None:
+                    scopes.append(name)
+
+                def leave(_module: Any, _args: Any, _out: Any, name: str = name) -> None:
+                    if scopes and scopes[-1] == name:
+                        scopes.pop()
+
+                handles.append(module.register_forward_pre_hook(enter))
+                handles.append(module.register_forward_hook(leave, always_call=True))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()

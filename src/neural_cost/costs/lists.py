@@ -1,0 +1,79 @@
+"""Tensor-list ops (PyTorch's ``_foreach_*``) over tensors of several dtypes or shapes: each
+tensor's work charged to its own dtype. (A list of one dtype and shape is one flattened
+``elementwise`` record: the same count.)"""
+
+from __future__ import annotations
+
+import math
+
+from ..core.errors import ShapeError
+from ..core.kinds import OpCost
+from ..core.records import Operation
+from .registry import broadcasts_to, cost_rule, expect_inputs, int_attr, read_inputs, where
+
+
+def _outputs(op: Operation) -> list[tuple[tuple[int, ...], str]]:
+    extra = op.extra_output_dtypes or (op.dtype,) * len(op.extra_outputs)
+    return [(op.output, op.dtype), *zip(op.extra_outputs, extra, strict=True)]
+
+
+@cost_rule(
+    "foreach_reduce",
+    "one reduction per input tensor, each to one output (output then extra outputs): n-1 combining ops "
+    "+ attrs['flops_per_element']·n + attrs['flops_per_output'] for a tensor of n elements, charged to its "
+    "dtype; transcendentals attrs['transcendentals_per_element']·n + attrs['transcendentals_per_output']",
+)
+def foreach_reduce(op: Operation) -> OpCost:
+    """``_foreach_norm`` (a 2-norm: 1 square per element and 1 root per tensor) and
+    ``_foreach_max``: the per-element and per-output parts are the builder's, as for
+    ``reduce``'s per-output work."""
+    expect_inputs(op, 1, 100_000, "one tensor per output")
+    if len(op.inputs) != 1 + len(op.extra_outputs):
+        raise ShapeError(
+            f"{where(op)} reduces {len(op.inputs)} tensors into {1 + len(op.extra_outputs)} outputs; give one each"
+        )
+    per_element, per_output = int_attr(op, "flops_per_element", 0), int_attr(op, "flops_per_output", 0)
+    flops: dict[str, int] = {}
+    transcendentals = 0
+    for i, shape in enumerate(op.inputs):
+        n = math.prod(shape)
+        dtype = op.input_dtype(i)
+        flops[dtype] = flops.get(dtype, 0) + max(n - 1, 0) + per_element * n + per_output
+        transcendentals += int_attr(op, "transcendentals_per_element", 0) * n
+        transcendentals += int_attr(op, "transcendentals_per_output", 0)
+    return OpCost(
+        {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
+    )
+
+
+@cost_rule(
+    "foreach_elementwise",
+    "a pointwise op applied tensor by tensor: attrs['flops_per_element'] (default 1) and "
+    "attrs['transcendentals_per_element'] per element of each output (the output, then extra outputs), "
+    "charged to that output's dtype; inputs: attrs['lists'] lists of one tensor per output, then scalars",
+)
+def foreach_elementwise(op: Operation) -> OpCost:
+    """Inputs are the lists read, each laid out in output order (list j's tensor for output
+    i at position j·k + i, k outputs), then lone operands (0-d scalars). A target list that
+    is only written (``zero_``) is not among the lists read."""
+    outputs = _outputs(op)
+    lists = int_attr(op, "lists", 1)
+    if len(op.inputs) < lists * len(outputs):
+        raise ShapeError(
+            f"{where(op)} has {len(op.inputs)} inputs; attrs['lists']={lists} lists of {len(outputs)} need "
+            f"{lists * len(outputs)}"
+        )
+    for j in range(lists):
+        for i, (shape, _) in enumerate(outputs):
+            given = op.inputs[j * len(outputs) + i]
+            if not broadcasts_to(given, shape):
+                raise ShapeError(f"{where(op)}: list {j}'s tensor {i} {given} does not broadcast to its output {shape}")
+    per_element = int_attr(op, "flops_per_element", 1)
+    flops: dict[str, int] = {}
+    for shape, dtype in outputs:
+        flops[dtype] = flops.get(dtype, 0) + per_element * math.prod(shape)
+    elements = sum(math.prod(shape) for shape, _ in outputs)
+    transcendentals = int_attr(op, "transcendentals_per_element", 0) * elements
+    return OpCost(
+        {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
+    )

@@ -1,0 +1,155 @@
+"""Every total of a version-1 report equals the sum of its rows.
+
+Run after the type checks (``validate.py``), so every field read here has its type. The
+row tables and what they add up to:
+
+- ``estimate.by_operation`` → ``estimate.flops_by_dtype``, ``read_bytes``, ``write_bytes``,
+  ``dense_flops``, ``transcendentals``; each row's ``flops`` is the sum of its own dtypes;
+- ``estimate.by_operation`` grouped by scope → ``estimate.by_scope``, row by row, in order;
+- ``estimate.boundary`` (each tensor once) → ``estimate.compulsory_bytes``;
+- ``estimate.coverage``: modeled + free + each unmodeled count → total;
+- ``measurement.samples_seconds`` → ``runs``;
+- ``operation_rows`` and ``scope_rows`` → the estimate's FLOPs and bytes.
+
+Rows are not recounted from their operations: cost rules change between versions, and a
+report keeps the counts of the version that wrote it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..core.dtypes import dtype_info
+from ..core.shapes import num_elements
+from .values import Invalid, child, show
+
+#: The scope row of operations recorded without a scope (``costs.estimate.NO_SCOPE``; the
+#: report layer may not import ``costs``).
+NO_SCOPE = "(no scope)"
+
+
+def _sum_flops(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for row in rows:
+        for dtype, value in row["flops_by_dtype"].items():
+            total[dtype] = total.get(dtype, 0) + value
+    return total
+
+
+def _equal(path: str, saved: Any, expected: Any, what: str) -> None:
+    if saved != expected:
+        raise Invalid(path, f"{show(saved)} is not {what} ({show(expected)})")
+
+
+def _equal_flops(path: str, saved: Mapping[str, int], expected: Mapping[str, int], what: str) -> None:
+    for dtype in sorted(set(saved) | set(expected)):
+        if dtype not in saved:
+            raise Invalid(child(path, dtype), f"missing: {what} is {show(expected[dtype])}")
+        if dtype not in expected:
+            raise Invalid(child(path, dtype), f"{show(saved[dtype])} is not {what} (they have no {dtype} FLOPs)")
+        _equal(child(path, dtype), saved[dtype], expected[dtype], what)
+
+
+def _own_flops(row: Mapping[str, Any], path: str) -> None:
+    if "flops" in row:
+        _equal(f"{path}.flops", row["flops"], sum(row["flops_by_dtype"].values()), "the sum of its flops_by_dtype")
+
+
+def _check_estimate(estimate: Mapping[str, Any]) -> None:
+    rows = estimate["by_operation"]
+    for i, row in enumerate(rows):
+        _own_flops(row, f"estimate.by_operation[{i}]")
+    _equal_flops(
+        "estimate.flops_by_dtype", estimate["flops_by_dtype"], _sum_flops(rows), "the sum over estimate.by_operation"
+    )
+    _own_flops(estimate, "estimate")
+    for field in ("read_bytes", "write_bytes", "dense_flops", "transcendentals"):
+        expected = sum(row.get(field, 0) for row in rows)  # the last two are optional, 0 when absent
+        _equal(f"estimate.{field}", estimate.get(field, 0), expected, f"the sum of estimate.by_operation[*].{field}")
+    _check_scopes(estimate["by_scope"], rows)
+    _check_coverage(estimate["coverage"])
+    _check_compulsory(estimate)
+
+
+def _check_scopes(saved: list[Mapping[str, Any]], rows: list[Mapping[str, Any]]) -> None:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["operation"].get("scope") or NO_SCOPE, []).append(row)
+    if len(saved) != len(groups):
+        raise Invalid(
+            "estimate.by_scope",
+            f"has {len(saved)} rows, but estimate.by_operation names {len(groups)} scopes",
+        )
+    for i, (row, (scope, members)) in enumerate(zip(saved, groups.items(), strict=True)):
+        path = f"estimate.by_scope[{i}]"
+        what = f"the sum over the operations of scope {show(scope)}"
+        _equal(f"{path}.scope", row["scope"], scope, "the scope of the operations in this position")
+        _equal(f"{path}.kinds", row["kinds"], sorted({m["operation"]["kind"] for m in members}), "their kinds")
+        _equal(f"{path}.operations", row["operations"], len(members), "the number of its operations")
+        executions = sum(m["operation"].get("count", 1) for m in members)
+        _equal(f"{path}.executions", row["executions"], executions, what)
+        _equal_flops(f"{path}.flops_by_dtype", row["flops_by_dtype"], _sum_flops(members), what)
+        _own_flops(row, path)
+        for field in ("read_bytes", "write_bytes", "dense_flops"):
+            _equal(f"{path}.{field}", row[field], sum(m[field] for m in members), what)
+
+
+def _check_coverage(coverage: Mapping[str, Any]) -> None:
+    modeled, free = coverage["modeled"], coverage.get("free", 0)
+    unmodeled = sum(count for _, count in coverage.get("unmodeled", ()))
+    _equal(
+        "estimate.coverage.total",
+        coverage["total"],
+        modeled + free + unmodeled,
+        f"modeled {modeled} + free {free} + unmodeled {unmodeled}",
+    )
+
+
+def _check_compulsory(estimate: Mapping[str, Any]) -> None:
+    boundary = estimate.get("boundary", ())
+    if not boundary:
+        expected = None  # without a boundary the floor is unknown
+    else:
+        seen: dict[str, int] = {}  # a tensor listed twice (an input that is also an output) moves once
+        for tensor in boundary:
+            nbytes = dtype_info(tensor["dtype"]).nbytes(num_elements(tuple(tensor["shape"])))
+            seen.setdefault(f"{tensor['role']}:{tensor['name']}", nbytes)
+        expected = sum(seen.values())
+    _equal(
+        "estimate.compulsory_bytes",
+        estimate.get("compulsory_bytes"),
+        expected,
+        "the bytes of estimate.boundary, each tensor once",
+    )
+
+
+def _check_measurement(measurement: Mapping[str, Any]) -> None:
+    samples = measurement["samples_seconds"]
+    if "runs" in measurement:
+        _equal("measurement.runs", measurement["runs"], len(samples), "the number of samples_seconds")
+    if statistics.median(samples) <= 0:
+        raise Invalid(
+            "measurement.samples_seconds",
+            "the median is 0 s: the clock did not resolve the work, so there is no time to score",
+        )
+
+
+def _check_table(data: Mapping[str, Any], table: str, estimate_rows: str) -> None:
+    if table not in data:
+        return
+    rows, estimate = data[table], data["estimate"]
+    if len(rows) != len(estimate[estimate_rows]):
+        raise Invalid(table, f"has {len(rows)} rows for the {len(estimate[estimate_rows])} of estimate.{estimate_rows}")
+    flops = sum(estimate["flops_by_dtype"].values())
+    _equal(f"{table}[*].flops", sum(r["flops"] for r in rows), flops, "the estimate's FLOPs")
+    nbytes = estimate["read_bytes"] + estimate["write_bytes"]
+    _equal(f"{table}[*].bytes", sum(r["bytes"] for r in rows), nbytes, "the estimate's read + written bytes")
+
+
+def check_totals_v1(data: Mapping[str, Any]) -> None:
+    _check_estimate(data["estimate"])
+    _check_measurement(data["measurement"])
+    _check_table(data, "operation_rows", "by_operation")
+    _check_table(data, "scope_rows", "by_scope")

@@ -1,0 +1,28 @@
+"""HardwareSpec refuses ambiguous or out-of-range figures with a HardwareError naming the field
+(moved from tests/review/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from neural_cost import HardwareError, HardwareSpec
+
+
+def test_peak_flops_by_dtype_naming_one_dtype_twice_is_an_error():
+    # Was (hardware/spec.py): {"bf16": 1e13, "bfloat16": 2e13} silently kept 2e13; which peak the
+    # user meant is unknowable, so the spec must refuse it.
+    with pytest.raises(HardwareError, match=r"names bfloat16 twice"):
+        HardwareSpec("x", 1e12, 1e9, peak_flops_by_dtype={"bf16": 1e13, "bfloat16": 2e13})
+
+
+def test_huge_peak_is_a_hardware_error():
+    # Was (hardware/spec.py, _positive): float(10**400) raised OverflowError from inside.
+    with pytest.raises(HardwareError, match=r"peak_flops=1000"):
+        HardwareSpec("x", 10**400, 1e9)
+
+
+def test_numpy_numbers_are_peaks():
+    # Was: np.int64 peaks and np.float32 bandwidths were refused with "must be a number", which they are.
+    np = pytest.importorskip("numpy")
+    spec = HardwareSpec("x", np.int64(10**12), np.float32(2.0**30))
+    assert spec.peak_flops == 1e12 and spec.memory_bandwidth == 2.0**30  # 2³⁰ is exact in float32
