@@ -20,7 +20,7 @@ import pytest
 
 from neural_cost import Operation
 from neural_cost.core.errors import RecordError
-from neural_cost.costs.catalog import CATALOG, integer_pow_flops, per_element
+from neural_cost.costs.catalog import CATALOG, PerElement, composed, integer_pow_flops, per_element
 
 # --- the catalog itself (no framework needed) --------------------------------------------------
 
@@ -41,6 +41,28 @@ def test_exponentiation_by_squaring_agrees_with_the_special_cased_powers():
     with pytest.raises(RecordError, match=r"integer_pow: give its attrs\['exponent'\]"):
         Operation("integer_pow", "elementwise", ((10,),), (10,), attrs={"op": "integer_pow"})
 
+
+def test_recurrent_cells_count_the_catalogs_own_ops():
+    # A fused PyTorch LSTM/GRU/RNN kernel counts the ops it evaluates at their catalog counts
+    # (sigmoid 4 + 1 transcendental, tanh 1 + 1, add, sub, mul, relu 1), as a Keras or Flax
+    # LSTM does running them one by one. "_biased": PyTorch's b_ih and b_hh, 2 more adds.
+    expected = {
+        "lstm_gates": (1, 0),  # x-part + h-part, per gate element
+        "lstm_gates_biased": (3, 0),  # + b_ih + b_hh
+        "lstm_cell": (18, 5),  # 3 sigmoid (12, 3) + 2 tanh (2, 2) + f·c, i·g, o·tanh(c') (3) + f·c + i·g (1)
+        "gru_gates": (5, 1),  # add + sigmoid
+        "gru_gates_biased": (7, 1),  # 3 adds + sigmoid
+        "gru_candidate": (6, 1),  # n = tanh(x_n + r·h_n) (3), h' = n + z·(h - n) (3)
+        "gru_candidate_biased": (8, 1),  # + b_in, + b_hn
+        "rnn_tanh": (2, 1),  # add + tanh
+        "rnn_tanh_biased": (4, 1),
+        "rnn_relu": (2, 0),  # add + relu
+        "rnn_relu_biased": (4, 0),
+    }
+    assert {name: (CATALOG[name].flops, CATALOG[name].transcendentals) for name in expected} == expected
+    assert CATALOG["lstm_cell"].why.endswith("3 sigmoid + 2 tanh + 3 mul + 1 add = 18 FLOPs, 5 transcendentals")
+    # the sum is taken from the entries, not typed again: two sigmoids are 2·4 FLOPs, 2 transcendentals
+    assert composed("two gates", (2, "sigmoid")) == PerElement(8, 2, "two gates: 2 sigmoid = 8 FLOPs, 2 transcendentals")
 
 def test_the_elementwise_rule_reads_the_entry_its_record_names():
     op = Operation("logistic", "elementwise", ((10, 20),), (10, 20), "float32", attrs={"op": "sigmoid"})
@@ -312,7 +334,13 @@ def test_equivalent_ops_count_the_same_in_every_framework(case: Same, framework:
 
 def test_torch_elu_coefficients_pick_selu_celu_or_add_their_multiplies():
     pytest.importorskip("torch")
-    from neural_cost.adapters._torch.ops_pointwise import pointwise_counts, pointwise_entry
+    from neural_cost.adapters._torch.ops_pointwise import pointwise_entry
+
+    def pointwise_counts(name: str, bound: dict[str, Any]) -> tuple[int, int]:
+        """(FLOPs, transcendentals) of one element, as the elementwise rule counts the entry."""
+        entry, params = pointwise_entry(name, bound)
+        cost = Operation(name, "elementwise", ((1,),), (1,), attrs={"op": entry, **params}).cost
+        return cost.flops, cost.transcendentals
 
     assert pointwise_entry("elu", {"alpha": 1.0, "scale": 1, "input_scale": 1}) == ("elu", {})
     assert pointwise_entry("elu", {"scale": 1.0507, "input_scale": 1}) == ("selu", {})

@@ -59,7 +59,11 @@ def test_batchnorm_inference():
     assert bare.cost.flops == 12_832  # 2 per element (subtract, scale) 12,800 + 2 per channel (eps, rsqrt) 32
     assert bare.cost.transcendentals == 16  # one rsqrt per channel
     full = Operation("bn", "batchnorm", BN_FULL, BN, attrs={"affine": True})
-    assert full.cost.flops == 25_632  # 12,832 + weight and bias 2 * 6,400 = 25,632
+    # folded as PyTorch's CPU kernel and TensorFlow's FusedBatchNorm run it: per channel
+    # scale = γ·rsqrt(var + eps), shift = β - mean·scale (add, rsqrt, 2 multiplies, subtract = 5),
+    # then y = x·scale + shift: 2 * 6,400 + 5 * 16 = 12,880 (was 25,632: 4 per element + 2 per channel)
+    assert full.cost.flops == 12_880
+    assert full.cost.transcendentals == 16  # one rsqrt per channel
     assert full.cost.read_bytes == 25_856  # 4 * (6,400 + 4 * 16) = 25,856
     assert full.cost.write_bytes == 25_600  # 4 * 6,400
     off = Operation("bn", "batchnorm", BN_FULL, BN, attrs={"affine": False})

@@ -12,6 +12,8 @@ import pytest
 
 from neural_cost import Operation, known_kinds
 
+from .test_new_kind_examples import NEW_KIND_EXAMPLES
+
 F32 = "float32"
 
 # kind → (record, FLOPs, read bytes, write bytes), every figure derived by hand; float32 = 4 bytes.
@@ -149,6 +151,8 @@ EXAMPLES = {
         24,  # 4 * 6 = 24
     ),
 }
+
+EXAMPLES.update(NEW_KIND_EXAMPLES)  # the kinds that replaced adapters' custom formulas (issue 11)
 
 
 def test_every_registered_kind_has_an_example_and_a_convention():

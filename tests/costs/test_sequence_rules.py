@@ -62,10 +62,17 @@ def test_qkv_bias_rescale_rejects_bad_shapes():
 @pytest.mark.parametrize(
     ("mode", "output", "flops", "transcendentals"),
     [
-        ("lstm", (3, 64), 1_152, 48),  # 3 rows * 16 units * 24; one tanh(c') per unit
-        ("gru", (3, 48), 816, 0),  # 3 * 16 * 17
-        ("rnn_tanh", (3, 16), 192, 0),  # 3 * 16 * 4
-        ("rnn_relu", (3, 16), 96, 0),  # 3 * 16 * 2
+        # per unit, from the catalog: add 1, sub 1, mul 1, tanh 1 (+1 transcendental),
+        # sigmoid_backward 3, tanh_backward 3, threshold_backward 2
+        # lstm: 2 add + 6 mul + tanh + 2 tanh_backward + 3 sigmoid_backward = 2 + 6 + 1 + 6 + 9 = 24;
+        # 3 rows * 16 units * 24, one tanh(c') per unit
+        ("lstm", (3, 64), 1_152, 48),
+        # gru: add + 2 sub + 5 mul + tanh_backward + 2 sigmoid_backward = 1 + 2 + 5 + 3 + 6 = 17: 3 * 16 * 17
+        ("gru", (3, 48), 816, 0),
+        ("rnn_tanh", (3, 16), 192, 0),  # add + tanh_backward = 4: 3 * 16 * 4
+        # add + threshold_backward (compare, select) = 3: 3 * 16 * 3 (was 96 = 3 * 16 * 2, when relu's
+        # derivative was counted as a select alone, not the catalog's threshold_backward)
+        ("rnn_relu", (3, 16), 144, 0),
     ],
 )
 def test_rnn_gate_backward_per_unit(mode, output, flops, transcendentals):

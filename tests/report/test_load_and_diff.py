@@ -67,7 +67,11 @@ def test_a_saved_jax_trace_is_rescored_where_no_framework_can_be_imported(tmp_pa
 
 @pytest.mark.parametrize(
     ("content", "match"),
-    [("[1, 2]", "a report is a JSON object"), ("{not json", "not JSON"), ('{"schema": "other"}', "schema='other'")],
+    [
+        ("[1, 2]", "a report is a JSON object"),
+        ("{not json", "not JSON"),
+        ('{"schema": "other"}', 'schema: "other" is not "neural-cost/report"'),
+    ],
 )
 def test_bad_report_files_are_clear_errors(tmp_path, content, match):
     path = tmp_path / "bad.json"

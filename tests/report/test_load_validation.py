@@ -34,6 +34,10 @@ BOUNDARY = (
 )
 
 
+def short_id(value):
+    return str(value)[:40]
+
+
 def base():
     estimate = estimate_operations(OPS, boundary=BOUNDARY, input_shapes=[("x", (4, 8))])
     return json.loads(json.dumps(analyze_gap(estimate, cpu_measurement(), M3_PRO).to_dict()))
@@ -77,6 +81,7 @@ def test_the_base_report_is_what_the_docstring_derives(tmp_path):
         ([1312], "estimate.flops_by_dtype.float32: an array must be a non-negative integer"),
         (10**400, "estimate.flops_by_dtype.float32: a 401-digit integer is above 10^60, more than any program does"),
     ],
+    ids=short_id,
 )
 def test_a_count_must_be_a_bounded_non_negative_integer(tmp_path, value, message):
     data = base()
@@ -105,9 +110,15 @@ def test_a_count_must_be_a_bounded_non_negative_integer(tmp_path, value, message
         (
             ("measurement", "samples_seconds", 0),
             10**400,
-            "measurement.samples_seconds[0]: a 401-digit integer must be a finite non-negative number",
+            "measurement.samples_seconds[0]: a 401-digit integer is above 1e+100, "
+            "more than any time, rate or share in a report",
         ),
         (("measurement", "samples_seconds"), [], "measurement.samples_seconds: must not be empty"),
+        (
+            ("measurement", "samples_seconds", 0),
+            1e300,
+            "measurement.samples_seconds[0]: 1e+300 is above 1e+100, more than any time, rate or share in a report",
+        ),
         (("hardware", "peak_flops"), 0, "hardware.peak_flops: 0 must be a positive finite number"),
         (
             ("hardware", "memory_bandwidth"),
@@ -164,6 +175,7 @@ def test_a_count_must_be_a_bounded_non_negative_integer(tmp_path, value, message
             'provenance.threads["\\u001b[2J"]: Infinity must be a finite number',
         ),
     ],
+    ids=short_id,
 )
 def test_each_field_has_its_type_and_range(tmp_path, path, value, message):
     data = base()
@@ -253,10 +265,19 @@ def test_a_zero_median_and_an_infinite_time_are_refused(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=2), "schema_version=2; this neural-cost reads version 1"),
-        (lambda d: d.update(schema_version="1"), 'schema_version="1"; this neural-cost reads version 1'),
-        (lambda d: d.update(schema_version=True), "schema_version=true; this neural-cost reads version 1"),
-        (lambda d: d.pop("schema"), "schema=None, not 'neural-cost/report'; is this a neural-cost report?"),
+        (lambda d: d.update(schema_version=2), "schema_version: 2; this neural-cost reads version 1"),
+        (lambda d: d.update(schema_version="1"), 'schema_version: "1"; this neural-cost reads version 1'),
+        (lambda d: d.update(schema_version=True), "schema_version: true; this neural-cost reads version 1"),
+        (
+            lambda d: d.pop("schema"),
+            'schema: missing; it should be "neural-cost/report"; is this a neural-cost report?',
+        ),
+        (
+            lambda d: d.update(schema="x" * 10**6),
+            'schema: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..." is not "neural-cost/report"; '
+            "is this a neural-cost report?",
+        ),
+        (lambda d: d.pop("schema_version"), "schema_version: missing; this neural-cost reads version 1"),
     ],
 )
 def test_schema_and_version(tmp_path, edit, message):
@@ -316,6 +337,14 @@ def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
     data = base()
     data["provenance"]["note"] = "[" * 1000 + '\\"{' * 100
     assert dict(load_report(write(tmp_path, data)).provenance)["note"] == data["provenance"]["note"]
+
+
+def test_an_unterminated_string_of_escaped_quotes_fails_fast(tmp_path):
+    # 1,000,000 escaped quotes and no closing one: a string pattern that could fail would rescan
+    # the rest of the file from each of them (10^12 steps); this one reaches the end once.
+    start = time.perf_counter()
+    assert problem(tmp_path, '{"a' + '\\"' * 1_000_000).startswith("not JSON (Unterminated string")
+    assert time.perf_counter() - start < 5.0
 
 
 def test_dev_zero_fails_at_the_first_byte():

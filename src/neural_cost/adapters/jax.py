@@ -17,15 +17,24 @@ from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, auto_sync, benchmark
 from . import _jax
-from ._jax import ops_attention, ops_movement, ops_pointwise  # noqa: F401  (ops_attention registers)
-from ._jax.table import EMPTY_REASONS, LowerContext
+from ._jax import (  # noqa: F401  (register the table)
+    ops_attention,
+    ops_conv,
+    ops_free,
+    ops_indexing,
+    ops_matmul,
+    ops_movement,
+    ops_norms,
+    ops_pointwise,
+    ops_random_optim,
+    ops_reduce,
+)
+from ._jax.table import LowerContext
 from ._jax.walker import Walker, executed_bodies
 from ._walk import check_loop_options
 from .base import FrameworkAdapter, reject_options
 
 del _jax
-EMPTY_REASONS.update(ops_movement.FREE_WHEN_EMPTY_REASONS)
-EMPTY_REASONS.update(ops_pointwise.CONDITIONALLY_FREE)
 
 XLA_SOURCE = "XLA cost_analysis"
 CROSS_CHECK_NOTE = (

@@ -41,8 +41,9 @@ AttrCheck = Callable[["Operation"], None]
 
 @dataclass(frozen=True, slots=True)
 class KindEntry:
-    """A kind's cost rule, its one-line convention, and its attribute check (None: the
-    rule reads ``op.attrs`` itself and checks what it reads)."""
+    """A kind's cost rule, its one-line convention, and its attribute check. Every rule in
+    ``neural_cost.costs`` has a check, built from its keyword parameters; None is left for a
+    rule registered here directly, which reads ``op.attrs`` itself and checks what it reads."""
 
     rule: CostRule
     summary: str

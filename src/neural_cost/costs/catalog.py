@@ -174,8 +174,58 @@ CATALOG: dict[str, PerElement] = {
     "logit_backward": PerElement(3, 0, "dy / (x·(1 - x))"),
     "logit_eps_backward": PerElement(7, 0, "logit_backward (3), 2 compares, an or, a select"),
     "native_dropout_backward": PerElement(2, 0, "dy·mask·scale"),
+    "glu_backward": PerElement(9, 1, "per dy, the pair (da, db): s = sigmoid(b) 4, da = dy·s 1, db = dy·a·s·(1 - s) 4"),
 }
 
+
+
+def composed(formula: str, *terms: tuple[int, str]) -> PerElement:
+    """Σ count · CATALOG[name] over ``terms``: a fused kernel counted as the catalog's own ops,
+    so that it counts what the same ops count when a framework runs them one by one (a
+    PyTorch LSTM layer as a Keras LSTM's Sigmoid, Tanh, Mul and AddV2). ``why`` is the
+    formula followed by the terms and their total."""
+    flops = sum(count * CATALOG[name].flops for count, name in terms)
+    transcendentals = sum(count * CATALOG[name].transcendentals for count, name in terms)
+    parts = " + ".join(f"{count} {name}" for count, name in terms)
+    return PerElement(flops, transcendentals, f"{formula}: {parts} = {flops} FLOPs, {transcendentals} transcendentals")
+
+
+# Recurrent cells run as one kernel (PyTorch's LSTM/GRU/RNN layers: mkldnn, cuDNN, the fused
+# cells), counted as the pointwise ops they evaluate. The x-part and h-part are the two
+# matmuls' outputs; "_biased": PyTorch's two bias vectors b_ih and b_hh added too (2 adds per
+# gate element; Keras and Flax carry one bias, added once). An LSTM's gates record holds only
+# the sums; its four activations are counted per unit in lstm_cell.
+CATALOG.update(
+    {
+        "lstm_gates": composed("x-part + h-part, per gate element", (1, "add")),
+        "lstm_gates_biased": composed("x-part + h-part + b_ih + b_hh, per gate element", (3, "add")),
+        "lstm_cell": composed(
+            "per unit, from c and the 4 summed gates: i, f, o = sigmoid, g = tanh, c' = f·c + i·g, h = o·tanh(c')",
+            (3, "sigmoid"),
+            (2, "tanh"),
+            (3, "mul"),
+            (1, "add"),
+        ),
+        "gru_gates": composed("r, z = sigmoid(x-part + h-part), per gate element", (1, "add"), (1, "sigmoid")),
+        "gru_gates_biased": composed(
+            "r, z = sigmoid(x-part + h-part + b_ih + b_hh), per gate element", (3, "add"), (1, "sigmoid")
+        ),
+        "gru_candidate": composed(
+            "per unit: n = tanh(x_n + r·h_n), h' = n + z·(h - n)", (2, "add"), (2, "mul"), (1, "sub"), (1, "tanh")
+        ),
+        "gru_candidate_biased": composed(
+            "per unit: n = tanh(x_n + b_in + r·(h_n + b_hn)), h' = n + z·(h - n)",
+            (4, "add"),
+            (2, "mul"),
+            (1, "sub"),
+            (1, "tanh"),
+        ),
+        "rnn_tanh": composed("h' = tanh(x-part + h-part)", (1, "add"), (1, "tanh")),
+        "rnn_tanh_biased": composed("h' = tanh(x-part + h-part + b_ih + b_hh)", (3, "add"), (1, "tanh")),
+        "rnn_relu": composed("h' = relu(x-part + h-part)", (1, "add"), (1, "relu")),
+        "rnn_relu_biased": composed("h' = relu(x-part + h-part + b_ih + b_hh)", (3, "add"), (1, "relu")),
+    }
+)
 
 def per_element(name: str) -> PerElement:
     """The catalog entry ``name``; an unknown name is an error that lists where to add it."""

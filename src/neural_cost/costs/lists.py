@@ -9,7 +9,8 @@ import math
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .registry import broadcasts_to, cost_rule, expect_inputs, int_attr, read_inputs, where
+from .pointwise import per_element_counts
+from .registry import NonNegative, broadcasts_to, cost_rule, expect_inputs, read_inputs, where
 
 
 def _outputs(op: Operation) -> list[tuple[tuple[int, ...], str]]:
@@ -23,7 +24,14 @@ def _outputs(op: Operation) -> list[tuple[tuple[int, ...], str]]:
     "+ attrs['flops_per_element']·n + attrs['flops_per_output'] for a tensor of n elements, charged to its "
     "dtype; transcendentals attrs['transcendentals_per_element']·n + attrs['transcendentals_per_output']",
 )
-def foreach_reduce(op: Operation) -> OpCost:
+def foreach_reduce(
+    op: Operation,
+    *,
+    flops_per_element: NonNegative = 0,
+    flops_per_output: NonNegative = 0,
+    transcendentals_per_element: NonNegative = 0,
+    transcendentals_per_output: NonNegative = 0,
+) -> OpCost:
     """``_foreach_norm`` (a 2-norm: 1 square per element and 1 root per tensor) and
     ``_foreach_max``: the per-element and per-output parts are the builder's, as for
     ``reduce``'s per-output work."""
@@ -32,15 +40,13 @@ def foreach_reduce(op: Operation) -> OpCost:
         raise ShapeError(
             f"{where(op)} reduces {len(op.inputs)} tensors into {1 + len(op.extra_outputs)} outputs; give one each"
         )
-    per_element, per_output = int_attr(op, "flops_per_element", 0), int_attr(op, "flops_per_output", 0)
     flops: dict[str, int] = {}
     transcendentals = 0
     for i, shape in enumerate(op.inputs):
         n = math.prod(shape)
         dtype = op.input_dtype(i)
-        flops[dtype] = flops.get(dtype, 0) + max(n - 1, 0) + per_element * n + per_output
-        transcendentals += int_attr(op, "transcendentals_per_element", 0) * n
-        transcendentals += int_attr(op, "transcendentals_per_output", 0)
+        flops[dtype] = flops.get(dtype, 0) + max(n - 1, 0) + flops_per_element * n + flops_per_output
+        transcendentals += transcendentals_per_element * n + transcendentals_per_output
     return OpCost(
         {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
     )
@@ -48,16 +54,25 @@ def foreach_reduce(op: Operation) -> OpCost:
 
 @cost_rule(
     "foreach_elementwise",
-    "a pointwise op applied tensor by tensor: attrs['flops_per_element'] (default 1) and "
-    "attrs['transcendentals_per_element'] per element of each output (the output, then extra outputs), "
-    "charged to that output's dtype; inputs: attrs['lists'] lists of one tensor per output, then scalars",
+    "a pointwise op applied tensor by tensor, counted per element of each output (the output, then extra "
+    "outputs) as an elementwise record counts it (the catalog entry attrs['op'] names, or explicit "
+    "attrs['flops_per_element'] (default 1) and attrs['transcendentals_per_element']), charged to that "
+    "output's dtype; inputs: attrs['lists'] lists of one tensor per output, then scalars",
 )
-def foreach_elementwise(op: Operation) -> OpCost:
+def foreach_elementwise(
+    op: Operation,
+    *,
+    lists: NonNegative = 1,
+    flops_per_element: NonNegative | None = None,
+    transcendental: bool | None = None,
+    transcendentals_per_element: NonNegative | None = None,
+    exponent: int | None = None,
+    extra_multiplies: NonNegative = 0,
+) -> OpCost:
     """Inputs are the lists read, each laid out in output order (list j's tensor for output
     i at position j·k + i, k outputs), then lone operands (0-d scalars). A target list that
     is only written (``zero_``) is not among the lists read."""
     outputs = _outputs(op)
-    lists = int_attr(op, "lists", 1)
     if len(op.inputs) < lists * len(outputs):
         raise ShapeError(
             f"{where(op)} has {len(op.inputs)} inputs; attrs['lists']={lists} lists of {len(outputs)} need "
@@ -68,12 +83,19 @@ def foreach_elementwise(op: Operation) -> OpCost:
             given = op.inputs[j * len(outputs) + i]
             if not broadcasts_to(given, shape):
                 raise ShapeError(f"{where(op)}: list {j}'s tensor {i} {given} does not broadcast to its output {shape}")
-    per_element = int_attr(op, "flops_per_element", 1)
+    per_element, per_element_transcendentals = per_element_counts(
+        op,
+        flops_per_element=flops_per_element,
+        transcendental=transcendental,
+        transcendentals_per_element=transcendentals_per_element,
+        exponent=exponent,
+        extra_multiplies=extra_multiplies,
+    )
     flops: dict[str, int] = {}
     for shape, dtype in outputs:
         flops[dtype] = flops.get(dtype, 0) + per_element * math.prod(shape)
     elements = sum(math.prod(shape) for shape, _ in outputs)
-    transcendentals = int_attr(op, "transcendentals_per_element", 0) * elements
+    transcendentals = per_element_transcendentals * elements
     return OpCost(
         {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
     )

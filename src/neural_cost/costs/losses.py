@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .choice import choice_attr
 from .registry import cost_rule, default_cost, expect_inputs, where
 
-REDUCTIONS = ("none", "sum", "mean")
+Reduction = Literal["none", "sum", "mean"]
 
 
 @cost_rule(
@@ -22,7 +22,7 @@ REDUCTIONS = ("none", "sum", "mean")
     "ignore_index test and a negate (+ a multiply by its weight); attrs['reduction'] sum + n-1 adds, mean "
     "+ n-1 (loss) + n-1 (weights) + 1 divide (default mean)",
 )
-def nll_loss(op: Operation) -> OpCost:
+def nll_loss(op: Operation, *, reduction: Reduction = "mean") -> OpCost:
     """The first input is the one log-probability each target picks (gathered), never the
     whole (N, C) input, and the weights likewise one per target: the kernel reads those.
     Output: the loss (a scalar, or per target with reduction 'none'), then the total weight."""
@@ -32,7 +32,6 @@ def nll_loss(op: Operation) -> OpCost:
     for i, shape in enumerate(op.inputs):
         if i != 1 and math.prod(shape) != rows:
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} must hold one value per target ({rows})")
-    reduction = choice_attr(op, "reduction", REDUCTIONS, "mean")
     if reduction != "none" and op.output != ():
         raise ShapeError(f"{where(op)} output={op.output} must be a scalar () with reduction={reduction!r}")
     weighted = len(op.inputs) == 3
@@ -49,7 +48,7 @@ def nll_loss(op: Operation) -> OpCost:
     "(grad_output, targets[, class weights], total_weight) → the input's gradient (N, C, ...): zeroed and one "
     "value written per target: ignore_index test, negate, ·grad (+ ·weight, + ÷total_weight for a mean)",
 )
-def nll_loss_backward(op: Operation) -> OpCost:
+def nll_loss_backward(op: Operation, *, reduction: Reduction = "mean") -> OpCost:
     """Counted per target; the zeroing of the rest of the gradient is the output's write.
     The output is the input's shape: the targets' with a class dim inserted at dim 1 (dim 0
     for a single sample)."""
@@ -60,5 +59,5 @@ def nll_loss_backward(op: Operation) -> OpCost:
     if not out or targets != expected:
         raise ShapeError(f"{where(op)}: targets {targets} must be the output {out} without its class dim")
     weighted = len(op.inputs) == 4
-    mean = choice_attr(op, "reduction", REDUCTIONS, "mean") == "mean"
+    mean = reduction == "mean"
     return default_cost(op, (3 + weighted + mean) * math.prod(targets))

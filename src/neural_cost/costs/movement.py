@@ -27,9 +27,7 @@ def _element_bytes(op: Operation, index: int, elements: int) -> int:
     return dtype_info(op.input_dtype(index)).nbytes(elements)
 
 
-@cost_rule(
-    "embedding", "table (V, D) rows looked up by indices (...): reads the touched rows and the indices", typed=True
-)
+@cost_rule("embedding", "table (V, D) rows looked up by indices (...): reads the touched rows and the indices")
 def embedding(op: Operation) -> OpCost:
     expect_inputs(op, 2, 2, "table (V, D), indices")
     table, indices = op.inputs
@@ -42,7 +40,7 @@ def embedding(op: Operation) -> OpCost:
     return OpCost({}, _element_bytes(op, 0, touched) + _index_bytes(op, 1), op.output_bytes)
 
 
-@cost_rule("gather", "operand, indices: reads as many operand elements as the output has, plus the indices", typed=True)
+@cost_rule("gather", "operand, indices: reads as many operand elements as the output has, plus the indices")
 def gather(op: Operation) -> OpCost:
     """Reads only what it touches: one operand element per output element, never the whole
     operand (a repeated index is read again, as the hardware fetches it again)."""

@@ -15,12 +15,12 @@ each row, two means, 4 per element = 7E (+E for g with a weight; RMS: 5E); grad_
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .choice import choice_attr
-from .registry import bool_attr, cost_rule, default_cost, expect_inputs, expect_output, int_attr, where
+from .registry import Positive, cost_rule, default_cost, expect_inputs, expect_output, where
 
 
 def _stats_flops(rows: int, length: int) -> int:
@@ -39,11 +39,11 @@ def _affine_inputs(op: Operation, first: int, expected: tuple[int, ...], label: 
 
 
 @cost_rule("layernorm", "per row of L (attrs['normalized_dims'] trailing dims, default 1): 5L+2, + L per affine input")
-def layernorm(op: Operation) -> OpCost:
+def layernorm(op: Operation, *, normalized_dims: Positive = 1) -> OpCost:
     expect_inputs(op, 1, 3, "x[, weight[, bias]]")
     x = op.inputs[0]
     expect_output(op, x, "a norm keeps the input's shape")
-    dims = int_attr(op, "normalized_dims", 1, minimum=1)
+    dims = normalized_dims
     if dims > len(x):
         raise ShapeError(f"{where(op)} attrs['normalized_dims']={dims} exceeds the rank of x {x}")
     length = math.prod(x[-dims:])
@@ -53,11 +53,11 @@ def layernorm(op: Operation) -> OpCost:
 
 
 @cost_rule("rmsnorm", "per row of L: 3L+2 (squares, sum, mean divide, eps add, rsqrt, scale), + L with a weight")
-def rmsnorm(op: Operation) -> OpCost:
+def rmsnorm(op: Operation, *, normalized_dims: Positive = 1) -> OpCost:
     expect_inputs(op, 1, 2, "x[, weight]")
     x = op.inputs[0]
     expect_output(op, x, "a norm keeps the input's shape")
-    dims = int_attr(op, "normalized_dims", 1, minimum=1)
+    dims = normalized_dims
     if dims > len(x):
         raise ShapeError(f"{where(op)} attrs['normalized_dims']={dims} exceeds the rank of x {x}")
     length, rows = math.prod(x[-dims:]), math.prod(x[:-dims])
@@ -70,13 +70,12 @@ def rmsnorm(op: Operation) -> OpCost:
     "groupnorm",
     "x (N, C, *spatial) in attrs['groups'] groups: 5L+2 per (sample, group), + 1 per element per affine input",
 )
-def groupnorm(op: Operation) -> OpCost:
+def groupnorm(op: Operation, *, groups: Positive = 1) -> OpCost:
     expect_inputs(op, 1, 3, "x[, weight[, bias]]")
     x = op.inputs[0]
     expect_output(op, x, "a norm keeps the input's shape")
     if len(x) < 2:
         raise ShapeError(f"{where(op)} needs x (N, C, *spatial), got {x}")
-    groups = int_attr(op, "groups", 1, minimum=1)
     if x[1] % groups:
         raise ShapeError(f"{where(op)}: {x[1]} channels are not divisible by groups={groups}")
     rows = x[0] * groups
@@ -87,15 +86,22 @@ def groupnorm(op: Operation) -> OpCost:
 
 @cost_rule(
     "batchnorm",
-    "x (N, C, *spatial): inference 2 per element (subtract mean, scale by rstd) + 2 per channel; "
-    "training (attrs['training']) 5L+2 per channel over L = N·spatial, + 4 per channel for running stats; "
-    "+2 per element when attrs['affine'] (scale and shift)",
+    "x (N, C, *spatial): inference with a scale and shift (attrs['affine']) folds them per channel, "
+    "scale = γ·rsqrt(var+eps), shift = β - mean·scale (5 per channel), then y = x·scale + shift (2 per "
+    "element); inference without: 2 per element (subtract mean, scale by rstd) + 2 per channel; training "
+    "(attrs['training']) 5L+2 per channel over L = N·spatial, + 4 per channel for running stats, + 2 per "
+    "element with a scale and shift; 1 rsqrt per channel",
 )
-def batchnorm(op: Operation) -> OpCost:
+def batchnorm(op: Operation, *, affine: bool | None = None, training: bool = False) -> OpCost:
     """Inputs: x, then the per-channel tensors the kernel reads (running mean and variance,
     weight, bias) in any order. Whether a scale and shift are applied cannot be told from
     their count (``F.batch_norm(x, mean, var)`` also has three inputs), so ``attrs['affine']``
-    must say so whenever there are per-channel inputs; with x alone it is False."""
+    must say so whenever there are per-channel inputs; with x alone it is False.
+
+    Inference with a scale and shift is counted as PyTorch's CPU kernel and TensorFlow's
+    ``FusedBatchNorm`` (Keras) evaluate it: the statistics and parameters folded once per
+    channel (add eps, rsqrt, ·γ, mean·scale, β - that), then one multiply-add per element.
+    A composite that normalises element by element (Flax's ``BatchNorm``) does more."""
     expect_inputs(op, 1, 5, "x[, weight, bias, running_mean, running_var]")
     x = op.inputs[0]
     expect_output(op, x, "a norm keeps the input's shape")
@@ -103,28 +109,28 @@ def batchnorm(op: Operation) -> OpCost:
         raise ShapeError(f"{where(op)} needs x (N, C, *spatial), got {x}")
     channels = x[1]
     _affine_inputs(op, 1, (channels,), "channel")
-    if len(op.inputs) > 1 and "affine" not in op.attrs:
+    if len(op.inputs) > 1 and affine is None:
         raise RecordError(
             f"{where(op)} has {len(op.inputs) - 1} per-channel inputs; say whether they include a scale and "
             f"shift with attrs['affine']=True or False"
         )
-    affine = bool_attr(op, "affine", False)
     elements = math.prod(x)
     length = elements // channels if channels else 0
-    if bool_attr(op, "training", False):
-        flops = _stats_flops(channels, length) + 4 * channels
+    if training:
+        flops = _stats_flops(channels, length) + 4 * channels + (2 * elements if affine else 0)
+    elif affine:
+        flops = 2 * elements + 5 * channels  # y = x·scale + shift; eps add, rsqrt, ·γ, mean·scale, β - it
     else:
-        flops = 2 * elements + 2 * channels
-    return default_cost(op, flops + (2 * elements if affine else 0), channels)
+        flops = 2 * elements + 2 * channels  # (x - mean)·rstd; eps add, rsqrt
+    return default_cost(op, flops, channels)
 
 
-NORMS = ("layer", "rms", "group", "batch")
+Norm = Literal["layer", "rms", "group", "batch"]
 
 
-def _norm_parameters(op: Operation, norm: str, x: tuple[int, ...]) -> int:
+def _norm_parameters(op: Operation, norm: Norm, x: tuple[int, ...], dims: int) -> int:
     """P: the values one parameter is shared over are E / P."""
     if norm in ("layer", "rms"):
-        dims = int_attr(op, "normalized_dims", 1, minimum=1)
         if dims > len(x):
             raise ShapeError(f"{where(op)} attrs['normalized_dims']={dims} exceeds the rank of x {x}")
         return math.prod(x[-dims:])
@@ -141,7 +147,17 @@ def _norm_parameters(op: Operation, norm: str, x: tuple[int, ...]) -> int:
     "attrs['normalized_dims'] trailing dims for layer/rms, channels for group/batch; attrs['norm']); "
     "batch norm in eval (attrs['training']=False): grad_input (1+affine)·E + 2C and C rsqrt",
 )
-def norm_backward(op: Operation) -> OpCost:
+def norm_backward(
+    op: Operation,
+    *,
+    norm: Norm = "layer",
+    grad_input: bool = True,
+    grad_weight: bool = True,
+    grad_bias: bool | None = None,
+    affine: bool = False,
+    training: bool = True,
+    normalized_dims: Positive = 1,
+) -> OpCost:
     """The backward of layer, RMS, group and batch norm (``attrs['norm']``), from the
     forward's statistics saved (mean, rstd; batch norm in eval reads the running ones).
     ``attrs['affine']`` says whether a weight γ scales the gradient (the bias is never read).
@@ -152,17 +168,14 @@ def norm_backward(op: Operation) -> OpCost:
     dy, x = op.inputs[:2]
     if dy != x:
         raise ShapeError(f"{where(op)}: dy {dy} must have x's shape {x}")
-    norm = choice_attr(op, "norm", NORMS, "layer")
-    grad_input = bool_attr(op, "grad_input", True)
-    grad_weight = bool_attr(op, "grad_weight", True)
-    grad_bias = bool_attr(op, "grad_bias", norm != "rms")
+    if grad_bias is None:
+        grad_bias = norm != "rms"
     if norm == "rms" and grad_bias:
         raise RecordError(f"{where(op)}: an RMS norm has no bias; set attrs['grad_bias']=False")
     if grad_input:
         expect_output(op, x, "grad_input, the first gradient asked for, has x's shape")
-    affine = bool_attr(op, "affine", False)
-    elements, params = math.prod(x), _norm_parameters(op, norm, x)
-    if norm == "batch" and not bool_attr(op, "training", True):
+    elements, params = math.prod(x), _norm_parameters(op, norm, x, normalized_dims)
+    if norm == "batch" and not training:
         # eval: rstd from the running variance (+eps, rsqrt per channel); grad_input = dy·γ·rstd
         flops = 2 * params + (1 + affine) * elements if grad_input else 0
         if grad_weight:

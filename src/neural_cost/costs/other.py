@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Literal
 
 from ..core.dtypes import canonical_dtype, dtype_info
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .choice import choice_attr
 from .registry import (
-    axis_attr,
+    Expect,
+    NonNegative,
+    Positive,
+    axis_index,
     cost_rule,
     default_cost,
     expect_inputs,
     expect_output,
-    int_attr,
     read_inputs,
     rows_of,
     where,
@@ -59,7 +60,7 @@ def top_k_comparisons(length: int, k: int) -> int:
     "with attrs['k'] a top-k along that axis (output: the axis cut to k): L-1 comparisons for k = 1, "
     "else ⌈L·log2 k⌉ (a heap of size k)",
 )
-def sort(op: Operation) -> OpCost:
+def sort(op: Operation, *, axis: int = -1, k: NonNegative | None = None) -> OpCost:
     """A comparison sort's count, stated as comparisons: the work of the sort network or
     merge passes a backend runs differs by a constant factor. Extra operands sorted along
     (values, indices) are read and written but add no comparisons.
@@ -74,12 +75,11 @@ def sort(op: Operation) -> OpCost:
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} must have the keys' shape {keys}")
     if not keys:
         raise ShapeError(f"{where(op)} needs keys of rank >= 1")
-    axis = axis_attr(op, len(keys))
+    axis = axis_index(op, axis, len(keys))
     rows, length = rows_of(keys, axis)
-    if "k" not in op.attrs:
+    if k is None:
         expect_output(op, keys, "a sort keeps the keys' shape")
         return default_cost(op, rows * sort_comparisons(length))
-    k = int_attr(op, "k", 0)
     if k > length:
         raise ShapeError(f"{where(op)} attrs['k']={k} exceeds the {length} keys along axis {axis} of {keys}")
     expect_output(op, (*keys[:axis], k, *keys[axis + 1 :]), f"top-k keeps k={k} along axis {axis}")
@@ -129,10 +129,16 @@ DEFAULT_GENERATOR = "philox4x32-10"
     "bits into values (uniform scaling, Box-Muller, a dropout's compare and scale): attrs['flops_per_element'] "
     "and attrs['transcendentals_per_element'] per output element, charged to the compute dtype (default 0)",
 )
-def rng(op: Operation) -> OpCost:
+def rng(
+    op: Operation,
+    *,
+    generator: str | None = None,
+    bits_per_element: Positive | None = None,
+    flops_per_element: NonNegative = 0,
+    transcendentals_per_element: NonNegative = 0,
+) -> OpCost:
     """Generator work is integer ops (charged to ``uint32``); the arithmetic that shapes the
     bits into a distribution is ordinary FLOPs of the compute dtype, stated by the builder."""
-    generator = op.attrs.get("generator")
     notes: tuple[str, ...] = ()
     if generator is None:
         generator = DEFAULT_GENERATOR
@@ -141,19 +147,18 @@ def rng(op: Operation) -> OpCost:
         raise RecordError(
             f"{where(op)} attrs['generator']={generator!r} is unknown; use one of {', '.join(RNG_GENERATORS)}"
         )
-    bits_per_element = op.attrs.get("bits_per_element", dtype_info(op.dtype).bits)
-    if isinstance(bits_per_element, bool) or not isinstance(bits_per_element, int) or bits_per_element < 1:
-        raise RecordError(f"{where(op)} attrs['bits_per_element']={bits_per_element!r} must be a positive integer")
+    if bits_per_element is None:
+        bits_per_element = dtype_info(op.dtype).bits
     block_bits, ops_per_block, _ = RNG_GENERATORS[generator]
     bits = math.prod(op.output) * bits_per_element
     blocks = -(-bits // block_bits)
     ops = blocks * ops_per_block
     elements = math.prod(op.output)
     flops: dict[str, int] = {"uint32": ops} if ops else {}
-    shaping = int_attr(op, "flops_per_element", 0) * elements
+    shaping = flops_per_element * elements
     if shaping:
         flops[op.compute_dtype] = flops.get(op.compute_dtype, 0) + shaping
-    transcendentals = int_attr(op, "transcendentals_per_element", 0) * elements
+    transcendentals = transcendentals_per_element * elements
     return OpCost(flops, read_inputs(op), op.output_bytes, transcendentals=transcendentals, notes=notes)
 
 
@@ -163,7 +168,7 @@ def rng(op: Operation) -> OpCost:
     "mean) or comparisons (max; attrs['mode']) per bag of n rows and feature, + 1 divide per output for mean, "
     "+ 1 multiply per row element with per-sample weights; reads the N rows, never the table",
 )
-def embedding_bag(op: Operation) -> OpCost:
+def embedding_bag(op: Operation, *, mode: Literal["sum", "mean", "max"] = "sum") -> OpCost:
     """PyTorch's ``_embedding_bag``: the first input is the rows it gathers (as many as there
     are indices), so the table's size does not enter the traffic. Rows skipped as padding
     are counted as read and combined (an upper bound). Bookkeeping outputs (offsets, sizes,
@@ -177,7 +182,6 @@ def embedding_bag(op: Operation) -> OpCost:
     weighted = len(op.inputs) == 4
     if weighted and math.prod(op.inputs[3]) != rows[0]:
         raise ShapeError(f"{where(op)}: per_sample_weights {op.inputs[3]} must hold one weight per row ({rows[0]})")
-    mode = choice_attr(op, "mode", ("sum", "mean", "max"), "sum")
     count, width = rows
     bags = op.output[0]
     flops = max(count - bags, 0) * width + (bags * width if mode == "mean" else 0)
@@ -214,43 +218,45 @@ def pad_backward(op: Operation) -> OpCost:
     return default_cost(op, max(math.prod(grad) - math.prod(op.output), 0))
 
 
-def _count(op: Operation, name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RecordError(f"{where(op)} attrs[{name!r}]={value!r} must be a non-negative integer")
-    return value
-
-
 @cost_rule(
     "custom",
-    "caller-supplied attrs['flops'] (an int, or a mapping dtype → int) and optional read_bytes/write_bytes "
-    "(default: inputs read once, output written once)",
+    "caller-supplied attrs['flops'] (an int, or a mapping dtype → int), attrs['transcendentals'] and optional "
+    "read_bytes/write_bytes (default: inputs read once, output written once) and dense_flops",
 )
-def custom(op: Operation) -> OpCost:
-    if "flops" not in op.attrs:
-        raise RecordError(f"{where(op)} needs attrs['flops']: the FLOPs of one execution (int or dtype → int)")
-    value = op.attrs["flops"]
-    if isinstance(value, Mapping):
-        flops: dict[str, int] = {}
+def custom(
+    op: Operation,
+    *,
+    flops: Annotated[
+        NonNegative | Mapping[str, NonNegative],
+        Expect("the FLOPs of one execution: an integer >= 0, or a mapping dtype → integer >= 0"),
+    ],
+    transcendentals: NonNegative = 0,
+    read_bytes: NonNegative | None = None,
+    write_bytes: NonNegative | None = None,
+    dense_flops: NonNegative | None = None,
+    combines: NonNegative | None = None,
+) -> OpCost:
+    """Work no rule describes, stated by the caller. ``combines`` is for readers: how many
+    times a combining body ran (JAX's generic ``reduce``, whose FLOPs are its body's times
+    that, per dtype)."""
+    if isinstance(flops, Mapping):
+        by_dtype: dict[str, int] = {}
         spelled: dict[str, str] = {}
-        for d, n in value.items():
+        for d, n in flops.items():
             dtype = canonical_dtype(d, f"{where(op)} attrs['flops'] key")
-            if dtype in flops:  # "fp16" and "float16": keeping either value would drop the other's FLOPs
+            if dtype in by_dtype:  # "fp16" and "float16": keeping either value would drop the other's FLOPs
                 raise RecordError(
                     f"{where(op)} attrs['flops'] names {dtype} twice ({spelled[dtype]!r} and {d!r}); "
                     f"give one count per dtype"
                 )
-            flops[dtype] = _count(op, f"flops[{d!r}]", n)
+            by_dtype[dtype] = n
             spelled[dtype] = d
     else:
-        flops = {op.compute_dtype: _count(op, "flops", value)}
-    flops = {d: n for d, n in flops.items() if n}
-    read = op.attrs.get("read_bytes")
-    write = op.attrs.get("write_bytes")
-    dense = op.attrs.get("dense_flops")
+        by_dtype = {op.compute_dtype: flops}
     return OpCost(
-        flops,
-        read_inputs(op) if read is None else _count(op, "read_bytes", read),
-        op.output_bytes if write is None else _count(op, "write_bytes", write),
-        dense_flops=None if dense is None else _count(op, "dense_flops", dense),
-        transcendentals=_count(op, "transcendentals", op.attrs.get("transcendentals", 0)),
+        {d: n for d, n in by_dtype.items() if n},
+        read_inputs(op) if read_bytes is None else read_bytes,
+        op.output_bytes if write_bytes is None else write_bytes,
+        dense_flops=dense_flops,
+        transcendentals=transcendentals,
     )

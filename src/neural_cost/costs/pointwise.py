@@ -9,18 +9,48 @@ from ..core.kinds import OpCost
 from ..core.records import Operation
 from .catalog import CATALOG, integer_pow_flops
 from .registry import (
-    axis_attr,
-    bool_attr,
+    NonNegative,
+    axis_index,
     broadcast_shapes,
     broadcasts_to,
     cost_rule,
     default_cost,
     expect_inputs,
     expect_output,
-    int_attr,
     rows_of,
     where,
 )
+
+
+def per_element_counts(
+    op: Operation,
+    *,
+    flops_per_element: int | None,
+    transcendental: bool | None,
+    transcendentals_per_element: int | None,
+    exponent: int | None,
+    extra_multiplies: int,
+    default_flops: int = 1,
+) -> tuple[int, int]:
+    """(FLOPs, transcendentals) per element of a pointwise record, from the catalog entry
+    ``attrs['op']`` names unless the record states them (``elementwise`` and
+    ``foreach_elementwise`` share it). Explicit per-element attrs win whole (reports saved
+    before the catalog carry them), and a name outside the catalog keeps the explicit form's
+    defaults (``default_flops`` per element, no transcendental)."""
+    name = op.attrs.get("op")
+    explicit = flops_per_element is not None or transcendental is not None or transcendentals_per_element is not None
+    if isinstance(name, str) and not explicit:
+        if name == "integer_pow":
+            if exponent is None:
+                raise RecordError(f"{where(op)} is an integer_pow: give its attrs['exponent']")
+            return integer_pow_flops(exponent), 0
+        entry = CATALOG.get(name)
+        if entry is not None:
+            return entry.flops + extra_multiplies, entry.transcendentals
+    flops = default_flops if flops_per_element is None else flops_per_element
+    if transcendentals_per_element is None:
+        transcendentals_per_element = 1 if transcendental else 0
+    return flops, transcendentals_per_element
 
 
 @cost_rule(
@@ -31,14 +61,21 @@ from .registry import (
     "attrs['transcendental'] (one per element) or attrs['transcendentals_per_element'] count instead; "
     "inputs broadcast to the output",
 )
-def elementwise(op: Operation) -> OpCost:
-    """Counts come from the catalog entry ``attrs['op']`` names, unless the record states them:
-    explicit per-element attrs win whole (reports saved before the catalog carry them), and a
-    name outside the catalog keeps the explicit form's defaults (1 FLOP per element, none
-    with no inputs: a fill writes). Parameters an adapter read from the call stay parameters:
-    ``integer_pow`` is exponentiation by squaring of attrs['exponent'], and
-    attrs['extra_multiplies'] counts multiplies by non-default coefficients the entry's
-    formula leaves out (PyTorch's elu carrying both selu's scale and celu's input scale)."""
+def elementwise(
+    op: Operation,
+    *,
+    flops_per_element: NonNegative | None = None,
+    transcendental: bool | None = None,
+    transcendentals_per_element: NonNegative | None = None,
+    exponent: int | None = None,
+    extra_multiplies: NonNegative = 0,
+) -> OpCost:
+    """Counts come from the catalog entry ``attrs['op']`` names, unless the record states them
+    (``per_element_counts``); with no inputs the explicit form defaults to 0 FLOPs (a fill
+    writes). Parameters an adapter read from the call stay parameters: ``integer_pow`` is
+    exponentiation by squaring of attrs['exponent'], and attrs['extra_multiplies'] counts
+    multiplies by non-default coefficients the entry's formula leaves out (PyTorch's elu
+    carrying both selu's scale and celu's input scale)."""
     for i, shape in enumerate(op.inputs):
         if not broadcasts_to(shape, op.output):
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} does not broadcast to the output {op.output}")
@@ -46,23 +83,16 @@ def elementwise(op: Operation) -> OpCost:
         # A larger output than the inputs broadcast to is a materialised broadcast: a copy, not arithmetic.
         expect_output(op, broadcast_shapes(op, op.inputs), "the inputs' broadcast shape")
     elements = math.prod(op.output)
-    name = op.attrs.get("op")
-    if isinstance(name, str) and not _EXPLICIT.intersection(op.attrs):
-        if name == "integer_pow":
-            if "exponent" not in op.attrs:
-                raise RecordError(f"{where(op)} is an integer_pow: give its attrs['exponent']")
-            return default_cost(op, integer_pow_flops(int_attr(op, "exponent", 0, minimum=-(2**63))) * elements)
-        entry = CATALOG.get(name)
-        if entry is not None:
-            flops = entry.flops + int_attr(op, "extra_multiplies", 0)
-            return default_cost(op, flops * elements, entry.transcendentals * elements)
-    per_element = int_attr(op, "flops_per_element", 1 if op.inputs else 0)  # no inputs: a fill or iota writes
-    transcendental = bool_attr(op, "transcendental", False)
-    per_element_transcendentals = int_attr(op, "transcendentals_per_element", 1 if transcendental else 0)
-    return default_cost(op, per_element * elements, per_element_transcendentals * elements)
-
-
-_EXPLICIT = frozenset({"flops_per_element", "transcendental", "transcendentals_per_element"})
+    flops, transcendentals = per_element_counts(
+        op,
+        flops_per_element=flops_per_element,
+        transcendental=transcendental,
+        transcendentals_per_element=transcendentals_per_element,
+        exponent=exponent,
+        extra_multiplies=extra_multiplies,
+        default_flops=1 if op.inputs else 0,  # no inputs: a fill or iota writes
+    )
+    return default_cost(op, flops * elements, transcendentals * elements)
 
 
 @cost_rule(
@@ -70,7 +100,13 @@ _EXPLICIT = frozenset({"flops_per_element", "transcendental", "transcendentals_p
     "(input elements - output elements) combining ops, plus attrs['flops_per_output'] per output "
     "(1 for a mean's divide) and attrs['transcendentals_per_output'] (a norm's root, logsumexp's exps and log)",
 )
-def reduce(op: Operation) -> OpCost:
+def reduce(
+    op: Operation,
+    *,
+    axes: tuple[int, ...] | None = None,
+    flops_per_output: NonNegative = 0,
+    transcendentals_per_output: NonNegative = 0,
+) -> OpCost:
     """Reducing n elements to one takes n-1 combining ops (adds, max, argmax comparisons).
 
     Work beyond the combining ops is stated per output by the builder, which knows the
@@ -79,9 +115,8 @@ def reduce(op: Operation) -> OpCost:
     expect_inputs(op, 1, 8, "x[, more operands reduced together]")
     x = op.inputs[0]
     n_in, n_out = math.prod(x), math.prod(op.output)
-    axes = op.attrs.get("axes")
     if axes is not None:
-        if not isinstance(axes, tuple) or any(not isinstance(a, int) or not -len(x) <= a < len(x) for a in axes):
+        if any(not -len(x) <= a < len(x) for a in axes):
             raise ShapeError(f"{where(op)} attrs['axes']={axes!r} must list dims of x {x}")
         reduced = {a % len(x) for a in axes}
         dropped = tuple(s for i, s in enumerate(x) if i not in reduced)
@@ -92,8 +127,7 @@ def reduce(op: Operation) -> OpCost:
         raise ShapeError(f"{where(op)} output={op.output} cannot be a reduction of x {x}")
     # n elements reduced to one take n-1 ops; an empty reduced axis yields the identity with none.
     combining = max(n_in - n_out, 0)
-    flops = combining + int_attr(op, "flops_per_output", 0) * n_out
-    return default_cost(op, flops, int_attr(op, "transcendentals_per_output", 0) * n_out)
+    return default_cost(op, combining + flops_per_output * n_out, transcendentals_per_output * n_out)
 
 
 @cost_rule(
@@ -101,16 +135,16 @@ def reduce(op: Operation) -> OpCost:
     "per row of length L along attrs['axis']: softmax 5L-2 (max, subtract, exp, sum, divide); "
     "log_softmax (attrs['log']) 5L-1; L exponentials counted as transcendental",
 )
-def softmax(op: Operation) -> OpCost:
+def softmax(op: Operation, *, axis: int = -1, log: bool = False) -> OpCost:
     expect_inputs(op, 1, 1, "x")
     (x,) = op.inputs
     expect_output(op, x, "softmax keeps the input's shape")
     if not x:
         raise ShapeError(f"{where(op)} needs an input of rank >= 1")
-    rows, length = rows_of(x, axis_attr(op, len(x)))
+    rows, length = rows_of(x, axis_index(op, axis, len(x)))
     if length == 0:
         return default_cost(op, 0)
-    if bool_attr(op, "log", False):
+    if log:
         # max L-1, subtract L, exp L, sum L-1, log 1, subtract L
         per_row, transcendental = 5 * length - 1, length + 1
     else:
@@ -124,7 +158,9 @@ def softmax(op: Operation) -> OpCost:
     "cumsum/cumprod/cummax along attrs['axis']: L-1 combining steps per row of length L, each "
     "attrs['flops_per_combine'] FLOPs (default 1) and attrs['transcendentals_per_combine'] (default 0)",
 )
-def cumulative(op: Operation) -> OpCost:
+def cumulative(
+    op: Operation, *, axis: int = -1, flops_per_combine: NonNegative = 1, transcendentals_per_combine: NonNegative = 0
+) -> OpCost:
     """A sequential scan's count; a parallel scan on an accelerator does up to twice this work.
 
     A combining step is one op for sum/product/max; a log-sum-exp scan combines with
@@ -134,8 +170,6 @@ def cumulative(op: Operation) -> OpCost:
     expect_output(op, x, "a cumulative op keeps the input's shape")
     if not x:
         raise ShapeError(f"{where(op)} needs an input of rank >= 1")
-    rows, length = rows_of(x, axis_attr(op, len(x)))
+    rows, length = rows_of(x, axis_index(op, axis, len(x)))
     steps = rows * max(length - 1, 0)
-    flops_per_combine = int_attr(op, "flops_per_combine", 1)
-    transcendentals_per_combine = int_attr(op, "transcendentals_per_combine", 0)
     return default_cost(op, steps * flops_per_combine, steps * transcendentals_per_combine)

@@ -9,10 +9,8 @@ traffic defaults to "read every input once, write every output once".
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost, register_rule
@@ -28,19 +26,14 @@ from .signature import where as where
 Rule = Callable[[Operation], OpCost]
 
 
-def cost_rule(kind: str, summary: str, *, typed: bool = False) -> Callable[[Callable[..., OpCost]], Rule]:
+def cost_rule(kind: str, summary: str) -> Callable[[Callable[..., OpCost]], Rule]:
     """Register ``rule`` as the cost rule of ``kind``; ``summary`` states its convention.
 
-    A rule with keyword-only parameters (or ``typed=True``, for a kind that takes no
-    attribute) is typed: records of its kind are checked against those parameters when they
-    are made, and the rule receives the attributes as keywords. A rule that takes only the
-    record reads ``op.attrs`` itself and nothing checks its attributes beforehand (rules
-    not yet converted)."""
+    The rule's keyword-only parameters are the attributes its kind takes (none: it takes
+    only the common ``op`` and ``compute_dtype``). Records of the kind are checked against
+    them when they are made, and the rule receives them as keywords, defaults filled in."""
 
     def decorate(rule: Callable[..., OpCost]) -> Rule:
-        if not typed and len(inspect.signature(rule).parameters) == 1:
-            register_rule(kind, rule, summary)
-            return rule
         spec = AttrSpec.of(kind, rule)
         keywords = spec.keywords
 
@@ -83,24 +76,6 @@ def default_cost(op: Operation, flops: int, transcendentals: int = 0, dense_flop
     )
 
 
-def int_attr(op: Operation, name: str, default: int, minimum: int = 0) -> int:
-    value = op.attrs.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise RecordError(f"{where(op)} attrs[{name!r}]={value!r} must be an integer >= {minimum}")
-    return value
-
-
-def bool_attr(op: Operation, name: str, default: bool) -> bool:
-    value = op.attrs.get(name, default)
-    if not isinstance(value, bool):
-        raise RecordError(f"{where(op)} attrs[{name!r}]={value!r} must be true or false")
-    return value
-
-
-def axis_attr(op: Operation, rank: int, name: str = "axis", default: int = -1) -> int:
-    return axis_index(op, int_attr(op, name, default, minimum=-rank if rank else -1), rank, name)
-
-
 def axis_index(op: Operation, axis: int, rank: int, name: str = "axis") -> int:
     """A typed axis attribute (``axis: int = -1``) checked against the input's rank, made non-negative."""
     if rank == 0:
@@ -108,25 +83,6 @@ def axis_index(op: Operation, axis: int, rank: int, name: str = "axis") -> int:
     if not -rank <= axis < rank:
         raise ShapeError(f"{where(op)} attrs[{name!r}]={axis} is out of range for rank {rank}")
     return axis % rank
-
-
-def per_dim(op: Operation, name: str, default: int, ndim: int, minimum: int = 0) -> tuple[int, ...]:
-    """An attribute given as one int for every spatial dim, or one int per dim."""
-    value: Any = op.attrs.get(name, default)
-    if isinstance(value, int) and not isinstance(value, bool):
-        values: Sequence[Any] = (value,) * ndim
-    else:
-        values = value
-    if (
-        not isinstance(values, tuple)
-        or len(values) != ndim
-        or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values)
-    ):
-        raise RecordError(
-            f"{where(op)} attrs[{name!r}]={value!r} must be an integer >= {minimum} "
-            f"or {ndim} of them, one per spatial dim"
-        )
-    return tuple(values)
 
 
 def spatial(op: Operation, name: str, value: int | tuple[int, ...], ndim: int) -> tuple[int, ...]:

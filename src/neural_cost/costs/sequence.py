@@ -4,15 +4,14 @@ multi-head attention's bias-and-rescale of q, k, v, and a recurrent cell's gate 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .choice import choice_attr
-from .registry import cost_rule, default_cost, expect_inputs, where
-
-#: The attrs of an ``attention_backward`` record that say which query-key pairs run.
-_PAIR_ATTRS = ("causal", "skips_masked", "causal_alignment", "causal_blocks")
+from .catalog import PerElement, composed
+from .linalg import CausalAlignment
+from .registry import NonNegative, Positive, cost_rule, default_cost, expect_inputs, where
 
 
 @cost_rule(
@@ -22,17 +21,32 @@ _PAIR_ATTRS = ("causal", "skips_masked", "causal_alignment", "causal_blocks")
     "pairs the forward executes (same attrs as attention: causal, skips_masked, causal_alignment, "
     "causal_blocks); dense_flops over all Sq·Sk pairs; one exponential per executed pair",
 )
-def attention_backward(op: Operation) -> OpCost:
+def attention_backward(
+    op: Operation,
+    *,
+    causal: bool = False,
+    skips_masked: bool = False,
+    causal_alignment: CausalAlignment = "top_left",
+    causal_blocks: tuple[Positive, Positive] | None = None,
+    window: tuple[int, ...] | None = None,
+    sliding_window_length: NonNegative | None = None,
+    dropout_p: float = 0.0,
+    varlen_upper_bound: bool = False,
+) -> OpCost:
     """A flash-style backward: 2.5× the forward's FLOPs when D = Dv (FlashAttention-2's
     figure); ``dense_flops`` is FlopCounterMode's sdpa backward formula. The softmax's
     elementwise gradient (dS = P·(dP - rowsum(dO·O))) is not counted, as in the forward,
     but its exponentials are. Every input is read once and dQ, dK, dV (and a bias
-    gradient) written once."""
+    gradient) written once. It takes the forward's attributes: those that say which pairs
+    run are passed to the forward's rule, the rest (a window, dropout, a variable-length
+    bound) are kept for readers, as on the forward."""
     expect_inputs(op, 3, 12, "q, k, v[, grad_out, out, log-sum-exp, mask...]")
     q, k, v = op.inputs[:3]
     if len(q) != 4 or len(v) != 4:
         raise ShapeError(f"{where(op)} needs q, k, v as (batch, heads, sequence, head_dim); got {q}, {k}, {v}")
-    attrs = {name: op.attrs[name] for name in _PAIR_ATTRS if name in op.attrs}
+    attrs: dict[str, object] = {"causal": causal, "skips_masked": skips_masked, "causal_alignment": causal_alignment}
+    if causal_blocks is not None:
+        attrs["causal_blocks"] = causal_blocks
     # The forward's rule validates the shapes and counts the executed pairs (its transcendentals).
     forward = Operation(op.name, "attention", (q, k, v), (*q[:3], v[3]), op.input_dtype(0), attrs=attrs)
     pairs = forward.cost.transcendentals  # Σ over the B·Hq heads of the executed query-key pairs
@@ -64,30 +78,55 @@ def qkv_bias_rescale(op: Operation) -> OpCost:
     return default_cost(op, 4 * math.prod(qkv[:-1]) * (qkv[-1] // 3))
 
 
-#: Gates per hidden unit, and gradient FLOPs per hidden unit, batch row and time step of the
-#: gate backward (the matmuls are separate records). LSTM 24: combine the output and
-#: recurrent gradients (1), recompute tanh(c') (1), do = dh·tanh(c') (1), dc = dc_next +
-#: dh·o·(1 - tanh²) (5), di, dg, df, dc_prev (4 multiplies), three sigmoid derivatives
-#: s·(1-s)·x (9), one tanh derivative (1-g²)·x (3). GRU 17: combine (1), dn = dh·(1-z) (2),
-#: dz = dh·(h-n) (2), dh·z (1), tanh derivative (3), dr = da_n·hn (1), da_n·r (1), two sigmoid
-#: derivatives (6). RNN: combine (1) + tanh derivative (3) = 4, or relu's select (1) = 2.
-RNN_GATE_BACKWARD = {"lstm": (4, 24), "gru": (3, 17), "rnn_tanh": (1, 4), "rnn_relu": (1, 2)}
+#: Gates per hidden unit, and the gate backward per hidden unit, batch row and time step (the
+#: matmuls are separate records), counted as the catalog's own ops: a sigmoid's derivative is
+#: sigmoid_backward dy·(1 - s)·s (3), tanh's tanh_backward dy·(1 - t²) (3), relu's
+#: threshold_backward (compare, select: 2), each from the saved activation (no exponential).
+RNN_GATE_BACKWARD: dict[str, tuple[int, PerElement]] = {
+    "lstm": (
+        4,
+        composed(
+            "combine the output and recurrent gradients (add), recompute tanh(c'), do = dh·tanh(c') (mul), "
+            "dc = dc_next + tanh_backward(dh·o) (mul, tanh_backward, add), di, dg, df, dc_prev (4 mul), "
+            "the derivatives of sigmoid i, f, o and tanh g",
+            (2, "add"),
+            (6, "mul"),
+            (1, "tanh"),
+            (2, "tanh_backward"),
+            (3, "sigmoid_backward"),
+        ),
+    ),
+    "gru": (
+        3,
+        composed(
+            "combine (add), dn = dh·(1 - z) (sub, mul), dz = dh·(h - n) (sub, mul), dh·z (mul), da_n = "
+            "tanh_backward, dr = da_n·h_n (mul), da_n·r (mul), the derivatives of sigmoid r and z",
+            (1, "add"),
+            (2, "sub"),
+            (5, "mul"),
+            (1, "tanh_backward"),
+            (2, "sigmoid_backward"),
+        ),
+    ),
+    "rnn_tanh": (1, composed("combine (add), the derivative of tanh", (1, "add"), (1, "tanh_backward"))),
+    "rnn_relu": (1, composed("combine (add), the derivative of relu", (1, "add"), (1, "threshold_backward"))),
+}
 
 
 @cost_rule(
     "rnn_gate_backward",
     "one time step of a recurrent cell's pointwise backward, (saved gates and states, incoming gradients) → "
-    "gate gradients (B, G·H) (+ state gradients): per hidden unit and row, lstm 24 (and 1 tanh), gru 17, "
-    "rnn_tanh 4, rnn_relu 2 (attrs['mode'])",
+    "gate gradients (B, G·H) (+ state gradients): per hidden unit and row, "
+    + ", ".join(f"{mode} {entry.flops}" for mode, (_, entry) in RNN_GATE_BACKWARD.items())
+    + " FLOPs (attrs['mode']; the lstm's recomputed tanh(c') its 1 transcendental)",
 )
-def rnn_gate_backward(op: Operation) -> OpCost:
+def rnn_gate_backward(op: Operation, *, mode: Literal["lstm", "gru", "rnn_tanh", "rnn_relu"] = "lstm") -> OpCost:
     """The recomputed tanh(c') of an LSTM is its one transcendental per unit; the sigmoid and
     tanh derivatives are written from the saved activations (s·(1-s), 1-t²), no exponentials.
-    The derivation of each count is in ``RNN_GATE_BACKWARD``'s comment."""
-    mode = choice_attr(op, "mode", tuple(RNN_GATE_BACKWARD), "lstm")
+    Each count is derived from the catalog in ``RNN_GATE_BACKWARD`` (its ``why``)."""
     gates, per_unit = RNN_GATE_BACKWARD[mode]
     expect_inputs(op, 1, 6, "saved gates or workspace, incoming gradients, states")
     if len(op.output) != 2 or op.output[1] % gates:
         raise ShapeError(f"{where(op)} output={op.output} must be the gate gradients (batch, {gates}·hidden)")
     units = op.output[0] * (op.output[1] // gates)
-    return default_cost(op, per_unit * units, units if mode == "lstm" else 0)
+    return default_cost(op, per_unit.flops * units, per_unit.transcendentals * units)

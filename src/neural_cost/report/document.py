@@ -33,9 +33,13 @@ MAX_DEPTH = 64
 _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
-# A complete JSON string (escapes included), so that brackets inside strings are not counted.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# A JSON string (escapes included), so that brackets inside strings are not counted. An
+# unterminated one runs to the end of the text: every match attempt at a quote succeeds, so
+# the scan is linear (a pattern that could fail there would rescan the rest of the text from
+# every later quote, quadratic in a file of escaped quotes).
+_STRING_BODY = rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)'
+_STRING = re.compile(_STRING_BODY, re.DOTALL)
+_STRING_OR_BRACKET = re.compile(_STRING_BODY + rb"|[\[\]{}]", re.DOTALL)
 _NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 

@@ -104,11 +104,13 @@ def report_from_dict(data: Any, where: str = "report") -> GapReport:
     if not isinstance(data, dict):
         raise SchemaError(f"{where}: a report is a JSON object, not {json_type(data)}")
     if data.get("schema") != SCHEMA:
-        raise SchemaError(f"{where}: schema={data.get('schema')!r}, not {SCHEMA!r}; is this a neural-cost report?")
+        found = f"{show(data['schema'])} is not" if "schema" in data else "missing; it should be"
+        raise SchemaError(f"{where}: schema: {found} {show(SCHEMA)}; is this a neural-cost report?")
     version = data.get("schema_version")
     if type(version) is not int or version not in VALIDATORS:
-        readable = ", ".join(str(v) for v in sorted(VALIDATORS))
-        raise SchemaError(f"{where}: schema_version={show(version)}; this neural-cost reads version {readable}")
+        readable = " or ".join(str(v) for v in sorted(VALIDATORS))
+        found = show(version) if "schema_version" in data else "missing"
+        raise SchemaError(f"{where}: schema_version: {found}; this neural-cost reads version {readable}")
     try:
         VALIDATORS[version](data)
     except Invalid as error:

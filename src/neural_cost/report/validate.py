@@ -68,9 +68,13 @@ def _number(positive: bool = False, at_most: float = MAX_NUMBER) -> Check:
 
     def check(value: Any, path: str) -> None:
         # type() excludes booleans; ints are compared exactly (10**400 never becomes a float).
-        if type(value) not in (int, float) or not (value == value and 0 <= value <= at_most):
-            raise Invalid(path, f"{show(value)} must be {wanted}")
-        if positive and value == 0:
+        if (
+            type(value) not in (int, float)
+            or not (value == value and 0 <= value <= at_most)
+            or (positive and not value)
+        ):
+            if at_most == MAX_NUMBER and type(value) in (int, float) and MAX_NUMBER < value < float("inf"):
+                raise Invalid(path, f"{show(value)} is above 1e+100, more than any time, rate or share in a report")
             raise Invalid(path, f"{show(value)} must be {wanted}")
 
     return check

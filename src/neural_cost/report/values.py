@@ -38,7 +38,7 @@ def child(path: str, key: Any) -> str:
     control characters, and the path ends up on a terminal)."""
     if isinstance(key, str) and _IDENTIFIER.match(key):
         return f"{path}.{key}" if path else key
-    return f"{path}[{json.dumps(str(key))}]"
+    return f"{path}[{show(str(key))}]"
 
 
 def json_type(value: Any) -> str:

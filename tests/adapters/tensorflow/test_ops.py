@@ -200,7 +200,9 @@ def test_fused_batch_norm_inference_states_affine():
     lowered, _ = lower(fn, tf.TensorSpec((2, 4, 4, 3)))
     norm = single(lowered, "FusedBatchNormV3")
     assert norm.attrs["affine"] is True and norm.inputs[0] == (2, 3, 4, 4)
-    assert norm.cost.flops == 390  # 2·96 normalise + 2·3 per channel + 2·96 scale and shift
+    # folded as FusedBatchNorm runs it: per channel scale = γ·rsqrt(var + eps), shift = β - mean·scale
+    # (5), then y = x·scale + shift (2 per element): 2·96 + 5·3 = 207 (was 390, the unfolded form)
+    assert norm.cost.flops == 207
 
 
 def test_batch_matmul_adjoint_and_matmul_transpose():

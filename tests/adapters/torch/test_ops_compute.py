@@ -437,8 +437,10 @@ def test_two_layer_lstm_closed_form():
         # per step and row: x·W_ihᵀ and h·W_hhᵀ, 2·(I + H)·4H
         assert flops(records, "matmul") == 2 * t * b * (i + h) * 4 * h
         assert by_name(records)["mkldnn_rnn_layer.hidden_matmul"].count == t
-        # gates: x-part + h-part, two biases, activation = 4 per gate element (16H); cell 5 per unit
-        assert flops(records, "elementwise") == 21 * t * b * h
+        # gates: x-part + h-part + b_ih + b_hh = 3 adds per gate element (12H); cell from the
+        # catalog, 3 sigmoid (4 each) + 2 tanh (1 each) + 3 mul + 1 add = 18 per unit: 30H
+        # (was 21H = 16H + 5H, when sigmoid and tanh were each counted as 1 FLOP)
+        assert flops(records, "elementwise") == 30 * t * b * h  # 7,200
         assert sum(op.cost.transcendentals * op.count for op in records) == 5 * t * b * h
         assert flop_counter(call) == 0  # FlopCounterMode has no formula for the fused kernel
     assert sum(flops(r, "matmul") for _, r in layers) == 46_080 + 61_440
@@ -476,7 +478,9 @@ def test_cudnn_rnn_from_its_schema():
         "_cudnn_rnn",
     )
     assert flops(records, "matmul") == 2 * 15 * (8 + 16) * 48 + 2 * 15 * (16 + 16) * 48  # a 2-layer GRU
-    assert flops(records, "elementwise") == 2 * 16 * 15 * 16  # 16H per row and step with biases
+    # per row and step with biases: r, z = sigmoid(3 adds) 7 per gate element (14H) + candidate
+    # n = tanh(x_n + b_in + r·(h_n + b_hn)), h' = n + z·(h - n) 8 per unit = 22H (was 16H, sigmoid as 1)
+    assert flops(records, "elementwise") == 2 * 22 * 15 * 16  # 2 layers · 22 · 15 rows · 16 units = 10,560
     assert flop_counter(call) == 0
 
 
@@ -514,7 +518,9 @@ def test_fused_lstm_cell():
         lambda: aten._thnn_fused_lstm_cell(meta(3, 64), meta(3, 64), meta(3, 16), meta(64), meta(64)),
         "_thnn_fused_lstm_cell",
     )
-    assert flops(records) == 21 * 3 * 16  # the gates and cell of one step
+    # the gates (3 adds per gate element, 12H) and cell (18 per unit) of one step: 30H per row
+    # (was 21H, sigmoid as 1 FLOP)
+    assert flops(records) == 30 * 3 * 16  # 1,440
 
 
 # --- embedding and indexing -------------------------------------------------------------
@@ -678,14 +684,16 @@ def test_cells_and_stacks_that_reach_dispatch_whole():
     )
     records = lower(cell)
     assert flops(records, "matmul") == 2 * 3 * (8 + 16) * 64  # one step
-    assert flops(records, "elementwise") == 21 * 3 * 16
+    assert flops(records, "elementwise") == 30 * 3 * 16  # 30H per row with biases, as above (was 21H)
     seq = torch.randn(5, 3, 8)
     args = (seq, [h[None], c[None]], [w_ih, w_hh, b, b], True, 1, 0.0, False, False, False)
     stack = AtenCall(aten.lstm.input, args, {}, aten.lstm.input(*args))
     assert flops(lower(stack), "matmul") == 2 * 5 * 3 * (8 + 16) * 64
     gates, hx = meta(3, 48), meta(3, 16)
     gru = AtenCall(aten._thnn_fused_gru_cell.default, (gates, gates, hx, None, None), {}, (meta(3, 16), meta(3, 80)))
-    assert flops(lower(gru)) == 10 * 3 * 16  # without biases: 10H per row
+    # without biases: r, z = sigmoid(add) 5 per gate element (10H) + candidate 6 per unit = 16H
+    # per row (was 10H, sigmoid as 1 FLOP)
+    assert flops(lower(gru)) == 16 * 3 * 16  # 768
 
 
 def test_cudnn_rnn_backward_from_its_schema():

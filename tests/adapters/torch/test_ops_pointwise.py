@@ -357,6 +357,16 @@ def test_activation_backward_counts_via_autograd(activation, name, flops_per_ele
     assert op.cost.read_bytes == 2 * 96 and op.cost.write_bytes == 96  # dy and x (or y) read, dx written
 
 
+def test_glu_backward_names_its_entry_and_writes_both_halves():
+    x = torch.randn(4, 6, requires_grad=True)
+    op = record(backward_of(nn.GLU(), x)).one("glu_backward")
+    assert op.kind == "elementwise" and op.attrs["op"] == "glu_backward"
+    # 12 gradient elements (4, 3), each giving the pair (da, db): s = sigmoid(b) 4, da 1, db 4
+    assert (op.cost.flops, op.cost.transcendentals) == (9 * 12, 12)
+    assert op.cost.read_bytes == 4 * (12 + 24)  # dy, then x's two halves a and b
+    assert op.cost.write_bytes == 96  # x's gradient, 24 floats, written as its two halves
+
+
 def test_fills_write_only_and_arange_computes_start_plus_i_step():
     x = torch.randn(4, 6)
     rec = record(lambda: (torch.zeros_like(x), torch.full((3, 5), 2.0), x.clone().zero_(), torch.arange(10)))
@@ -445,7 +455,9 @@ def test_batch_norm_train_and_eval():
     evaluation = record(backward_of(module, x))
     forward = evaluation.one("native_batch_norm")
     assert forward.attrs["training"] is False
-    assert forward.cost.flops == 2 * 300 + 2 * 6 + 600  # subtract, scale per element; rstd per channel; affine
+    # folded as the CPU kernel runs it: per channel scale = γ·rsqrt(var + eps), shift = β - mean·scale
+    # (5 per channel), then y = x·scale + shift (2 per element): 2·300 + 5·6 = 630 (was 1,212)
+    assert forward.cost.flops == 2 * 300 + 5 * 6
     backward = evaluation.one("native_batch_norm_backward")
     # rstd 2C + dy·γ·rstd 2E; x̂ 2E + Σ dy·x̂ 2E - C; Σ dy E - C
     assert backward.cost.flops == (12 + 600) + (600 + 600 - 6) + (300 - 6)
@@ -704,6 +716,8 @@ def test_foreach_and_single_tensor_adam_match_the_fused_count():
     eps = [op for op in rec.records("_foreach_add_") if op.output == (P,)]
     assert sum(per_op) + eps[0].cost.flops == 13 * P  # the fused kernel's 13 per element
     assert rec.one("_foreach_sqrt").cost.transcendentals == P
+    # each record names the catalog entry that counts it, as the single-tensor op does
+    assert [rec.one(name).attrs["op"] for name in lists] == ["lerp", "mul", "addcmul", "sqrt", "div", "addcdiv"]
     assert len(rec.records("_local_scalar_dense")) == 8  # step.item() per tensor: copies of one element
     assert rec.unmodeled == []
 
@@ -727,6 +741,7 @@ def test_fused_sgd_and_foreach_with_mixed_dtypes():
     rec = record(lambda: torch._foreach_mul_(mixed, 2.0))
     op = rec.one("_foreach_mul_")
     assert op.kind == "foreach_elementwise" and op.cost.flops_by_dtype == {F32: 12, "float64": 5}
+    assert op.attrs["op"] == "mul"  # counted by the catalog's mul: 1 per element of each tensor
     assert op.cost.read_bytes == 48 + 40 and op.cost.write_bytes == 48 + 40
 
 

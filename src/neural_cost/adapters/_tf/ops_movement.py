@@ -1,5 +1,5 @@
-"""Table entries for TensorFlow ops that move data (``copy`` records), the TensorList ops of
-Keras recurrent loops, and the free ops (metadata, aliases, handles).
+"""Table entries for TensorFlow ops that move data (``copy`` records) and the TensorList ops of
+Keras recurrent loops. The free ops (metadata, aliases, handles) are in ``ops_free``.
 
 Shape, axis, perm, paddings and multiples operands are metadata (small Const tensors) and
 are not recorded as inputs: a copy reads the data it moves and writes its output.
@@ -27,8 +27,8 @@ from typing import Any
 
 from ...core.dtypes import canonical_dtype
 from ...core.records import Operation, Shape
-from .ops_compute import UnmodeledOp, const_ints
-from .table import EMPTY_REASONS, TfContext, free, lowers
+from .common import UnmodeledOp, const_ints
+from .table import EMPTY_REASONS, TfContext, lowers
 
 
 @lowers("ConcatV2")
@@ -161,22 +161,3 @@ def _list_get_item(op: Any, ctx: TfContext) -> Sequence[Operation]:
 def _list_set_item(op: Any, ctx: TfContext) -> Sequence[Operation]:
     value = op.inputs[-1]
     return [ctx.op(op, "copy", (value,), output_shape=ctx.shape(value), dtype=ctx.dtype(value))]
-
-
-# -- free ------------------------------------------------------------------------------------
-
-free("a constant baked into the graph: its consumer reads it", "Const")
-free("a function argument: its consumer reads it", "Placeholder")
-free("orders execution only (control dependencies)", "NoOp")
-free("returns its inputs unchanged", "Identity", "IdentityN")
-free("the identity in the forward pass (it only affects gradients)", "StopGradient", "PreventGradient")
-free(
-    "hands out the variable's buffer: the op that consumes the value reads it, once (parameters are inputs "
-    "of the ops that use them)",
-    "ReadVariableOp",
-)
-free("creates a resource handle; no tensor data", "VarHandleOp")
-free("reads shape metadata only", "Shape", "ShapeN", "Size", "Rank", "EnsureShape")
-free("same elements in a new shape: TensorFlow shares the input's buffer", "Reshape", "Squeeze", "ExpandDims")
-free("allocates a list of empty elements; the elements are written by TensorListSetItem", "TensorListReserve")
-free("reads list metadata only", "TensorListElementShape", "TensorListLength")

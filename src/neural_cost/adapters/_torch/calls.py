@@ -4,7 +4,7 @@ entries: arguments bound by schema name, tensor inputs, axes, flat and ``custom`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -102,21 +102,6 @@ def _flat_op(
     return _record(ctx, call.name, kind, inputs, output, attrs=attrs, extra=extra_outputs)
 
 
-def _custom(
-    call: AtenCall,
-    ctx: TorchContext,
-    inputs: Sequence[Any],
-    outputs: Sequence[torch.Tensor],
-    flops: int | dict[str, int],
-    transcendentals: int = 0,
-) -> list[Operation]:
-    """A ``custom`` record: ``flops`` charged to the compute dtype, or given per dtype."""
-    attrs: dict[str, Any] = {"op": call.name, "flops": flops}
-    if transcendentals:
-        attrs["transcendentals"] = transcendentals
-    return [ctx.op(call, "custom", inputs, outputs[0], attrs=attrs, extra_outputs=outputs[1:])]
-
-
 def _packet_names(bases: Sequence[str]) -> list[str]:
     """Each base name and its in-place packet (``add_``) when this PyTorch has one."""
     names = []
@@ -147,13 +132,3 @@ def _elementwise(
             attrs["transcendentals_per_element"] = counts[1]
     ins = _inputs(call) if inputs is None else inputs
     return [ctx.op(call, "elementwise", ins, outputs[0], attrs=attrs, extra_outputs=outputs[1:])]
-
-
-def _by_dtype(
-    ctx: TorchContext, tensors: Sequence[torch.Tensor], flops: Callable[[torch.Tensor], int]
-) -> dict[str, int]:
-    """FLOPs summed per dtype over a tensor list (a list may mix dtypes)."""
-    total: dict[str, int] = {}
-    for tensor in tensors:
-        total[ctx.dtype(tensor)] = total.get(ctx.dtype(tensor), 0) + flops(tensor)
-    return total

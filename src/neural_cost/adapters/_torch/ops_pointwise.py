@@ -37,7 +37,8 @@ from typing import Any
 import torch
 
 from ...core.records import Operation
-from .calls import Counts, _bound, _custom, _elementwise, _inputs, _packet_names
+from .calls import _bound, _elementwise, _inputs, _packet_names
+from .common import _record
 from .table import AtenCall, TorchContext, lowers
 
 # -- pointwise ------------------------------------------------------------------------------
@@ -167,14 +168,6 @@ def pointwise_entry(name: str, bound: dict[str, Any]) -> Pointwise:
     return (picked(bound) if picked is not None else ALIASES[name]), {}
 
 
-def pointwise_counts(name: str, bound: dict[str, Any]) -> Counts:
-    """(FLOPs, transcendentals) per element of pointwise op ``name``, as the ``elementwise`` rule
-    counts its entry (one element's record): for records that cannot name an entry yet."""
-    entry, params = pointwise_entry(name, bound)
-    cost = Operation(name, "elementwise", ((1,),), (1,), attrs={"op": entry, **params}).cost
-    return cost.flops, cost.transcendentals
-
-
 _POINTWISE = (*ALIASES, *_DYNAMIC, *_PICKED)
 
 
@@ -202,9 +195,12 @@ def _glu(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
 
 @lowers("glu_backward")
 def _glu_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    # per gradient element: s = sigmoid(b) 4; da = dy·s 1; db = dy·a·s·(1 - s) 4
-    grad = call.args[0]
-    return _custom(call, ctx, _inputs(call), call.outputs, 9 * grad.numel(), grad.numel())
+    """Each gradient element dy gives one pair (da, db): the record reads dy and the two
+    halves a, b of x and writes x's gradient as its two halves (the same bytes as x whole)."""
+    grad, out = call.args[0], call.outputs[0]
+    half = (ctx.shape(grad), ctx.dtype(out))
+    dy = (ctx.shape(grad), ctx.dtype(grad))
+    return [_record(ctx, call.name, "elementwise", [dy, half, half], half, attrs={"op": "glu_backward"}, extra=[half])]
 
 
 # -- fills and creation -----------------------------------------------------------------------

@@ -13,7 +13,8 @@ per-element counts. Conventions:
   bernoulli 4 (uniform, compare); exponential 7 and 1 (uniform, neg, log1p, -1/λ·); random
   integers 2 (modulo, add); randperm 1 (a modulo per swap); dropout 6 (bernoulli, ·mask, ·scale).
 - Optimizers: a ``_foreach_*`` call is ONE elementwise record over its lists flattened end to
-  end (E = Σ elements; traffic and FLOPs identical to one record per tensor); a list mixing
+  end (E = Σ elements; traffic and FLOPs identical to one record per tensor), naming the
+  catalog entry of its pointwise op as the single-tensor op does; a list mixing
   dtypes becomes one ``foreach_elementwise`` record over the tensors as they are. Fused Adam/AdamW per
   element (its CPU kernel): exp_avg lerp 3, exp_avg_sq 4, denominator 3 (sqrt, ÷bias
   correction, +eps), update 3 = 13 and 1 sqrt; +1 grad_scale divide, +1 maximize, weight decay
@@ -30,7 +31,7 @@ import torch
 
 from ...core.records import Operation
 from .calls import Counts, _bound, _flat_op, _inputs, _packet_names, _signature
-from .ops_pointwise import _base, pointwise_counts
+from .ops_pointwise import _base, pointwise_entry
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
 # -- random numbers ---------------------------------------------------------------------------
@@ -148,12 +149,13 @@ def _tensor_list(value: Any) -> bool:
 
 
 def _foreach_record(
-    call: AtenCall, ctx: TorchContext, kind: str, counts: Counts, *, reads_target: bool = True
+    call: AtenCall, ctx: TorchContext, kind: str, entry: dict[str, Any], *, reads_target: bool = True
 ) -> list[Operation]:
     """One record for a per-tensor list op: every list flattened end to end, a lone tensor
     operand (a 0-d scalar) kept as it is. A target list that is only written (``zero_``,
     ``copy_``) is not read. Mixed dtypes or operands that broadcast: one record over the
-    tensors as they are (``foreach_elementwise``, or ``copy`` for a copy)."""
+    tensors as they are (``foreach_elementwise``, or ``copy`` for a copy). ``entry`` names
+    the pointwise catalog entry that counts it (``op``) and its parameters."""
     names, outs, _ = _signature(call.func)
     bound = _bound(call)
     lists = [list(bound[n]) for n in names if n not in outs and _tensor_list(bound.get(n))]
@@ -166,21 +168,15 @@ def _foreach_record(
     uniform = all(t.dtype == dtype for t in targets) and all(s.numel() == 1 for s in singles)
     uniform = uniform and all([t.numel() for t in v] == sizes and all(t.dtype == dtype for t in v) for v in read)
     elements = sum(sizes)
-    attrs: dict[str, Any] = {"op": call.name}
+    attrs: dict[str, Any] = {"op": call.name} if kind == "copy" else dict(entry)
     if uniform:
-        if kind == "elementwise":
-            attrs["flops_per_element"] = counts[0]
-            if counts[1]:
-                attrs["transcendentals_per_element"] = counts[1]
         total, name = (elements,), ctx.dtype(targets[0])
         inputs = [(total, name)] * len(read) + [((), ctx.dtype(s)) for s in singles]
         return [_flat_op(call, ctx, kind, inputs, (total, name), attrs=attrs)]
     tensors = [t for v in read for t in v] + singles
     if kind == "copy":
         return [ctx.op(call, "copy", tensors, targets[0], attrs=attrs, extra_outputs=targets[1:])]
-    attrs |= {"lists": len(read), "flops_per_element": counts[0]}
-    if counts[1]:
-        attrs["transcendentals_per_element"] = counts[1]
+    attrs["lists"] = len(read)
     return [ctx.op(call, "foreach_elementwise", tensors, targets[0], attrs=attrs, extra_outputs=targets[1:])]
 
 
@@ -189,18 +185,18 @@ _FOREACH = _packet_names([f"_foreach_{name}" for name in _FOREACH_POINTWISE])
 
 @lowers(*_FOREACH)
 def _foreach(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    counts = pointwise_counts(_base(call.name.removeprefix("_foreach_")), _bound(call))
-    return _foreach_record(call, ctx, "elementwise", counts)
+    name, params = pointwise_entry(_base(call.name.removeprefix("_foreach_")), _bound(call))
+    return _foreach_record(call, ctx, "elementwise", {"op": name, **params})
 
 
 @lowers("_foreach_zero_")
 def _foreach_zero(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    return _foreach_record(call, ctx, "elementwise", (0, 0), reads_target=False)
+    return _foreach_record(call, ctx, "elementwise", {"op": "fill"}, reads_target=False)
 
 
 @lowers("_foreach_copy_", "_foreach_copy")
 def _foreach_copy(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
-    return _foreach_record(call, ctx, "copy", (0, 0), reads_target=False)
+    return _foreach_record(call, ctx, "copy", {}, reads_target=False)
 
 
 def adam_flops(*, adamw: bool, weight_decay: bool, amsgrad: bool, maximize: bool, grad_scale: bool) -> int:

@@ -104,7 +104,7 @@ def _max_min(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
     """``max``/``min`` share one packet: ``.other``/``.out`` are the binary elementwise max, the
     rest reduce (``.dim`` with an int64 indices output, charged as comparisons of the input)."""
     if call.overload in ("other", "out"):
-        return _elementwise(call, ctx, (1, 0))
+        return _elementwise(call, ctx, "maximum" if call.name == "max" else "minimum")
     return _reduction(call, ctx, call.name, _bound(call).get("dim"))
 
 

@@ -68,20 +68,24 @@ def _sequence_steps(x: Any, batch_sizes: Any, batch_first: bool) -> tuple[tuple[
 
 
 def _gate_records(ctx: TorchContext, name: str, layer: _Layer, rows: int, count: int) -> Ops:
-    """The elementwise work of ``count`` time steps of ``rows`` rows, sigmoid and tanh each
-    1 FLOP and 1 transcendental:
+    """The elementwise work of ``count`` time steps of ``rows`` rows, each record naming the
+    catalog entry that counts it from the catalog's own sigmoid, tanh, relu, add and mul
+    (``_biased``: b_ih and b_hh added too):
 
-    - LSTM: gates (rows, 4H) = x-part + h-part (+ b_ih + b_hh), then the activation: 2 per
-      gate element, 4 with biases; cell: c' = f·c + i·g, h = o·tanh(c'): 5 per unit. 21H
-      per row and step with biases, 13H without; 5H transcendentals.
-    - GRU: r, z (rows, 2H) as the LSTM gates (4 per element with biases, 2 without);
-      candidate and state: n = tanh(x_n (+ b_in) + r·(h_n (+ b_hn))), h' = n + z·(h - n):
-      6 per unit, 8 with biases. 16H with biases, 10H without; 3H transcendentals.
-    - RNN: act(x-part + h-part (+ b_ih + b_hh)): 2 per unit, 4 with biases (tanh
-      transcendental, relu not).
+    - LSTM: gates (rows, 4H) = x-part + h-part (+ b_ih + b_hh): 1 per gate element, 3 with
+      biases (``lstm_gates``); cell from the summed gates: i, f, o = sigmoid, g = tanh,
+      c' = f·c + i·g, h = o·tanh(c'): 3·4 + 2·1 + 4 = 18 per unit (``lstm_cell``). 30H per
+      row and step with biases, 22H without; 5H transcendentals.
+    - GRU: r, z (rows, 2H) = sigmoid(x-part + h-part (+ b_ih + b_hh)): 5 per element, 7 with
+      biases (``gru_gates``); candidate and state: n = tanh(x_n (+ b_in) + r·(h_n (+ b_hn))),
+      h' = n + z·(h - n): 6 per unit, 8 with biases. 22H with biases, 16H without; 3H
+      transcendentals.
+    - RNN: act(x-part + h-part (+ b_ih + b_hh)): 2 per unit, 4 with biases (``rnn_tanh``,
+      ``rnn_relu``; tanh transcendental, relu not).
     """
     hidden, spec = layer.hidden, layer.spec
     biases = 2 if layer.biases else 0
+    biased = "_biased" if layer.biases else ""  # the catalog entry with b_ih and b_hh added
     if layer.mode == "lstm":
         gates = 4 * hidden
         inputs = [spec(rows, gates), spec(rows, gates)] + [spec(gates)] * biases
@@ -93,16 +97,16 @@ def _gate_records(ctx: TorchContext, name: str, layer: _Layer, rows: int, count:
                 "elementwise",
                 inputs,
                 spec(rows, gates),
-                attrs={"op": "lstm_gates", "flops_per_element": 2 + biases, "transcendental": True},
+                attrs={"op": f"lstm_gates{biased}"},
                 count=count,
             ),
             _record(
                 ctx,
                 f"{name}.cell",
                 "elementwise",
-                [unit] * 5,  # c and the four activated gates
+                [unit] * 5,  # c and the four summed gates
                 unit,
-                attrs={"op": "lstm_cell", "flops_per_element": 5, "transcendental": True},
+                attrs={"op": "lstm_cell"},
                 extra=[unit],  # c'
                 count=count,
             ),
@@ -116,7 +120,7 @@ def _gate_records(ctx: TorchContext, name: str, layer: _Layer, rows: int, count:
                 "elementwise",
                 [pair, pair] + [spec(2 * hidden)] * biases,
                 pair,
-                attrs={"op": "gru_gates", "flops_per_element": 2 + biases, "transcendental": True},
+                attrs={"op": f"gru_gates{biased}"},
                 count=count,
             ),
             _record(
@@ -125,7 +129,7 @@ def _gate_records(ctx: TorchContext, name: str, layer: _Layer, rows: int, count:
                 "elementwise",
                 [unit, unit] + [spec(hidden)] * biases + [unit] * 3,  # x_n, h_n, biases, r, z, h
                 unit,
-                attrs={"op": "gru_candidate", "flops_per_element": 6 + biases, "transcendental": True},
+                attrs={"op": f"gru_candidate{biased}"},
                 count=count,
             ),
         ]
@@ -137,7 +141,7 @@ def _gate_records(ctx: TorchContext, name: str, layer: _Layer, rows: int, count:
             "elementwise",
             [unit, unit] + [spec(hidden)] * biases,
             unit,
-            attrs={"op": layer.mode, "flops_per_element": 2 + biases, "transcendental": layer.mode == "rnn_tanh"},
+            attrs={"op": layer.mode + biased},  # rnn_tanh or rnn_relu
             count=count,
         )
     ]

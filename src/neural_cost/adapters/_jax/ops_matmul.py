@@ -1,0 +1,32 @@
+"""Table entries for JAX's matrix products: ``dot_general`` (what ``jnp.matmul``, ``jnp.dot``,
+``jnp.einsum`` and Flax's ``Dense`` lower to).
+
+Each builder translates one equation's shapes and params into a ``matmul`` record; the
+arithmetic stays in ``neural_cost.costs``. The dtype convention (which type a mixed-precision
+product is charged to) is stated in ``_dot_general``'s docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import Ops, _ints
+from .table import LowerContext, lowers
+
+# --- contractions -----------------------------------------------------------------------
+
+
+@lowers("dot_general")
+def _dot_general(eqn: Any, ctx: LowerContext) -> Ops:
+    """``matmul`` with lax.dot_general's dimension_numbers. ``preferred_element_type`` sets
+    the output dtype; the FLOPs are charged to the inputs' dtype (bf16 × bf16 accumulating in
+    f32 is bf16 work). Inputs of two types (int8 × bf16) are converted to the output type
+    before the product, as JAX lowers them on CPU and GPU, so that type is charged; two fp8
+    types multiply as they are (TPUs keep some other mixed pairs too: not modeled)."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
+    dims = ((_ints(lhs_contract), _ints(rhs_contract)), (_ints(lhs_batch), _ints(rhs_batch)))
+    attrs: dict[str, Any] = {"dimension_numbers": dims}
+    lhs_dtype, rhs_dtype = ctx.dtype(eqn.invars[0]), ctx.dtype(eqn.invars[1])
+    if lhs_dtype != rhs_dtype and not (lhs_dtype.startswith("float8") and rhs_dtype.startswith("float8")):
+        attrs["compute_dtype"] = ctx.dtype(eqn.outvars[0])
+    return [ctx.op(eqn, "matmul", list(eqn.invars[:2]), attrs=attrs)]
