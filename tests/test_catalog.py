@@ -62,7 +62,10 @@ def test_recurrent_cells_count_the_catalogs_own_ops():
     assert {name: (CATALOG[name].flops, CATALOG[name].transcendentals) for name in expected} == expected
     assert CATALOG["lstm_cell"].why.endswith("3 sigmoid + 2 tanh + 3 mul + 1 add = 18 FLOPs, 5 transcendentals")
     # the sum is taken from the entries, not typed again: two sigmoids are 2·4 FLOPs, 2 transcendentals
-    assert composed("two gates", (2, "sigmoid")) == PerElement(8, 2, "two gates: 2 sigmoid = 8 FLOPs, 2 transcendentals")
+    assert composed("two gates", (2, "sigmoid")) == PerElement(
+        8, 2, "two gates: 2 sigmoid = 8 FLOPs, 2 transcendentals"
+    )
+
 
 def test_the_elementwise_rule_reads_the_entry_its_record_names():
     op = Operation("logistic", "elementwise", ((10, 20),), (10, 20), "float32", attrs={"op": "sigmoid"})

@@ -261,3 +261,5 @@ def test_lstm_matmuls_agree_and_gates_count_the_same_ops():
     # 2 keys · 2 words · 32 bits = 2 threefry2x32 blocks · 115 = 230 integer ops (rng rule)
     assert [flops(trace, "rng") for trace in flax_traces] == [230, 230]
     assert others[2] == others[3] == gates + 230 == 4_390
+    # 3 sigmoids and 2 tanh per unit: one transcendental each, in every framework
+    assert [sum(op.cost.transcendentals * op.count for op in trace.operations) for trace in found] == [800] * 4

@@ -84,6 +84,13 @@ def test_diff_of_two_saved_reports(tmp_path, capsys):
     assert main(["diff", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert text.startswith("Neural cost diff (before → after)") and "FLOPs" in text
+    # a report over --max-bytes is refused with one line naming the limit, and under it loads
+    size = max(a.stat().st_size, b.stat().st_size)
+    assert main(["diff", str(a), str(b), "--max-bytes", str(size)]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b), "--max-bytes", "100"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "100" in err
 
 
 @pytest.mark.parametrize(

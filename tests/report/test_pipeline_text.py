@@ -77,3 +77,14 @@ def test_pipeline_table_golden():
         "  unexplained: 0 s (0.0% of end-to-end) — time outside the stages, usually Python dispatch and loop "
         "overhead\n"
     )
+
+
+def test_control_characters_in_stage_names_and_errors_are_escaped():
+    # A stage name or an exception message with an ANSI escape must not reach the terminal raw.
+    def broken():
+        raise RuntimeError("bad \x1b[2J")
+
+    report = Pipeline({"\x1b[31mred": Stage(broken)}).run(warmup=0, repeats=1, clock=lambda: 0.0)
+    text = report.render()
+    assert "\x1b" not in text
+    assert "\\x1b[31mred" in text and "\\x1b[2J" in text

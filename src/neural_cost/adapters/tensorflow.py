@@ -238,6 +238,8 @@ def _gpu_peak() -> int | None:
 def _boundary(concrete: Any) -> tuple[TensorSpec, ...]:
     specs = []
     for i, tensor in enumerate(concrete.structured_input_signature[0] if concrete.structured_input_signature else ()):
+        if getattr(tensor, "shape", None) is None:  # a non-tensor argument (None, a Python value) moves no bytes
+            continue
         shape: Shape = tuple(int(d) for d in tensor.shape)
         specs.append(TensorSpec(f"arg{i}", shape, TfContext.dtype(tensor), "input"))
     for variable in concrete.variables:

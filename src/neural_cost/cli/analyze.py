@@ -111,5 +111,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from ..report.diff import diff_reports
     from ..report.load import load_report
 
-    print(diff_reports(load_report(args.before), load_report(args.after), top=args.top), end="")
+    limit = args.max_bytes
+    before, after = load_report(args.before, max_bytes=limit), load_report(args.after, max_bytes=limit)
+    print(diff_reports(before, after, top=args.top), end="")
     return 0

@@ -93,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("before", help="the earlier report's JSON")
     diff.add_argument("after", help="the later report's JSON")
     diff.add_argument("--top", type=_count(0), default=10, help="scopes to list (default 10)")
+    diff.add_argument(
+        "--max-bytes", type=_count(1), default=None, help="read reports larger than the default limit (400 MB)"
+    )
     return parser
 
 

@@ -14,6 +14,9 @@ two frameworks' kernels do different work for the same definition (ELU: PyTorch 
 by its scale and input scale even when they are 1; TensorFlow does not), the entry counts
 the definition, so the same op counts the same in every framework. Traffic is not per
 entry: every input is read once at its own size and width, the output written once.
+A kernel that fuses several of these ops (PyTorch's LSTM/GRU/RNN cells) has an entry
+``composed`` from theirs, never a count typed again, so it counts what the same ops count
+when a framework runs them one by one.
 
 Other counters differ: PyTorch's ``FlopCounterMode`` counts no pointwise op at all (only
 matmuls, convolutions and attention), and XLA's ``cost_analysis()`` counts a transcendental
@@ -178,7 +181,6 @@ CATALOG: dict[str, PerElement] = {
 }
 
 
-
 def composed(formula: str, *terms: tuple[int, str]) -> PerElement:
     """Σ count · CATALOG[name] over ``terms``: a fused kernel counted as the catalog's own ops,
     so that it counts what the same ops count when a framework runs them one by one (a
@@ -226,6 +228,7 @@ CATALOG.update(
         "rnn_relu_biased": composed("h' = relu(x-part + h-part + b_ih + b_hh)", (3, "add"), (1, "relu")),
     }
 )
+
 
 def per_element(name: str) -> PerElement:
     """The catalog entry ``name``; an unknown name is an error that lists where to add it."""

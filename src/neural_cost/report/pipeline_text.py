@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import format_percent, format_percent_down, format_seconds
+from .printable import printable
 
 if TYPE_CHECKING:
     from ..analysis.pipeline import PipelineReport, StageResult
@@ -39,7 +40,8 @@ def _row(stage: StageResult, end_to_end: float | None) -> list[str]:
 
 def render_pipeline(report: PipelineReport) -> str:
     end_to_end = report.total.total_seconds if report.total is not None else None
-    rows = [_row(stage, end_to_end) for stage in report.stages]
+    # names and messages come from the user's code or a saved file: escaped before widths are measured
+    rows = [[printable(cell) for cell in _row(stage, end_to_end)] for stage in report.stages]
     widths = [max(len(r[i]) for r in [list(HEADER), *rows]) for i in range(len(HEADER))]
 
     def line(cells: list[str]) -> str:
@@ -78,4 +80,4 @@ def render_pipeline(report: PipelineReport) -> str:
             for finding in stage.report.findings:
                 if finding.severity == "warning" or finding.header:
                     out.append(f"  {stage.name}: {finding.message}")
-    return "\n".join(out) + "\n"
+    return "\n".join(printable(text) for text in out) + "\n"

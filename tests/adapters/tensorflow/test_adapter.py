@@ -80,3 +80,10 @@ def test_benchmark_times_the_compiled_function():
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16)])
     m = ADAPTER.benchmark(model, tf.ones((2, 8)), warmup=1, repeats=3)
     assert m.runs == 3 and m.compile_seconds > 0 and m.device_kind == "cpu"
+
+
+def test_a_tf_function_with_a_none_default_argument_traces():
+    # tf.math.softsign(features, name=None): the signature holds None for `name`, which moves no bytes
+    trace = TensorFlowAdapter().trace(tf.function(tf.math.softsign), (tf.ones((8, 16)),))
+    assert sum(op.cost.flops * op.count for op in trace.operations) == 3 * 8 * 16  # abs, add, divide per element
+    assert [spec.role for spec in trace.boundary] == ["input", "output"]
