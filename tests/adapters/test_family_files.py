@@ -27,6 +27,7 @@ FAMILIES: dict[str, frozenset[str]] = {
     "ops_conv": ALL,
     "ops_free": ALL,
     "ops_indexing": ALL,
+    "ops_linalg": ALL,
     "ops_matmul": ALL,
     "ops_movement": ALL,
     # JAX has no norm or softmax primitive (they are compositions), but it has pooling, which
@@ -90,6 +91,8 @@ SAME_FAMILY = [
     ("ops_random_optim", {"torch": "rand", "jax": "random_bits", "tensorflow": "RandomUniform"}),
     ("ops_pointwise", {"torch": "add", "jax": "add", "tensorflow": "AddV2"}),
     ("ops_movement", {"torch": "cat", "jax": "concatenate", "tensorflow": "ConcatV2"}),
+    ("ops_linalg", {"torch": "_linalg_svd", "jax": "svd", "tensorflow": "Svd"}),
+    ("ops_movement", {"torch": "upsample_bilinear2d", "tensorflow": "ResizeBilinear"}),
 ]
 _CASES = [(family, framework, name) for family, names in SAME_FAMILY for framework, name in names.items()]
 

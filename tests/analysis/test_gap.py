@@ -128,7 +128,7 @@ def test_report_to_dict_is_json_with_schema_and_provenance():
     import json
 
     data = json.loads(json.dumps(analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO).to_dict()))
-    assert data["schema"] == "neural-cost/report" and data["schema_version"] == 1
+    assert data["schema"] == "neural-cost/report" and data["schema_version"] == 2
     assert {"versions", "threads", "date", "platform"} <= set(data["provenance"])
     assert data["estimate"]["flops"] == FLOPS and data["analysis"]["bound_side"] == "memory"
     assert data["measurement"]["samples_seconds"] == [40e-6, 44e-6, 40e-6, 42e-6, 38e-6]

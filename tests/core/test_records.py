@@ -145,6 +145,33 @@ def test_coverage_fraction_ranks_unmodeled():
     assert roundtrip(coverage) == coverage
 
 
+def test_coverage_work_entries_are_checked_ranked_and_round_trip():
+    unmodeled = (("sort", 12), ("svd", 1))
+    coverage = Coverage(total=20, modeled=7, unmodeled=unmodeled, unmodeled_work=[("svd", 10, 56), ("sort", 3, 4)])
+    assert coverage.unmodeled_work == (("sort", 3, 4), ("svd", 10, 56))  # in the ranking's order (sort x12 first)
+    assert (coverage.work_known, coverage.unmodeled_flops, coverage.unmodeled_bytes) == (True, 13, 60)
+    assert roundtrip(coverage) == coverage
+    # Modeled 87 FLOPs and 40 bytes: FLOP share 87 / (87 + 13) = 87%, byte share 40 / (40 + 60) = 40% → 40/100.
+    assert (coverage.work_share(87, 40), coverage.work_fraction(87, 40)) == ((40, 100), 0.4)
+    unsized = Coverage(total=20, modeled=7, unmodeled=unmodeled, unmodeled_work=[("svd", 10, 56)])
+    assert (unsized.work_known, unsized.unmodeled_bytes, unsized.work_share(87, 40)) == (False, None, None)
+    # Nothing unmodeled: all the work is modeled, even with none at all (0 / 0 is the empty program).
+    assert (Coverage(total=2, modeled=1, free=1).work_share(0, 0), Coverage(total=1, modeled=1).work_share(5, 8)) == (
+        (1, 1),
+        (5, 5),
+    )
+    for entries, message in [
+        ([("qr", 1, 1)], "names 'qr', which is not among the unmodeled operations"),
+        ([("svd", 1, 1), ("svd", 1, 1)], "names 'svd' twice"),
+        ([("svd", -1, 1)], r"FLOPs for 'svd' is -1; give an integer >= 0"),
+        ([("svd", 1, True)], r"bytes for 'svd' is True; give an integer >= 0"),
+        ([("svd", 1)], r"entry \('svd', 1\) must be a \(name, FLOPs, bytes\) triple"),
+        ("svd", "must be a sequence of"),
+    ]:
+        with pytest.raises(RecordError, match=message):
+            Coverage(total=20, modeled=7, unmodeled=unmodeled, unmodeled_work=entries)
+
+
 def test_full_coverage_counts_executions():
     ops = [Operation("a", "elementwise", ((4,),), (4,), count=16), Operation("b", "elementwise", ((4,),), (4,))]
     coverage = Coverage.full(ops)

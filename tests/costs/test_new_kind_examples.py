@@ -106,6 +106,58 @@ NEW_KIND_EXAMPLES = {
 }
 
 
+# The resampling, distance, Fourier, linear-algebra and callback kinds (issue 12 item 6); their
+# closed forms and shape checks are in test_resample_linalg_rules.
+NEW_KIND_EXAMPLES.update(
+    {
+        "interpolate": (
+            Operation("up", "interpolate", ((1, 2, 4, 4),), (1, 2, 8, 8), attrs={"mode": "bilinear"}),
+            1_152,  # 2·64 outputs × 9 (3 lerps × 3) = 1,152
+            128,  # 4 * 32 = 128
+            512,  # 4 * 128 = 512
+        ),
+        "interpolate_backward": (
+            Operation("upb", "interpolate_backward", ((1, 2, 8, 8),), (1, 2, 4, 4), attrs={"mode": "bilinear"}),
+            1_024,  # 128 gradients × 2·4 taps = 1,024
+            512,  # 4 * 128 = 512
+            128,  # 4 * 32 = 128
+        ),
+        "grid_sample": (
+            Operation("gs", "grid_sample", ((1, 2, 4, 4), (1, 3, 3, 2)), (1, 2, 3, 3)),
+            270,  # 9 points × 16 + 9 × 2 channels × 7 = 144 + 126 = 270
+            200,  # 4 * (32 + 18) = 200
+            72,  # 4 * 18 = 72
+        ),
+        "cdist": (
+            Operation("cd", "cdist", ((3, 4), (5, 4)), (3, 5)),
+            180,  # 15 pairs × 3·4 = 180
+            128,  # 4 * (12 + 20) = 128
+            60,  # 4 * 15 = 60
+        ),
+        "fft": (
+            Operation(
+                "ff", "fft", ((4, 8),), (4, 8), "complex64", input_dtypes=("complex64",), attrs={"lengths": (8,)}
+            ),
+            480,  # 4 transforms × 5·8·3 = 480, charged to float32
+            256,  # 8 * 32 = 256
+            256,  # 8 * 32 = 256
+        ),
+        "decomposition": (
+            Operation("lu", "decomposition", ((6, 6),), (6, 6), attrs={"routine": "lu"}),
+            144,  # 2·6³/3 = 144
+            144,  # 4 * 36 = 144
+            144,  # 4 * 36 = 144
+        ),
+        "callback": (
+            Operation("cb", "callback", ((4, 4),), (4,)),
+            0,  # FLOPs unknown: not counted, and noted
+            64,  # 4 * 16 = 64
+            16,  # 4 * 4 = 16
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("kind", sorted(NEW_KIND_EXAMPLES))
 def test_one_hand_checked_example_per_new_kind(kind):
     op, flops, read_bytes, write_bytes = NEW_KIND_EXAMPLES[kind]

@@ -15,6 +15,8 @@ from neural_cost.core.kinds import entry_for
 from neural_cost.costs.registry import axis_index
 from neural_cost.costs.signature import AttrSpec, Expect, Min, PerDim, Positive, compile_check
 
+from .test_resample_linalg_rules import NEW_TYPED_RULES
+
 # kind: (inputs, output, attrs that make a valid record, an unknown attribute, an ill-typed one)
 TYPED_RULES: dict[str, tuple[Any, Any, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "conv": (((1, 2, 5, 5), (3, 2, 3, 3)), (1, 3, 3, 3), {}, {"padding_mode": "zeros"}, {"groups": 1.0}),
@@ -66,6 +68,7 @@ TYPED_RULES: dict[str, tuple[Any, Any, dict[str, Any], dict[str, Any], dict[str,
     "nll_loss": (((3,), (3,)), (), {}, {"ignore_index": -100}, {"reduction": "avg"}),
     "nll_loss_backward": (((), (3,), ()), (3, 5), {}, {"ignore_index": -100}, {"reduction": 1}),
 }
+TYPED_RULES.update(NEW_TYPED_RULES)  # the resampling, Fourier and linear-algebra kinds (issue 12 item 6)
 
 
 def test_every_kind_is_typed_and_listed_here():

@@ -115,7 +115,13 @@ def numbers(report):
     ]
     scopes = [(s.scope, dict(s.flops_by_dtype), s.read_bytes, s.write_bytes, s.executions) for s in e.by_scope]
     counts = [op.count for op in e.operations]
-    coverage = (e.coverage.total, e.coverage.modeled, e.coverage.free, sorted(c for _, c in e.coverage.unmodeled))
+    coverage = (
+        e.coverage.total,
+        e.coverage.modeled,
+        e.coverage.free,
+        sorted(c for _, c in e.coverage.unmodeled),
+        sorted((f, b) for _, f, b in e.coverage.unmodeled_work),
+    )
     estimate = (
         dict(e.flops_by_dtype),
         e.read_bytes,
@@ -214,7 +220,16 @@ def handmade_report():
         Operation("norm", "layernorm", ((128, 64), (64,), (64,)), (128, 64), scope="block/out"),
     ]
     count = sum(op.count for op in ops) + 2
-    coverage = Coverage(total=count + 1, modeled=count - 2, free=2, unmodeled=(("aten::svd", 1),), static_total=9)
+    # The SVD of a float32 (64, 64) at its elementwise floor: outputs U, S, Vh = 64·64 + 64 + 64·64 = 8,256
+    # elements (FLOPs); bytes read 16,384 + written 8,256·4 = 33,024 → 49,408.
+    coverage = Coverage(
+        total=count + 1,
+        modeled=count - 2,
+        free=2,
+        unmodeled=(("aten::svd", 1),),
+        static_total=9,
+        unmodeled_work=(("aten::svd", 8_256, 49_408),),
+    )
     estimate = estimate_operations(
         ops,
         coverage=coverage,

@@ -265,9 +265,9 @@ def test_a_zero_median_and_an_infinite_time_are_refused(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=2), "schema_version: 2; this neural-cost reads version 1"),
-        (lambda d: d.update(schema_version="1"), 'schema_version: "1"; this neural-cost reads version 1'),
-        (lambda d: d.update(schema_version=True), "schema_version: true; this neural-cost reads version 1"),
+        (lambda d: d.update(schema_version=3), "schema_version: 3; this neural-cost reads version 1 or 2"),
+        (lambda d: d.update(schema_version="1"), 'schema_version: "1"; this neural-cost reads version 1 or 2'),
+        (lambda d: d.update(schema_version=True), "schema_version: true; this neural-cost reads version 1 or 2"),
         (
             lambda d: d.pop("schema"),
             'schema: missing; it should be "neural-cost/report"; is this a neural-cost report?',
@@ -277,7 +277,7 @@ def test_a_zero_median_and_an_infinite_time_are_refused(tmp_path):
             'schema: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..." is not "neural-cost/report"; '
             "is this a neural-cost report?",
         ),
-        (lambda d: d.pop("schema_version"), "schema_version: missing; this neural-cost reads version 1"),
+        (lambda d: d.pop("schema_version"), "schema_version: missing; this neural-cost reads version 1 or 2"),
     ],
 )
 def test_schema_and_version(tmp_path, edit, message):
@@ -287,8 +287,8 @@ def test_schema_and_version(tmp_path, edit, message):
 
 
 def test_every_version_the_writer_writes_has_a_validator():
-    # The hook for version 2: bumping SCHEMA_VERSION without a validator fails here, not for users.
-    assert SCHEMA_VERSION in VALIDATORS
+    # Bumping SCHEMA_VERSION without a validator fails here, not for users; version 1 still loads.
+    assert (SCHEMA_VERSION, sorted(VALIDATORS)) == (2, [1, 2])
 
 
 def test_a_record_that_fails_its_own_rule_is_named_by_its_row(tmp_path):
@@ -407,3 +407,70 @@ def test_report_from_dict_checks_a_dict_built_in_code():
     with pytest.raises(SchemaError) as caught:
         report_from_dict([1, 2])
     assert str(caught.value) == "report: a report is a JSON object, not an array"
+
+
+def with_unmodeled():
+    """The base report with one unmodeled op, sized: 4 executed, 3 modeled, and an ``svd`` of a
+    float32 (2, 2) at its elementwise floor: U, S, Vh out = 4 + 2 + 4 = 10 elements → 10 FLOPs;
+    bytes 16 read + 40 written = 56."""
+    from neural_cost import Coverage
+
+    coverage = Coverage(total=4, modeled=3, unmodeled=(("svd", 1),), unmodeled_work=(("svd", 10, 56),))
+    estimate = estimate_operations(OPS, coverage=coverage, boundary=BOUNDARY, input_shapes=[("x", (4, 8))])
+    return json.loads(json.dumps(analyze_gap(estimate, cpu_measurement(), M3_PRO).to_dict()))
+
+
+def test_version_2_work_fields_round_trip_and_are_checked(tmp_path):
+    data = with_unmodeled()
+    coverage = data["estimate"]["coverage"]
+    assert (coverage["unmodeled_work"], coverage["unmodeled_flops"], coverage["unmodeled_bytes"]) == (
+        [["svd", 10, 56]],
+        10,
+        56,
+    )
+    # FLOP share 1,312 / 1,322 = 99.2%; byte share (1,072 + 320) / (1,392 + 56) = 1,392 / 1,448 = 96.1%
+    assert data["estimate"]["work_fraction"] == 1_392 / 1_448
+    loaded = load_report(write(tmp_path, data))
+    assert loaded.estimate.coverage.unmodeled_work == (("svd", 10, 56),) and loaded.estimate.work_share == (
+        1_392,
+        1_448,
+    )
+    coverage["unmodeled_work"][0][2] = 57
+    assert problem(tmp_path, data) == ("estimate.coverage.unmodeled_bytes: 56 is not the sum over unmodeled_work (57)")
+    data = with_unmodeled()
+    data["estimate"]["coverage"]["unmodeled_work"][0][0] = "qr"
+    assert (
+        problem(tmp_path, data)
+        == 'estimate.coverage.unmodeled_work[0][0]: "qr" is not among estimate.coverage.unmodeled'
+    )
+    data = with_unmodeled()
+    data["estimate"]["coverage"]["unmodeled_work"].append(["svd", 1, 1])
+    assert problem(tmp_path, data) == 'estimate.coverage.unmodeled_work[1][0]: "svd" is listed twice'
+    data = with_unmodeled()
+    data["estimate"]["coverage"]["unmodeled_work"][0][1] = -1
+    assert problem(tmp_path, data) == "estimate.coverage.unmodeled_work[0][1]: -1 must be a non-negative integer"
+    data = with_unmodeled()
+    data["estimate"]["coverage"]["unmodeled_work"] = []
+    assert problem(tmp_path, data) == (
+        "estimate.coverage.unmodeled_flops: 10 is not null: an unmodeled operation has no size (null)"
+    )
+    data = with_unmodeled()
+    del data["estimate"]["coverage"]["unmodeled_work"]
+    assert problem(tmp_path, data) == "estimate.coverage.unmodeled_work: missing"
+
+
+def test_a_version_1_report_loads_with_its_work_share_unknown(tmp_path):
+    data = with_unmodeled()
+    data["schema_version"] = 1
+    assert problem(tmp_path, data) == ("estimate.coverage.unmodeled_work: is a version-2 field in a version-1 report")
+    for key in ("unmodeled_work", "unmodeled_flops", "unmodeled_bytes"):
+        del data["estimate"]["coverage"][key]
+    del data["estimate"]["work_fraction"]  # what a version-1 writer wrote
+    loaded = load_report(write(tmp_path, data))
+    assert loaded.estimate.work_share is None and loaded.gate_fraction == 3 / 4  # the operation share alone
+    assert "coverage: operations 75.0% · work unknown (of 4 operations: modeled 3, free 0, unmodeled 1: svd x1; " in (
+        loaded.render()
+    )
+    data = base() | {"schema_version": 1}
+    del data["estimate"]["coverage"]["unmodeled_work"]
+    assert load_report(write(tmp_path, data)).estimate.work_share == (1_312, 1_312)  # nothing unmodeled: all of it

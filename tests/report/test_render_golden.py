@@ -11,6 +11,13 @@ Hand derivations for the numbers in the goldens:
   H100 SXM (float16 989 TFLOP/s, 3.35 TB/s): compute 49.152e6/989e12 = 49.7 ns, memory 1.649152e6/3.35e12 = 492.3 ns,
          efficiency 0.4923/40 = 1.2%, 40/0.4923 = 81.3×
   5 µs observed: efficiency 10.994/5 = 219.9%; achieved 9.83 TFLOP/s, 330 GB/s
+Coverage, operations: (modeled + free) / executed = 1/1 = 100.0%, or (1 + 2)/10 = 30.0% in the low-coverage render.
+Coverage, work: the lower of the FLOP and byte shares in modeled operations, unmodeled ones at their elementwise
+floor (inputs read once, outputs written once, 1 FLOP per output element). Low-coverage render:
+  sort x4 on float16 (32, 768): FLOPs 4·24,576 = 98,304; bytes 4·(49,152 read + 49,152 written) = 393,216
+  threefry2x32 x3, four uint32 (1000,) in, two out: FLOPs 3·2,000 = 6,000; bytes 3·(16,000 + 8,000) = 72,000
+  FLOP share 49,152,000 / (49,152,000 + 104,304) = 99.78%; byte share 1,649,152 / (1,649,152 + 465,216)
+  = 1,649,152 / 2,114,368 = 77.997% → work 77.9% (rounded down)
 """
 
 from neural_cost import Coverage, HardwareSpec, analyze_gap
@@ -18,7 +25,7 @@ from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
 
 NORMAL = """\
 Neural cost gap analysis
-  coverage: 100.0% of 1 operation modeled
+  coverage: operations 100.0% · work 100.0% (of 1 operation: modeled 1, free 0)
   device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
   inputs: x (32, 768) · batch 32 (leading dim of x)
   timed runs: 5 after 3 warmup · sync: none needed
@@ -38,8 +45,9 @@ costs: profile the largest rows (classifier first) for slow kernels, layout chan
 
 LOW_COVERAGE = """\
 Neural cost gap analysis
-  coverage: 30.0% of 10 equations modeled or free (modeled 1, free 2; unmodeled: sort x4, threefry2x32 x3)
-  WARNING: Low coverage: only 30.0% of the traced equations were modeled or free; the roofline bound and \
+  coverage: operations 30.0% · work 77.9% (of 10 equations: modeled 1, free 2, unmodeled 7: sort x4, threefry2x32 x3)
+  WARNING: Low coverage: only 30.0% of the traced equations were modeled or free; only 77.9% of the work (FLOPs \
+and bytes, unmodeled equations at their elementwise floor) is in modeled equations; the roofline bound and \
 efficiency describe part of the workload, not all of it.
   device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
   inputs: x (32, 768) · batch 32 (leading dim of x)
@@ -62,7 +70,7 @@ costs: profile the largest rows (classifier first) for slow kernels, layout chan
 
 DEVICE_MISMATCH = """\
 Neural cost gap analysis
-  coverage: 100.0% of 1 operation modeled
+  coverage: operations 100.0% · work 100.0% (of 1 operation: modeled 1, free 0)
   device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for H100 SXM (gpu; table: NVIDIA H100 datasheet)
   Device mismatch: the work ran on a cpu (Intel Xeon Platinum 8480C) but is scored against gpu peaks (H100 SXM); \
 the efficiency describes a device the work did not run on. Score it against the device it ran on.
@@ -84,7 +92,7 @@ costs: profile the largest rows (classifier first) for slow kernels, layout chan
 
 ABOVE_100 = """\
 Neural cost gap analysis
-  coverage: 100.0% of 1 operation modeled
+  coverage: operations 100.0% · work 100.0% (of 1 operation: modeled 1, free 0)
   device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
   inputs: x (32, 768) · batch 32 (leading dim of x)
   timed runs: 3 after 3 warmup · sync: none needed
@@ -118,7 +126,14 @@ def test_normal_report():
 
 
 def test_low_coverage_warning():
-    coverage = Coverage(total=10, modeled=1, free=2, unmodeled=(("sort", 4), ("threefry2x32", 3)), unit="equations")
+    coverage = Coverage(
+        total=10,
+        modeled=1,
+        free=2,
+        unmodeled=(("sort", 4), ("threefry2x32", 3)),
+        unit="equations",
+        unmodeled_work=(("sort", 98_304, 393_216), ("threefry2x32", 6_000, 72_000)),
+    )
     assert analyze_gap(seed_estimate(coverage), cpu_measurement(), M3_PRO).render() == LOW_COVERAGE
 
 

@@ -42,14 +42,20 @@ def test_coverage_percent_is_rounded_down():
     op = Operation("a", "elementwise", ((4,),), (4,), count=9_999)
     spec = HardwareSpec("c", 1e12, 1e11)
     run = Measurement((1e-3,) * FIVE_RUNS)
-    coverage = Coverage(total=10_000, modeled=9_999, unmodeled=(("foo", 1),))
+    coverage = Coverage(total=10_000, modeled=9_999, unmodeled=(("foo", 1),), unmodeled_work=(("foo", 0, 0),))
     report = analyze_gap(estimate_operations([op], coverage=coverage), run, spec)
-    assert "coverage: 99.9% of 10,000 operations modeled" in report.render()
+    assert "coverage: operations 99.9% · work 100.0% (of 10,000 operations: modeled 9,999" in report.render()
     op = Operation("a", "elementwise", ((4,),), (4,), count=89_996)
     coverage = Coverage(total=100_000, modeled=89_996, unmodeled=(("foo", 10_004),))
     text = analyze_gap(estimate_operations([op], coverage=coverage), run, spec).render()
-    assert "coverage: 89.9% of 100,000 operations modeled" in text
+    assert "coverage: operations 89.9% · work unknown (of 100,000 operations: modeled 89,996" in text
     assert "WARNING: Low coverage: only 89.9% of the traced operations" in text
+    # Work rounds down too: 4 float32 elementwise ops of 4 elements modeled = 4·(16 + 16) = 128 bytes, 16 FLOPs;
+    # one unmodeled op at 1 FLOP and 0 bytes: FLOP share 16/17 = 94.1%, byte share 128/128 → work 94.1%.
+    op = Operation("a", "elementwise", ((4,),), (4,), count=4)
+    coverage = Coverage(total=5, modeled=4, unmodeled=(("foo", 1),), unmodeled_work=(("foo", 1, 0),))
+    text = analyze_gap(estimate_operations([op], coverage=coverage), run, spec).render()
+    assert "coverage: operations 80.0% · work 94.1% (of 5 operations: modeled 4, free 0, unmodeled 1: foo x1)" in text
 
 
 def test_an_assumed_device_is_shown_as_an_assumption():

@@ -9,6 +9,10 @@ lowers each executed op through ``lower``, so one policy holds everywhere:
 - a builder that raises — any exception: it cannot read this call, a shape does not fit a
   rule, a form of the op it does not describe — makes the op *unmodeled*, with a note naming
   the op and the reason. Never an exception out of ``trace``, never a silent zero.
+- an unmodeled op's work is estimated at its elementwise floor (``Coverage.unmodeled_work``)
+  from the shapes its context reads: ``args`` ending in a context with ``operands(call)``,
+  which returns the call's ``(shape, dtype)`` inputs and outputs; without one, its size is
+  unknown, and so is the program's work share.
 
 The JAX and TensorFlow walkers also share the trip-count resolution of ``while`` loops
 (``Loops``: explicit, inferred, or the default, each a ``LoopAssumption`` the report turns
@@ -24,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.dtypes import dtype_info
 from ..core.errors import AdapterError
 from ..core.records import LoopAssumption, Operation
 from ._registry import Free, OpTable
@@ -40,6 +45,8 @@ class WalkState:
     loops: list[LoopAssumption] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     free_reasons: dict[str, str] = field(default_factory=dict)
+    #: name → [elementwise-floor FLOPs, bytes, executions sized] of unmodeled ops.
+    unmodeled_work: dict[str, list[int]] = field(default_factory=dict)
 
     def absorb(self, other: WalkState) -> None:
         self.operations += other.operations
@@ -51,6 +58,21 @@ class WalkState:
         self.loops += other.loops
         self.notes += other.notes
         self.free_reasons.update(other.free_reasons)
+        self.absorb_unmodeled_work(other)
+
+    def absorb_unmodeled_work(self, other: WalkState) -> None:
+        for name, (flops, moved, sized) in other.unmodeled_work.items():
+            mine = self.unmodeled_work.setdefault(name, [0, 0, 0])
+            mine[0], mine[1], mine[2] = mine[0] + flops, mine[1] + moved, mine[2] + sized
+
+    def work_entries(self) -> tuple[tuple[str, int, int], ...]:
+        """``Coverage.unmodeled_work``: names whose every execution was sized (an unmodeled
+        count added outside ``lower`` leaves its name unsized, so unknown, never undercounted)."""
+        return tuple(
+            (name, flops, moved)
+            for name, (flops, moved, sized) in self.unmodeled_work.items()
+            if sized == self.unmodeled.get(name)
+        )
 
     def weight(self) -> tuple[int, int]:
         """(FLOPs, bytes) of the records: how a conditional picks its most expensive branch."""
@@ -79,14 +101,14 @@ def lower(
         state.free_reasons[name] = entry.reason
         return
     if entry is None or not callable(entry):
-        state.unmodeled[label or name] += count
+        _unmodeled(state, label or name, count, args)
         return
     try:
         records = list(entry(*args))
         for record in records:
             record.cost  # noqa: B018  (a record its rule rejects fails here, inside the policy)
     except Exception as error:  # a builder that cannot read this call: unmodeled, and said so
-        state.unmodeled[label or name] += count
+        _unmodeled(state, label or name, count, args)
         site = f"{label or name} at {where}" if where else (label or name)
         state.notes.append(f"{site}: not modeled for this call ({type(error).__name__}: {error})"[:300])
         return
@@ -96,6 +118,23 @@ def lower(
     else:  # the builder found this call only aliases (a reshape, a weak-type cast)
         state.free += count
         state.free_reasons.setdefault(name, table.empty_reasons.get(name, table.empty_default))
+
+
+def _unmodeled(state: WalkState, name: str, count: int, args: tuple[Any, ...]) -> None:
+    """Count an unmodeled op, with its elementwise floor when its context can read its operands:
+    1 FLOP per output element, inputs read once, outputs written once."""
+    state.unmodeled[name] += count
+    read = getattr(args[-1], "operands", None) if args else None
+    if read is None:
+        return
+    try:
+        inputs, outputs = read(args[0])
+        moved = sum(dtype_info(dtype).nbytes(math.prod(shape)) for shape, dtype in (*inputs, *outputs))
+        flops = sum(math.prod(shape) for shape, _ in outputs)
+    except Exception:  # a shape it cannot read (unknown dims): the size stays unknown, said so
+        return
+    entry = state.unmodeled_work.setdefault(name, [0, 0, 0])
+    entry[0], entry[1], entry[2] = entry[0] + flops * count, entry[1] + moved * count, entry[2] + count
 
 
 # -- loops ----------------------------------------------------------------------------------
@@ -192,6 +231,7 @@ def take_costliest_branch(
     for i, branch in enumerate(branches):
         if i != chosen and branch.unmodeled:
             state.unmodeled.update(branch.unmodeled)
+            state.absorb_unmodeled_work(branch)
             state.executed += sum(branch.unmodeled.values())
             names = ", ".join(f"{n} ({c})" for n, c in branch.unmodeled.most_common())
             state.notes.append(

@@ -15,7 +15,9 @@ which framework they hold:
   ``workload_options()``, ``device_of()``.
 
 A subclass implements ``trace()`` — or only ``operations()``, in which case its trace is
-100% modeled — and inherits timing, hardware and calibration.
+100% modeled — and inherits timing, hardware and calibration. A trace that modeled no
+operation (none at all, or only free and unmodeled ones) is an error naming its likely cause
+(``require_modeled``): every adapter's ``trace`` calls it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..core.errors import AdapterError, HardwareError
 from ..core.records import Coverage, Operation, Trace, as_shape
+from ..core.units import plural
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark
 
@@ -57,6 +60,25 @@ def reject_options(owner: str, options: Mapping[str, Any], known: str) -> None:
             f"{owner}: unknown option(s) {names}; its options are {known}. Keyword arguments of the model "
             f"itself go in kwargs={{...}}"
         )
+
+
+def require_modeled(coverage: Coverage, owner: str, framework: str) -> None:
+    """A trace that modeled nothing is an error, never a report of 100% coverage of no work.
+
+    Its likely cause: the model runs in another framework (the wrong adapter saw none of its
+    work) or does its work outside this one (numpy on the host). ``framework`` names where
+    the work was looked for ("torch", "jax", "tensorflow", or a custom adapter's name).
+    """
+    if coverage.modeled:
+        return
+    unit = coverage.unit[:-1] if coverage.unit.endswith("s") else coverage.unit
+    cause = f"the model may run in another framework (wrong --framework?) or do its work outside {framework} (numpy?)"
+    if coverage.total == 0:
+        raise AdapterError(f"{owner}: the trace holds no {coverage.unit} at all: {cause}")
+    seen = f"free {coverage.free}"
+    if coverage.unmodeled:
+        seen += ", unmodeled " + ", ".join(f"{name} x{count}" for name, count in coverage.unmodeled[:5])
+    raise AdapterError(f"{owner}: no {unit} was modeled (of {plural(coverage.total, coverage.unit)}: {seen}): {cause}")
 
 
 def _keywords(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -101,9 +123,12 @@ class FrameworkAdapter:
                 raise AdapterError(
                     f"{type(self).__name__}.operations() item {i} is a {type(op).__name__}, not an Operation"
                 )
+        coverage = Coverage.full(ops, unit=self.coverage_unit)
+        where = self.framework if self.framework != "custom" else f"what {type(self).__name__} records"
+        require_modeled(coverage, f"{type(self).__name__}.trace", where)
         return Trace(
             operations=ops,
-            coverage=Coverage.full(ops, unit=self.coverage_unit),
+            coverage=coverage,
             input_shapes=example_input_shapes(args) + (example_input_shapes(kwargs) if kwargs else ()),
             framework=self.framework,
         )

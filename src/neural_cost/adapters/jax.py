@@ -2,6 +2,10 @@
 
 Traces with ``jax.make_jaxpr`` and walks every equation and sub-jaxpr through the
 primitive table (see ``_jax/``). Imported only when JAX is installed.
+
+A library op counts as the op: ``jax.nn`` activations and softmax, and Flax's norm layers
+(recognised while tracing, without importing Flax when the program does not use it), are
+each one record of the op's kind (``_jax/composites.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_conv,
     ops_free,
     ops_indexing,
+    ops_linalg,
     ops_matmul,
     ops_movement,
     ops_norms,
@@ -29,10 +34,11 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_random_optim,
     ops_reduce,
 )
+from ._jax.composites import NormCall, flax_norms
 from ._jax.table import LowerContext
-from ._jax.walker import Walker, executed_bodies
+from ._jax.walker import Walker, executed_bodies, scope_path
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, reject_options
+from .base import FrameworkAdapter, reject_options, require_modeled
 
 del _jax
 
@@ -104,13 +110,15 @@ class JaxAdapter(FrameworkAdapter):
         static = _static(static_argnums)
         params = set(_static(param_argnums))
         skip = set(static) | params
+        norms: dict[str, NormCall | None] = {}
         try:
-            closed = jax.make_jaxpr(fn, static_argnums=static)(*positional, **kwargs)
+            with flax_norms(norms, scope_path):
+                closed = jax.make_jaxpr(fn, static_argnums=static)(*positional, **kwargs)
         except Exception as error:
             raise AdapterError(
                 f"JaxAdapter.trace: tracing {_name_of(fn)} with jax.make_jaxpr failed ({type(error).__name__}): {error}"
             ) from error
-        walker = Walker(self.trip_counts, self.default_trip_count)
+        walker = Walker(self.trip_counts, self.default_trip_count, norms)
         state = walker.run(closed)
         coverage = Coverage(
             total=state.executed,
@@ -119,7 +127,9 @@ class JaxAdapter(FrameworkAdapter):
             unmodeled=tuple(state.unmodeled.items()),
             static_total=state.static,
             unit=self.coverage_unit,
+            unmodeled_work=state.work_entries(),
         )
+        require_modeled(coverage, "JaxAdapter.trace", "jax")
         dynamic = tuple(a for i, a in enumerate(positional) if i not in static)
         dynamic_index = [i for i in range(len(positional)) if i not in static]
         return Trace(

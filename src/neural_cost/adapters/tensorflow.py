@@ -3,6 +3,9 @@
 Traces a concrete function for the example inputs' shapes and dtypes and walks every graph
 op — into called functions and control flow — through the op table (see ``_tf/``).
 Imported only when TensorFlow is installed.
+
+A library op counts as the op: Keras's norm layers and the ``Gelu``/``LogSigmoid`` scopes of
+``tf.nn`` are each one record of the op's kind (``_tf/composites.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark
 from . import _tf
 from ._tf import ops  # noqa: F401  (registers the table)
+from ._tf.composites import norm_layers
 from ._tf.table import TfContext
 from ._tf.walker import Walker
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, reject_options
+from .base import FrameworkAdapter, reject_options, require_modeled
 
 del _tf
 
@@ -106,7 +110,8 @@ class TensorFlowAdapter(FrameworkAdapter):
                 f"TensorFlowAdapter.trace: tracing {_name_of(model)} for inputs "
                 f"{[tuple(s.shape) for s in specs]} failed ({type(error).__name__}): {error}"
             ) from error
-        state = Walker(self.trip_counts, self.default_trip_count).run(concrete.graph)
+        walker = Walker(self.trip_counts, self.default_trip_count, norm_layers(model), training)
+        state = walker.run(concrete.graph)
         coverage = Coverage(
             total=state.executed,
             modeled=state.modeled,
@@ -114,7 +119,9 @@ class TensorFlowAdapter(FrameworkAdapter):
             unmodeled=tuple(state.unmodeled.items()),
             static_total=state.static,
             unit=self.coverage_unit,
+            unmodeled_work=state.work_entries(),
         )
+        require_modeled(coverage, "TensorFlowAdapter.trace", "tensorflow")
         operations = _keras_scopes(model, state.operations)
         return Trace(
             operations=operations,

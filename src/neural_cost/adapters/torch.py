@@ -4,9 +4,10 @@ The model runs once under a ``TorchDispatchMode`` (``_torch/recorder.py``) that 
 aten call (forward, and for training the backward and the optimizer step), lowers it through
 the aten table (see ``_torch/``) and records which buffers it reads and allocates. Module
 scopes come from forward hooks on every submodule. Nothing the user can observe changes
-(``_torch/preserve.py``): hooks and modes are removed even when the model raises, and
-parameters, buffers, gradients, optimizer state, the RNG state and each submodule's
-train/eval flag are restored.
+(``_torch/preserve.py``, which lists what is restored and what cannot be): hooks and modes
+are removed even when the model raises, and parameters, buffers (the very objects),
+gradients, optimizer state and attributes, the RNG state and each submodule's attributes and
+train/eval flag are restored, after ``trace``, ``benchmark`` and ``profile_model`` alike.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..core.errors import AdapterError, HardwareError
+from ..core.errors import AdapterError, HardwareError, MeasurementError
 from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.device import array_device
@@ -29,6 +30,7 @@ from ._torch import (  # noqa: F401  (register the table)
     ops_conv,
     ops_free,
     ops_indexing,
+    ops_linalg,
     ops_matmul,
     ops_movement,
     ops_norms,
@@ -37,11 +39,11 @@ from ._torch import (  # noqa: F401  (register the table)
     ops_reduce,
     ops_rnn,
 )
-from ._torch.preserve import Grads, WriteGuard, graph_leaves, kept_while_timing, preserved
+from ._torch.preserve import Grads, WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
 from ._torch.recorder import Recorder, module_scopes, tensors_in
 from ._torch.table import TorchContext
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, reject_options
+from .base import FrameworkAdapter, reject_options, require_modeled
 
 del _torch
 
@@ -102,18 +104,20 @@ class TorchAdapter(FrameworkAdapter):
         args = _positional(args)
         kwargs = dict(kwargs or {})
         scopes: list[str] = []
-        guard = WriteGuard(model if isinstance(model, torch.nn.Module) else None)
+        inputs = input_tensors(args, kwargs)
+        guard = WriteGuard(model if isinstance(model, torch.nn.Module) else None, inputs)
         recorder = Recorder(scopes, guard)
         notes: list[str] = []
         optimizer_ = optimizer if training else None
         try:
-            with preserved(model, optimizer_, guard, training) as grads, module_scopes(model, scopes):
+            with preserved(model, optimizer_, guard, training, inputs) as kept, module_scopes(model, scopes):
                 if training:
-                    output = self._training_step(model, args, kwargs, recorder, loss_fn, optimizer_, notes, grads)
+                    output = self._training_step(model, args, kwargs, recorder, loss_fn, optimizer_, notes, kept.grads)
                 else:
                     with torch.no_grad(), recorder:
                         output = model(*args, **kwargs)
                 recorder.finish()  # before the restore drops the optimizer state the step made
+            notes.extend(kept.notes)  # inputs the model wrote into
         except AdapterError:
             raise
         except Exception as error:
@@ -128,7 +132,9 @@ class TorchAdapter(FrameworkAdapter):
             unmodeled=tuple(state.unmodeled.items()),
             static_total=state.static,
             unit=self.coverage_unit,
+            unmodeled_work=state.work_entries(),
         )
+        require_modeled(coverage, "TorchAdapter.trace", "torch")
         return Trace(
             operations=tuple(state.operations),
             coverage=coverage,
@@ -200,10 +206,11 @@ class TorchAdapter(FrameworkAdapter):
         kwargs: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> Measurement:
-        """Time inference runs under ``inference_mode`` on the device the model's parameters
-        (else its inputs) live on, waiting for that CUDA device inside each run. The RNG state
-        and the buffers of submodules in train mode (BatchNorm's running statistics) are put
-        back afterwards: timing changes nothing in the model."""
+        """Time inference runs under ``no_grad`` on the device the model's parameters (else its
+        inputs) live on, waiting for that CUDA device inside each run. Everything the runs
+        change is put back afterwards (``_torch/preserve.py``, as for ``trace``): timing
+        changes nothing in the model. One untimed run first, under a write guard, learns which
+        parameters and inputs the forward writes in place."""
         reject_options("TorchAdapter.benchmark", options, "none")
         if not callable(model):
             raise AdapterError(f"TorchAdapter.benchmark: model={model!r} is not callable")
@@ -214,13 +221,26 @@ class TorchAdapter(FrameworkAdapter):
         telemetry = _CudaTelemetry(device) if on_cuda and device is not None else None
 
         def run(*positional: Any) -> Any:
-            with torch.inference_mode():
+            # no_grad, not inference_mode: a tensor the forward keeps (a reassigned buffer, a
+            # cache) must stay an ordinary tensor that the user's next in-place update accepts
+            with torch.no_grad():
                 return model(*positional, **keywords)
 
         def wait(_result: Any) -> None:  # the model's device, whatever the result holds
             torch.cuda.synchronize(device)
 
-        with kept_while_timing(model):
+        inputs = input_tensors(args, keywords)
+        guard = WriteGuard(model if isinstance(model, torch.nn.Module) else None, inputs)
+        with preserved(model, None, guard, inputs=inputs):
+            # one untimed run under the guard learns what the forward writes in place (a
+            # clamped weight, an input), so that it can be put back; the timed runs are not watched
+            try:
+                with WriteWatch(guard):
+                    run(*args)
+            except Exception as error:
+                raise MeasurementError(
+                    f"TorchAdapter.benchmark: {_name_of(model)} raised {type(error).__name__}: {error}"
+                ) from error
             measured = benchmark(
                 run, *args, warmup=warmup, repeats=repeats, telemetry=telemetry, sync=wait if on_cuda else "auto"
             )

@@ -115,12 +115,20 @@ def build_findings(report: GapReport) -> tuple[Finding, ...]:
 
 @finding("low_coverage", "warning", header=True)
 def _low_coverage(report: GapReport) -> Iterator[str]:
-    coverage = report.estimate.coverage
+    coverage, share = report.estimate.coverage, report.estimate.work_share
+    low = []
     if coverage.fraction < report.coverage_threshold:
         covered = format_percent_down(coverage.modeled + coverage.free, coverage.total)
+        low.append(f"only {covered} of the traced {coverage.unit} were modeled or free")
+    if share is not None and share[0] / share[1] < report.coverage_threshold:
+        low.append(
+            f"only {format_percent_down(*share)} of the work (FLOPs and bytes, unmodeled {coverage.unit} at their "
+            f"elementwise floor) is in modeled {coverage.unit}"
+        )
+    if low:
         yield (
-            f"Low coverage: only {covered} of the traced {coverage.unit} were modeled or free; "
-            f"the roofline bound and efficiency describe part of the workload, not all of it."
+            f"Low coverage: {'; '.join(low)}; the roofline bound and efficiency describe part of the workload, "
+            f"not all of it."
         )
 
 

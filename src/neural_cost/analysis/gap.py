@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 DEFAULT_COVERAGE_THRESHOLD = 0.9
 SCHEMA = "neural-cost/report"
-SCHEMA_VERSION = 1
+#: Version 2 (docs/report-schema.md) adds the work share of coverage; version 1 still loads.
+SCHEMA_VERSION = 2
 EMPTY_PROVENANCE = FrozenAttrs()
 
 
@@ -73,8 +74,21 @@ class GapReport:
         return any(f.code == "device_mismatch" for f in self.findings)
 
     @property
+    def work_fraction(self) -> float | None:
+        """Share of the work (FLOPs and bytes) in modeled operations; None when unknown."""
+        return self.estimate.work_fraction
+
+    @property
+    def gate_fraction(self) -> float:
+        """What the WARNING line and ``--min-coverage`` gate on: the lower of the operation
+        share and the work share (the operation share alone when the work share is unknown)."""
+        operations = self.estimate.coverage.fraction
+        work = self.work_fraction
+        return operations if work is None else min(operations, work)
+
+    @property
     def low_coverage(self) -> bool:
-        return self.estimate.coverage.fraction < self.coverage_threshold
+        return self.gate_fraction < self.coverage_threshold
 
     def finding(self, code: str) -> Finding | None:
         return next((f for f in self.findings if f.code == code), None)

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
-from .build import call_build, infer_framework, load_build
+from .build import call_build, chosen_framework, load_build
+from .exits import WORKLOAD_ADVICE, exits_reported
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
+    from ..analysis.gap import GapReport
     from ..hardware.spec import HardwareSpec
     from ..measure.timing import Measurement
 
@@ -22,22 +24,11 @@ def _progress(message: str) -> None:
         print(f"neural-cost: {message}…", file=sys.stderr, flush=True)
 
 
-def _trip_counts(items: list[str]) -> dict[int | str, int]:
-    counts: dict[int | str, int] = {}
-    for item in items:
-        loop, sep, value = item.rpartition("=")
-        if not sep or not loop or not value.isdigit():
-            raise NeuralCostError(f"--trip-count {item!r}: write LOOP=N, e.g. --trip-count 0=16 or search/while_1=4")
-        counts[int(loop) if loop.isdigit() else loop] = int(value)
-    return counts
-
-
 def _adapter(framework: str, args: argparse.Namespace) -> FrameworkAdapter:
     from ..adapters import adapter_for
 
-    return adapter_for(
-        framework, trip_counts=_trip_counts(args.trip_count or []), default_trip_count=args.default_trip_count
-    )
+    trip_counts = dict(args.trip_count or [])  # (loop, N) pairs, parsed by main's --trip-count type
+    return adapter_for(framework, trip_counts=trip_counts, default_trip_count=args.default_trip_count)
 
 
 def _hardware(args: argparse.Namespace, adapter: FrameworkAdapter, measurement: Measurement) -> HardwareSpec | None:
@@ -45,9 +36,7 @@ def _hardware(args: argparse.Namespace, adapter: FrameworkAdapter, measurement: 
     ``--device``, else of the device the workload runs on (``analyze_workload`` finds it)."""
     from ..hardware.spec import HardwareSpec
 
-    if args.peak_flops is not None or args.memory_bandwidth is not None:
-        if args.peak_flops is None or args.memory_bandwidth is None:
-            raise NeuralCostError("--peak-flops and --memory-bandwidth go together; give both, or neither to detect")
+    if args.peak_flops is not None and args.memory_bandwidth is not None:
         kind = measurement.device_kind if measurement.device_kind in ("cpu", "gpu", "tpu") else "unknown"
         return HardwareSpec("user-supplied peaks", args.peak_flops, args.memory_bandwidth, kind=kind)
     if args.calibrate:
@@ -58,6 +47,8 @@ def _hardware(args: argparse.Namespace, adapter: FrameworkAdapter, measurement: 
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
+    if (args.peak_flops is None) != (args.memory_bandwidth is None):
+        raise NeuralCostError("--peak-flops and --memory-bandwidth go together; give both, or neither to detect")
     if args.calibrate and (args.peak_flops is not None or args.memory_bandwidth is not None):
         raise NeuralCostError(
             "--calibrate measures the peaks, --peak-flops/--memory-bandwidth give them; pass one or the other"
@@ -83,28 +74,47 @@ def run_analyze(args: argparse.Namespace) -> int:
     _check_outputs(args)  # before any work: a bad --plot must not leave a report or a JSON behind
     build = load_build(args.target)
     fn, inputs, kwargs = call_build(build)
-    framework = args.framework or infer_framework(fn, inputs, kwargs)
+    framework = chosen_framework(args.framework, fn, inputs, kwargs)  # a mismatch fails before tracing
     adapter = _adapter(framework, args)
-    adapter.workload_options(fn, inputs, kwargs)  # a workload that cannot run fails before it is timed
-    _progress(f"timing {args.repeats} runs after {args.warmup} warmup")
-    measurement = time_workload(adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats)
-    hardware = _hardware(args, adapter, measurement)
-    _progress("tracing")
-    report = analyze_workload(adapter, fn, inputs, kwargs, hardware, device=args.device, measurement=measurement)
+    with exits_reported("the workload", WORKLOAD_ADVICE):
+        adapter.workload_options(fn, inputs, kwargs)  # a workload that cannot run fails before it is timed
+        _progress(f"timing {args.repeats} runs after {args.warmup} warmup")
+        measurement = time_workload(adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats)
+        hardware = _hardware(args, adapter, measurement)
+        _progress("tracing")
+        report = analyze_workload(adapter, fn, inputs, kwargs, hardware, device=args.device, measurement=measurement)
     print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
     if args.json:
         print(f"wrote {write_json(args.json, report.to_dict())}")
     if args.plot:
         report.plot(args.plot, top=args.top, group_by_scope=args.group_by_scope)
         print(f"wrote {args.plot}")
-    if args.min_coverage is not None and report.estimate.coverage.fraction < args.min_coverage:
-        print(
-            f"neural-cost: coverage {report.estimate.coverage.fraction:.1%} is below --min-coverage "
-            f"{args.min_coverage:.1%}",
-            file=sys.stderr,
-        )
+    below = None if args.min_coverage is None else _below_gate(report, args.min_coverage)
+    if below is not None:
+        print(f"neural-cost: {below}", file=sys.stderr)
         return 1
     return 0
+
+
+def _below_gate(report: GapReport, minimum: float) -> str | None:
+    """Why ``--min-coverage`` fails, or None: it gates on the lower of the operation share
+    and the work share (when every unmodeled operation's size is known)."""
+    from ..core.units import format_percent_down
+
+    coverage = report.estimate.coverage
+    figures = [("operations", coverage.modeled + coverage.free, coverage.total)]
+    work = report.estimate.work_share
+    if work is not None:
+        figures.append(("work", *work))
+    name, part, whole = min(figures, key=lambda f: f[1] / f[2] if f[2] else 1.0)
+    if not whole or part / whole >= minimum:
+        return None
+    message = f"coverage ({name}) {format_percent_down(part, whole)} is below --min-coverage {minimum:.1%}"
+    if name == "work" and coverage.unmodeled_work:
+        # the same order as the report's coverage line: most bytes moved first
+        largest = max(coverage.unmodeled_work, key=lambda entry: (entry[2], entry[1]))[0]
+        message += f"; the largest unmodeled operation is {largest}"
+    return message
 
 
 def run_diff(args: argparse.Namespace) -> int:

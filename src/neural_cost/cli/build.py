@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import NeuralCostError
+from .exits import exits_reported
 
 SPEC_FORM = "FILE.py:build (a Python file, a colon, and the name of a function of no arguments in it)"
 
@@ -95,13 +96,15 @@ def load_build(spec: str) -> Callable[[], Any]:
     sys.modules[module_name] = module
     if str(path.parent) not in sys.path:  # the script's own sibling imports, as `python FILE.py` allows
         sys.path.insert(0, str(path.parent))
-    try:
-        loader_spec.loader.exec_module(module)
-    except BaseException as error:
-        del sys.modules[module_name]
-        if not isinstance(error, Exception):
-            raise
-        raise NeuralCostError(f"loading {path.name} raised {type(error).__name__}: {error}") from error
+    advice = "guard its command-line code with if __name__ == '__main__':"
+    with exits_reported(f"loading {path.name}", advice):
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException as error:
+            del sys.modules[module_name]
+            if not isinstance(error, Exception):
+                raise
+            raise NeuralCostError(f"loading {path.name} raised {type(error).__name__}: {error}") from error
     if not hasattr(module, name):
         raise NeuralCostError(f"{spec}: {path.name} defines no {name!r}; define def {name}(): ...")
     build = getattr(module, name)
@@ -123,11 +126,12 @@ def call_build(build: Callable[[], Any]) -> tuple[Any, tuple[Any, ...], dict[str
     """Call ``build()`` and check what it returned: ``(fn_or_model, args)`` or ``(fn_or_model, args, kwargs)``."""
     name = getattr(build, "__name__", "build")
     where = _where(build)
-    try:
-        result = build()
-    except Exception as error:
-        raise NeuralCostError(f"{name}() in {where} raised {type(error).__name__}: {error}") from error
     contract = f"return (fn_or_model, args) or (fn_or_model, args, kwargs) from {name}() in {where}"
+    with exits_reported(f"{name}()", f"{contract} instead"):
+        try:
+            result = build()
+        except Exception as error:
+            raise NeuralCostError(f"{name}() in {where} raised {type(error).__name__}: {error}") from error
     if not isinstance(result, tuple | list) or len(result) not in (2, 3):
         raise NeuralCostError(f"{name}() in {where} returned {type(result).__name__}; {contract}")
     fn, args = result[0], result[1]
@@ -199,3 +203,28 @@ def infer_framework(fn_or_model: Any, args: Any = (), kwargs: Mapping[str, Any] 
     raise NeuralCostError(
         f"cannot tell the framework of {name}: its arguments mix {listed}; give build() arrays of one framework"
     )
+
+
+_FRAMEWORK_NAMES = {"jax": "JAX", "torch": "PyTorch", "tensorflow": "TensorFlow"}
+
+
+def chosen_framework(
+    asked: str | None, fn_or_model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None
+) -> str:
+    """``--framework`` when it agrees with the workload, else the inferred one; a disagreement
+    is an error before anything is traced: tracing a JAX program with the PyTorch adapter
+    records no operations, and a report of nothing must not look like a report of everything."""
+    if asked is None:
+        return infer_framework(fn_or_model, args, kwargs)
+    try:
+        inferred = infer_framework(fn_or_model, args, kwargs)
+    except NeuralCostError:  # a plain function of numpy arrays, say: the flag is what tells
+        return asked
+    if inferred != asked:
+        name = getattr(fn_or_model, "__qualname__", type(fn_or_model).__name__)
+        raise NeuralCostError(
+            f"--framework {asked} does not match the workload: build() returned a {_FRAMEWORK_NAMES[inferred]} "
+            f"program ({name}, told from the types of the model and its arguments), not a "
+            f"{_FRAMEWORK_NAMES[asked]} one; pass --framework {inferred} or leave --framework out"
+        )
+    return asked

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.errors import NeuralCostError
+from .exits import WORKLOAD_ADVICE, exits_reported
 from .output import write_json_atomic
 
 RESULT_SCHEMA = "neural-cost/compare-platform"
@@ -72,7 +73,8 @@ def run_platform(spec: str, platform: str, warmup: int, repeats: int) -> dict[st
         adapter = adapter_for(framework)
         if not adapter.device_from_environment and platform != "cpu":
             result["note"] = f"a {framework} workload runs where build() put it; JAX_PLATFORMS does not move it"
-        report = analyze_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
+        with exits_reported("the workload", WORKLOAD_ADVICE):
+            report = analyze_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
     except NeuralCostError as error:
         result["error"] = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return result

@@ -8,8 +8,10 @@ A platform that is unavailable, crashes or times out is a row saying so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,8 @@ from .output import write_json
 
 SCHEMA = "neural-cost/compare"
 SCHEMA_VERSION = 1
+#: After killing a timed-out child's group, how long to wait for its pipes to close.
+_DRAIN_SECONDS = 5.0
 HEADERS = ("platform", "device", "time (median ± stdev, runs)", "bound", "efficiency", "coverage", "FLOP/s", "bytes/s")
 
 
@@ -50,6 +54,46 @@ def _child_env(platform: str) -> dict[str, str]:
     return env
 
 
+def _kill_group(child: subprocess.Popen[str]) -> None:
+    """Kill the child and everything it started: it leads its own process group (start_new_session)."""
+    if sys.platform == "win32":
+        child.kill()
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the whole group already gone
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+def run_command(command: list[str], env: Mapping[str, str], timeout: float) -> tuple[int | None, str, str]:
+    """Run ``command`` in a new session; (exit code, or None when it timed out; stdout; stderr).
+    On a timeout (or Ctrl-C, which no longer reaches a child in its own session) the whole
+    process group is killed, so a process the workload started does not outlive it."""
+    child = subprocess.Popen(
+        command, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        finished = child.poll() is not None  # done, but something it started still holds the pipes
+        _kill_group(child)
+        try:
+            stdout, stderr = child.communicate(timeout=_DRAIN_SECONDS)
+        except subprocess.TimeoutExpired:  # a descendant left the group (its own session) holding the pipes
+            stdout, stderr = "", ""
+        return (child.returncode if finished else None), stdout, stderr
+    except BaseException:
+        _kill_group(child)
+        child.wait()
+        raise
+    return child.returncode, stdout, stderr
+
+
+def _ended(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
 def run_child(spec: str, platform: str, warmup: int, repeats: int, timeout: float) -> dict[str, Any]:
     """One platform's result as the child wrote it, or a failed row built from what the child left."""
     with tempfile.TemporaryDirectory(prefix="neural-cost-compare-") as folder:
@@ -57,15 +101,12 @@ def run_child(spec: str, platform: str, warmup: int, repeats: int, timeout: floa
         command = [sys.executable, "-m", "neural_cost.cli.child", spec, "--platform", platform, "--json", str(out)]
         command += ["--warmup", str(warmup), "--repeats", str(repeats)]
         start = time.perf_counter()
-        try:
-            done = subprocess.run(
-                command, env=_child_env(platform), capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired as expired:
-            last = _last_line(expired.stderr)
-            error = f"timed out after {timeout:g} s" + (f" (last error line: {last})" if last else "")
-            return _failed(platform, "timeout", error, time.perf_counter() - start)
+        code, stdout, stderr = run_command(command, _child_env(platform), timeout)
         wall = time.perf_counter() - start
+        if code is None:
+            last = _last_line(stderr)
+            error = f"timed out after {timeout:g} s" + (f" (last error line: {last})" if last else "")
+            return _failed(platform, "timeout", error, wall)
         if out.is_file():
             try:
                 result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
@@ -73,8 +114,9 @@ def run_child(spec: str, platform: str, warmup: int, repeats: int, timeout: floa
                 return _failed(platform, "failed", f"the child wrote unreadable JSON ({bad})", wall)
             result["wall_seconds"] = wall
             return result
-        last = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
-        return _failed(platform, "failed", f"the child exited with code {done.returncode}: {last}", wall)
+        last = _last_line(stderr) or _last_line(stdout) or "no output"
+        error = f"the child process {_ended(code)} without a report (during build() or the analysis): {last}"
+        return _failed(platform, "failed", error, wall)
 
 
 def _failed(platform: str, status: str, error: str, wall: float) -> dict[str, Any]:
@@ -130,8 +172,6 @@ def render_table(spec: str, results: Sequence[Mapping[str, Any]]) -> str:
 def run_compare(args: argparse.Namespace) -> int:
     check_spec(args.build)  # a typo or a missing file fails here, once, not in every child
     platforms = parse_platforms(args.platforms)
-    if args.timeout <= 0:
-        raise NeuralCostError(f"--timeout {args.timeout:g} must be a positive number of seconds")
     results = []
     for platform in platforms:
         if sys.stderr.isatty():

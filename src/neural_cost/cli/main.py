@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..core.errors import NeuralCostError
@@ -26,20 +28,89 @@ def _count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a finite number in [0, 1] (checked here, before any work, not after the analysis)."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in [0, 1] (0.9 means 90%)")
+    return value
+
+
+#: Longest --timeout: poll() takes a C int of milliseconds (24.8 days); beyond it subprocess raises.
+_MAX_SECONDS = 1e6
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    value = _number(text)
+    if not 0.0 < value <= _MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds > 0 and <= {_MAX_SECONDS:g}")
+    return value
+
+
+def _rate(unit: str) -> Callable[[str], float]:
+    """An argparse type: a peak rate, finite and at least 1e-3 ``unit``; below that a bound
+    (work ÷ rate) overflows to infinity for an ordinary program and no report can hold it."""
+    minimum = 1e-3
+
+    def parse(text: str) -> float:
+        value = _number(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be a positive number of {unit}")
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"{text} {unit} is below {minimum:g} {unit}: a bound divided by it overflows; "
+                f"pass the device's peak, e.g. 1e12"
+            )
+        return value
+
+    parse.__name__ = unit
+    return parse
+
+
+def _trip_count(text: str) -> tuple[int | str, int]:
+    """An argparse type: ``LOOP=N`` → (the loop's index or label, N)."""
+    loop, sep, value = text.rpartition("=")
+    if not sep or not loop or not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: write LOOP=N, e.g. --trip-count 0=16 or search/while_1=4")
+    return (int(loop) if loop.isdigit() else loop), int(value)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one stderr line naming the flag and its value (argparse's usage block is left out)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=_count(0), default=10, help="rows in the per-operation table (default 10)")
     parser.add_argument("--group-by-scope", action="store_true", help="sum the table by scope (module)")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (written atomically)")
-    parser.add_argument("--peak-flops", type=float, help="score against this peak FLOP/s instead of the host formula")
     parser.add_argument(
-        "--memory-bandwidth", type=float, help="score against this bandwidth (bytes/s) instead of a measured one"
+        "--peak-flops", type=_rate("FLOP/s"), help="score against this peak FLOP/s instead of the host formula"
     )
-    parser.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs (default 20)")
+    parser.add_argument(
+        "--memory-bandwidth",
+        type=_rate("bytes/s"),
+        help="score against this bandwidth (bytes/s) instead of a measured one",
+    )
+    parser.add_argument("--warmup", type=_count(0), default=3, help="untimed runs before timing (default 3)")
+    parser.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="neural-cost",
         description="Roofline analysis that says what it doesn't know.",
     )
@@ -75,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--platforms", default="cpu", help="JAX platforms, comma-separated (default cpu)")
     compare.add_argument("--warmup", type=_count(0), default=3, help="untimed runs before timing (default 3)")
     compare.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
-    compare.add_argument("--timeout", type=float, default=600.0, help="seconds per platform (default 600)")
+    compare.add_argument("--timeout", type=_seconds, default=600.0, help="seconds per platform (default 600)")
     compare.add_argument("--json", metavar="PATH", help="also write every platform's report as JSON (atomically)")
     analyze = commands.add_parser("analyze", help="trace, time and score FILE.py:build here; print the full report")
     analyze.add_argument(
@@ -84,9 +155,13 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--framework", choices=("jax", "torch", "tensorflow"), help="default: inferred")
     analyze.add_argument("--device", help="score against this device's spec (cpu, cuda:N, mps...)")
     analyze.add_argument("--calibrate", action="store_true", help="score against measured peaks of this device")
-    analyze.add_argument("--trip-count", action="append", metavar="LOOP=N", help="a while loop's trip count")
+    analyze.add_argument(
+        "--trip-count", type=_trip_count, action="append", metavar="LOOP=N", help="a while loop's trip count"
+    )
     analyze.add_argument("--default-trip-count", type=_count(0), default=8, help="for loops nothing counts (default 8)")
-    analyze.add_argument("--min-coverage", type=float, help="exit 1 when coverage is below this fraction (a CI gate)")
+    analyze.add_argument(
+        "--min-coverage", type=_fraction, help="exit 1 when coverage is below this fraction in [0, 1] (a CI gate)"
+    )
     analyze.add_argument("--plot", metavar="PATH", help="also save the roofline plot (.png or .svg)")
     _add_report_options(analyze)
     diff = commands.add_parser("diff", help="compare two saved reports (--json files): before → after")

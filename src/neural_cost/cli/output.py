@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..report.plot import file_mode
+
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
     target = Path(path)
@@ -19,6 +21,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, file_mode(target))  # the user's umask, as a plain open() would give, not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -215,6 +215,18 @@ class CostEstimate:
     def operations(self) -> tuple[Operation, ...]:
         return tuple(row.operation for row in self.by_operation)
 
+    @property
+    def work_share(self) -> tuple[int, int] | None:
+        """Share of the work in modeled operations, as ``(part, whole)``: the lower of the FLOP
+        and byte shares, unmodeled operations at their elementwise floor (``Coverage``); None
+        when an unmodeled operation's size is unknown."""
+        return self.coverage.work_share(self.flops, self.bytes)
+
+    @property
+    def work_fraction(self) -> float | None:
+        share = self.work_share
+        return None if share is None else share[0] / share[1]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "flops": self.flops,
@@ -227,6 +239,7 @@ class CostEstimate:
             "arithmetic_intensity": self.arithmetic_intensity if self.bytes else None,
             "framework": self.framework,
             "coverage": self.coverage.to_dict(),
+            "work_fraction": self.work_fraction,
             "input_shapes": [[n, list(s)] for n, s in self.input_shapes],
             "loop_assumptions": [a.to_dict() for a in self.loop_assumptions],
             "boundary": [t.to_dict() for t in self.boundary],

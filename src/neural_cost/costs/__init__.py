@@ -1,7 +1,23 @@
 """Cost rules, one per operation kind, registered in one table (``known_kinds()``)."""
 
 from ..core.kinds import known_kinds, rule_for
-from . import conv, linalg, lists, losses, movement, norms, other, pointwise, sequence, softmax_pool  # noqa: F401
+from . import (  # noqa: F401  (each module registers its rules)
+    callbacks,
+    conv,
+    decompositions,
+    distances,
+    interpolate,
+    linalg,
+    lists,
+    losses,
+    movement,
+    norms,
+    other,
+    pointwise,
+    sequence,
+    softmax_pool,
+    spectral,
+)
 from .estimate import compulsory_bytes, estimate_model, estimate_operations, estimate_trace
 from .linalg import causal_pairs
 from .other import sort_comparisons

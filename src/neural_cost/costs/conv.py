@@ -48,6 +48,27 @@ def _dilated(size: int, lhs_dilation: int) -> int:
     return (size - 1) * lhs_dilation + 1 if size else 0
 
 
+def _real_taps(size: int, kernel: int, lhs_dilation: int, stride: int, dilation: int, pad_low: int) -> int:
+    """(input element, kernel tap) pairs of one spatial dim of an lhs-dilated conv whose tap
+    lands on an output: element i sits at i·lhs_dilation, tap j reaches it from the output at
+    (i·lhs_dilation + pad_low - j·dilation) / stride, so the pair runs when that divides.
+    Outputs cropped away at the edges are not checked (the transposed convention, as
+    FlopCounterMode counts conv_transpose): at stride 1 every pair runs, size·kernel."""
+    if stride == 1:
+        return size * kernel
+    total = 0
+    for tap in range(min(kernel, stride)):  # taps j ≡ tap (mod stride) need the same elements
+        taps = (kernel - tap + stride - 1) // stride
+        # elements i with i·lhs_dilation ≡ tap·dilation - pad_low (mod stride)
+        target, common = (tap * dilation - pad_low) % stride, math.gcd(lhs_dilation, stride)
+        if target % common:
+            continue
+        period = stride // common
+        first = (target // common) * pow(lhs_dilation // common, -1, period) % period if period > 1 else 0
+        total += taps * (0 if first >= size else (size - 1 - first) // period + 1)
+    return total
+
+
 def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int, ceil: bool) -> int:
     span = dilation * (kernel - 1) + 1
     room = size + pad[0] + pad[1] - span
@@ -65,7 +86,8 @@ def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], d
     "conv",
     "2 · output elements · (C_in/groups) · prod(kernel) (every output position × the full kernel, as "
     "FlopCounterMode counts); transposed (attrs['transposed'], or any attrs['lhs_dilation'] > 1): "
-    "2 · N · prod(input spatial) · C_in · (C_out/groups) · prod(kernel); attrs['batch_groups'] splits the batch",
+    "2 · N · prod(input spatial) · C_in · (C_out/groups) · prod(kernel), with lhs_dilation only the taps that "
+    "land on the stride's outputs; attrs['batch_groups'] splits the batch",
 )
 def conv(
     op: Operation,
@@ -87,7 +109,9 @@ def conv(
     per spatial dim) puts lhs_dilation-1 holes between input elements: that is how JAX writes
     a transposed convolution and the input gradient of a strided one, with the weight in the
     forward layout (C_out, C_in/groups, *kernel). Its FLOPs follow the transposed convention
-    (only real taps, as FlopCounterMode counts a transposed conv), never the holes.
+    (only real taps, as FlopCounterMode counts a transposed conv), never the holes; with a
+    window stride > 1 only the taps that land on an output (``_real_taps``). XLA counts the
+    same real taps but also drops those of outputs cropped by the padding, so it can report less.
     ``batch_groups`` (XLA's batch_group_count, the weight gradient of a grouped or depthwise
     conv) splits the batch into that many groups, each convolved with its own C_out/batch_groups
     output channels: the output batch is N/batch_groups.
@@ -153,9 +177,13 @@ def conv(
             "conv: ((in-1)·lhs_dilation + 1 + pads - dilation·(k-1) - 1) // stride + 1; batch / batch_groups",
         )
         if any(d > 1 for d in lhs_dilations):
-            # Transposed convention: every real input element times the kernel and the output
-            # channels it feeds, (C_in/groups)·C_out = C_in·(C_out/groups); the holes are not work.
-            flops = 2 * batch * math.prod(x[2:]) * weight[1] * (c_out // batch_groups) * math.prod(kernel)
+            # Transposed convention: every real input element times the kernel taps that land on
+            # an output, and the output channels it feeds, (C_in/groups)·C_out; the holes are not work.
+            taps = math.prod(
+                _real_taps(x[2 + i], kernel[i], lhs_dilations[i], strides[i], dilations[i], pads[i][0])
+                for i in range(ndim)
+            )
+            flops = 2 * batch * weight[1] * (c_out // batch_groups) * taps
         else:
             flops = 2 * math.prod(op.output) * weight[1] * math.prod(kernel)
     return default_cost(op, flops)

@@ -63,13 +63,21 @@ SCATTER_MODES: tuple[str, ...] = get_args(ScatterMode)
     "a combining scatter (add/sub/mul/min/max) also reads the old touched values and does one op per touched element",
 )
 def scatter(
-    op: Operation, *, mode: ScatterMode = "update", touched: NonNegative | None = None, applies: str | None = None
+    op: Operation,
+    *,
+    mode: ScatterMode = "update",
+    touched: NonNegative | None = None,
+    applies: str | None = None,
+    flops_per_update: NonNegative | None = None,
+    transcendentals_per_update: NonNegative = 0,
 ) -> OpCost:
     """``touched`` is for a scatter whose updates broadcast over the elements it writes
     (PyTorch's ``scatter`` with a scalar value, ``index_fill``, ``x[mask] = 0``): the updates
     are read once each, the touched elements written (and, combining, read) once.
     ``applies`` names the primitives a scatter's combining function applies (JAX's
-    ``scatter`` with an update computation), kept for readers: it is counted as ``mode``."""
+    ``scatter`` with an update computation), kept for readers. A combining function that is
+    more than one op (``x.at[i].apply(f)``) states its own count per touched element,
+    ``flops_per_update`` (and ``transcendentals_per_update``), instead of ``mode``'s one op."""
     expect_inputs(op, 3, 3, "operand, indices, updates")
     operand, _indices, updates = op.inputs
     expect_output(op, operand, "a scatter updates its operand in place")
@@ -88,8 +96,9 @@ def scatter(
     if combining:
         read += _element_bytes(op, 0, touched)
     write = dtype_info(op.dtype).nbytes(touched)
-    flops = touched if combining else 0
-    return OpCost({op.compute_dtype: flops} if flops else {}, read, write)
+    flops = touched * (1 if flops_per_update is None else flops_per_update) if combining else 0
+    transcendentals = touched * transcendentals_per_update if combining else 0
+    return OpCost({op.compute_dtype: flops} if flops else {}, read, write, transcendentals=transcendentals)
 
 
 CopyReads = Literal["all", "touched"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..core.errors import RecordError, ShapeError
@@ -92,7 +93,17 @@ def elementwise(
         extra_multiplies=extra_multiplies,
         default_flops=1 if op.inputs else 0,  # no inputs: a fill or iota writes
     )
-    return default_cost(op, flops * elements, transcendentals * elements)
+    cost = default_cost(op, flops * elements, transcendentals * elements)
+    name = op.attrs.get("op")
+    explicit = flops_per_element is not None or transcendental is not None or transcendentals_per_element is not None
+    if isinstance(name, str) and name != "integer_pow" and name not in CATALOG and not explicit:
+        # a typo in a table or a user's own name must not pass for a counted op unnoticed
+        note = (
+            f"attrs['op']={name!r} names no catalog entry: counted as {flops} FLOP(s) per element, the default; "
+            f"name a catalog entry or give attrs['flops_per_element']"
+        )
+        cost = dataclasses.replace(cost, notes=(*cost.notes, note))
+    return cost
 
 
 @cost_rule(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +51,18 @@ def _format_of(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
+def file_mode(target: Path) -> int:
+    """The permission bits ``open(target, "w")`` would leave: the existing file's, else 0o666
+    less the umask. An atomic write goes through a ``mkstemp`` file, which is always 0600."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:  # no such file yet
+        pass
+    umask = os.umask(0o022)  # the only way to read it is to set it; put it straight back
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def save_figure(figure: Figure, path: str | os.PathLike[str]) -> Path:
     """Write ``figure`` to ``path`` (PNG or SVG by extension): complete or absent, never half-written."""
     file_format = _format_of(path)
@@ -67,6 +80,7 @@ def save_figure(figure: Figure, path: str | os.PathLike[str]) -> Path:
             figure.savefig(handle, format=file_format)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, file_mode(target))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -23,20 +23,33 @@ INDENT = "  "
 
 
 def _coverage_line(report: GapReport) -> str:
-    coverage = report.estimate.coverage
+    """``coverage: operations 96.7% · work 26.6% (of 31 aten ops: modeled 30, free 0, unmodeled 1:
+    aten._linalg_svd x1)``. Operations: (modeled + free) / executed. Work: the lower of the
+    FLOP and byte shares in modeled operations, unmodeled ones at their elementwise floor
+    (``Coverage.work_share``); unknown when an unmodeled operation's size was not recorded
+    (a version-1 report). Both round down, so 99.96% never prints as a complete 100.0%."""
+    coverage, share = report.estimate.coverage, report.estimate.work_share
+    operations = format_percent_down(coverage.modeled + coverage.free, coverage.total)
+    work = format_percent_down(*share) if share is not None else "unknown"
     executed = plural(coverage.total, coverage.unit)
     if coverage.static_total is not None and coverage.static_total != coverage.total:
-        in_text = format_int(coverage.static_total)
-        executed = f"{format_int(coverage.total)} executed {coverage.unit} ({in_text} in the program)"
-    what = "modeled or free" if coverage.free else "modeled"
-    line = f"coverage: {format_percent_down(coverage.modeled + coverage.free, coverage.total)} of {executed} {what}"
-    details = []
-    if coverage.free:
-        details.append(f"modeled {format_int(coverage.modeled)}, free {format_int(coverage.free)}")
+        executed = (
+            f"{format_int(coverage.total)} executed {coverage.unit}, {format_int(coverage.static_total)} in the program"
+        )
+    counts = f"modeled {format_int(coverage.modeled)}, free {format_int(coverage.free)}"
     if coverage.unmodeled:
-        names = ", ".join(f"{n} x{c}" for n, c in coverage.unmodeled[:3])
-        details.append(f"unmodeled: {names}{', ...' if len(coverage.unmodeled) > 3 else ''}")
-    return line + (f" ({'; '.join(details)})" if details else "")
+        # Heaviest first where sizes are known: the op that holds the missing work is named.
+        weight = {name: moved for name, _, moved in coverage.unmodeled_work}
+        ranked = (
+            sorted(coverage.unmodeled, key=lambda pair: -weight.get(pair[0], 0))
+            if share is not None
+            else coverage.unmodeled
+        )
+        names = ", ".join(f"{n} x{c}" for n, c in ranked[:3]) + (", ..." if len(ranked) > 3 else "")
+        counts += f", unmodeled {format_int(coverage.unmodeled_count)}: {names}"
+        if share is None:
+            counts += "; the size of an unmodeled op was not recorded"
+    return f"coverage: operations {operations} · work {work} (of {executed}: {counts})"
 
 
 def _device_line(report: GapReport) -> str:

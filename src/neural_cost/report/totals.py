@@ -1,4 +1,4 @@
-"""Every total of a version-1 report equals the sum of its rows.
+"""Every total of a report (versions 1 and 2) equals the sum of its rows.
 
 Run after the type checks (``validate.py``), so every field read here has its type. The
 row tables and what they add up to:
@@ -7,7 +7,9 @@ row tables and what they add up to:
   ``dense_flops``, ``transcendentals``; each row's ``flops`` is the sum of its own dtypes;
 - ``estimate.by_operation`` grouped by scope → ``estimate.by_scope``, row by row, in order;
 - ``estimate.boundary`` (each tensor once) → ``estimate.compulsory_bytes``;
-- ``estimate.coverage``: modeled + free + each unmodeled count → total;
+- ``estimate.coverage``: modeled + free + each unmodeled count → total; in version 2, each
+  ``unmodeled_work`` entry names an unmodeled operation, once, and ``unmodeled_flops`` and
+  ``unmodeled_bytes`` are their sums (null when an unmodeled operation has no entry);
 - ``measurement.samples_seconds`` → ``runs``;
 - ``operation_rows`` and ``scope_rows`` → the estimate's FLOPs and bytes.
 
@@ -153,3 +155,25 @@ def check_totals_v1(data: Mapping[str, Any]) -> None:
     _check_measurement(data["measurement"])
     _check_table(data, "operation_rows", "by_operation")
     _check_table(data, "scope_rows", "by_scope")
+
+
+def check_totals_v2(data: Mapping[str, Any]) -> None:
+    """Version 1's totals, and each ``unmodeled_work`` entry an unmodeled name, once."""
+    check_totals_v1(data)
+    coverage = data["estimate"]["coverage"]
+    names = {name for name, _ in coverage.get("unmodeled", ())}
+    seen: set[str] = set()
+    for i, (name, _, _) in enumerate(coverage["unmodeled_work"]):
+        path = f"estimate.coverage.unmodeled_work[{i}][0]"
+        if name not in names:
+            raise Invalid(path, f"{show(name)} is not among estimate.coverage.unmodeled")
+        if name in seen:
+            raise Invalid(path, f"{show(name)} is listed twice")
+        seen.add(name)
+    # The sums are derived, but saved: a nudged entry disagrees with them and is refused.
+    complete = len(seen) == len(names)
+    for i, field in ((1, "unmodeled_flops"), (2, "unmodeled_bytes")):
+        if field in coverage:
+            expected = sum(entry[i] for entry in coverage["unmodeled_work"]) if complete else None
+            what = "the sum over unmodeled_work" if complete else "null: an unmodeled operation has no size"
+            _equal(f"estimate.coverage.{field}", coverage[field], expected, what)

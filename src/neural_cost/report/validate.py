@@ -2,7 +2,8 @@
 
 Each check names the JSON path of what is wrong and why, as one ``Invalid`` that
 ``load.py`` turns into one SchemaError (``estimate.flops_by_dtype.float32: -5 must be a
-non-negative integer``). Version 1 is checked in three passes:
+non-negative integer``). Version 1 is checked in three passes (version 2 adds the work share
+of coverage, ``docs/report-schema.md``, checked in the same passes):
 
 1. types: every field the schema defines has its JSON type; counts are integers (never
    booleans, floats or strings), numbers are finite and non-negative, free-form fields
@@ -28,7 +29,7 @@ from ..core.dtypes import known_dtypes
 from ..core.records import TENSOR_ROLES
 from ..hardware.spec import DEVICE_KINDS as HARDWARE_KINDS
 from ..measure.timing import DEVICE_KINDS as MEASURED_KINDS
-from .totals import check_totals_v1
+from .totals import check_totals_v1, check_totals_v2
 from .values import (
     MAX_INT64,
     MAX_NUMBER,
@@ -41,7 +42,7 @@ from .values import (
     show,
 )
 
-__all__ = ["VALIDATORS", "Invalid", "validate_v1"]
+__all__ = ["VALIDATORS", "Invalid", "validate_v1", "validate_v2"]
 
 
 # -- leaf checks ------------------------------------------------------------------------
@@ -157,6 +158,16 @@ def _pair(first: Check, second: Check) -> Check:
         second(value[1], f"{path}[1]")
 
     return pair
+
+
+def _triple(first: Check, second: Check, third: Check, what: str) -> Check:
+    def triple(value: Any, path: str) -> None:
+        if type(value) is not list or len(value) != 3:
+            raise Invalid(path, f"{show(value)} must be a {what} triple")
+        for i, check in enumerate((first, second, third)):
+            check(value[i], f"{path}[{i}]")
+
+    return triple
 
 
 def _mapping(value_check: Check, key_check: Check) -> Check:
@@ -358,10 +369,36 @@ REPORT_V1 = _record(
 def validate_v1(data: Mapping[str, Any]) -> None:
     """Raise Invalid at the first field of a version-1 report that is wrong."""
     REPORT_V1(data, "")
+    # Version 1 recorded no unmodeled sizes (its work share is unknown): sizes in a file that
+    # says version 1 are an edit, not something to half-believe.
+    if "unmodeled_work" in data["estimate"]["coverage"]:
+        raise Invalid("estimate.coverage.unmodeled_work", "is a version-2 field in a version-1 report")
     check_totals_v1(data)
 
 
-#: schema_version → its validator. Version 2 (kernels, memory levels and measured time;
-#: docs/report-schema.md defines it when it lands) adds its entry here; version 1 stays, so
-#: older reports keep loading.
-VALIDATORS: dict[int, Callable[[Mapping[str, Any]], None]] = {1: validate_v1}
+# -- version 2: version 1 and the work share of coverage ---------------------------------
+REPORT_V2_ADDITIONS = _record(
+    {
+        "estimate": _record(
+            {
+                "coverage": _record(
+                    {"unmodeled_work": _array(_triple(NAME, WORK, WORK, "[name, FLOPs, bytes]"))},
+                    {"unmodeled_flops": _nullable(WORK), "unmodeled_bytes": _nullable(WORK)},
+                )
+            },
+            {"work_fraction": _nullable(FRACTION)},
+        )
+    }
+)
+
+
+def validate_v2(data: Mapping[str, Any]) -> None:
+    """Raise Invalid at the first field of a version-2 report that is wrong."""
+    REPORT_V1(data, "")
+    REPORT_V2_ADDITIONS(data, "")
+    check_totals_v2(data)
+
+
+#: schema_version → its validator (docs/report-schema.md defines each version). Older
+#: versions stay, so older reports keep loading.
+VALIDATORS: dict[int, Callable[[Mapping[str, Any]], None]] = {1: validate_v1, 2: validate_v2}

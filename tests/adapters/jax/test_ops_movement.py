@@ -15,6 +15,7 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 lax = jax.lax
 
+import neural_cost.adapters.jax  # noqa: E402, F401  (registers every family module's entries)
 from neural_cost.adapters._jax.ops_attention import to_bhsd  # noqa: E402
 from neural_cost.adapters._jax.ops_indexing import FREE_WHEN_EMPTY_REASONS as INDEXING_FREE_WHEN_EMPTY  # noqa: E402
 from neural_cost.adapters._jax.ops_movement import FREE_WHEN_EMPTY_REASONS as MOVEMENT_FREE_WHEN_EMPTY  # noqa: E402
@@ -167,6 +168,29 @@ def test_conv_transpose_matches_flop_counter_mode():
     assert counter.get_total_flops() == ours.cost.flops == 30_240
 
 
+@pytest.mark.parametrize(
+    ("stride", "width", "expected", "xla"),
+    [
+        # x (1, 1, 8) with one hole between elements (dilated length 15), kernel 3, no padding:
+        # the taps that run are the pairs (element i, tap j) with (2i - j) divisible by the stride
+        (1, 13, 2 * 8 * 3, 40),  # every pair: 2·8·3 = 48 (XLA drops the taps of cropped outputs: 2·20)
+        (2, 7, 2 * 8 * 2, 28),  # even taps j = 0, 2 for all 8 elements: 2·16 = 32 (XLA: the last output's 2·2 less)
+        (4, 4, 2 * 8, 16),  # j = 0 for even i, j = 2 for odd i: 2·8 = 16
+        (1000, 1, 2 * 2, 4),  # one output: its window 0..2 holds elements 0 and 1, tap 1 is a hole: 2·2 = 4
+    ],
+)
+def test_lhs_dilated_conv_honours_its_window_stride(stride, width, expected, xla):
+    def fn(x, w):
+        return lax.conv_general_dilated(x, w, (stride,), ((0, 0),), lhs_dilation=(2,))
+
+    op = record(fn, spec((1, 1, 8)), spec((1, 1, 3)), name="conv_general_dilated")
+    assert op.output == (1, 1, width)  # (15 - 3) // stride + 1
+    assert op.cost.flops == expected
+    compiled = jax.jit(fn).lower(spec((1, 1, 8)), spec((1, 1, 3))).compile().cost_analysis()
+    compiled = compiled[0] if isinstance(compiled, (list, tuple)) else compiled
+    assert compiled["flops"] == xla  # XLA's real taps inside the output range
+
+
 def _conv_grads(x_shape, w_shape, **kwargs):
     def loss(x, w):
         return lax.conv_general_dilated(x, w, dimension_numbers=("NCHW", "OIHW", "NCHW"), **kwargs).sum()
@@ -257,8 +281,23 @@ def test_scatter_set_writes_without_reading_old_values():
 
 def test_scatter_apply_reads_old_values_and_names_the_function():
     op = record(lambda t, i: t.at[i].apply(jnp.sin), spec((10, 20)), spec((4,), jnp.int32), name="scatter")
-    assert dict(op.attrs) == {"mode": "add", "applies": "sin"}
+    assert dict(op.attrs) == {"mode": "add", "applies": "sin", "flops_per_update": 1, "transcendentals_per_update": 1}
     assert costs(op) == ({"float32": 80}, 656, 320)  # 4*20 updates; 16 + 320 + 320 read; 320 written
+
+
+def test_scatter_apply_counts_the_functions_own_equations_per_element():
+    # f(x) = sin(x) + x**2: sin 1 (and 1 transcendental), x**2 one multiply, + 1 = 3 per element
+    op = record(
+        lambda t, i: t.at[i].apply(lambda x: jnp.sin(x) + x**2),
+        spec((10,)),
+        spec((6,), jnp.int32),
+        name="scatter",
+    )
+    assert op.attrs["applies"] == "sin,integer_pow,add" and op.attrs["flops_per_update"] == 3
+    assert op.cost.flops == 6 * 3 == 18  # 6 applied elements × 3 (was 6: f counted as one op)
+    assert op.cost.transcendentals == 6
+    # bytes are the scatter's: indices 24 + updates 24 + old values 24 read, 24 written
+    assert (op.cost.read_bytes, op.cost.write_bytes) == (72, 24)
 
 
 def test_dynamic_slice_reads_only_the_slice():

@@ -14,6 +14,8 @@ from neural_cost.adapters import JaxAdapter  # noqa: E402
 from neural_cost.hardware import HardwareSpec  # noqa: E402
 from neural_cost.measure import Measurement  # noqa: E402
 
+from ._opaque import opaque  # noqa: E402
+
 ADAPTER = JaxAdapter(cross_check=False)
 X = jnp.ones((8, 16), jnp.float32)
 W = jnp.ones((16, 16), jnp.float32)
@@ -145,12 +147,11 @@ def test_calls_and_custom_derivatives_are_walked():
 
 def test_unknown_primitives_are_unmodeled_and_named():
     def f(x):
-        y = jax.pure_callback(lambda a: a, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
-        return y + 1.0
+        return opaque(x) + 1.0
 
     trace = ADAPTER.trace(f, (X,))
-    assert dict(trace.coverage.unmodeled) == {"pure_callback": 1}
-    assert trace.coverage.fraction == 1 / 2  # add is modeled, the callback is not
+    assert dict(trace.coverage.unmodeled) == {"neural_cost_test_opaque": 1}
+    assert trace.coverage.fraction == 1 / 2  # add is modeled, the opaque primitive is not
 
 
 def test_bad_input_errors_keep_jax_message():
@@ -178,3 +179,90 @@ def test_shard_map_bodies_are_walked():
     assert [op.name for op in trace.operations] == ["sin", "transpose", "dot_general"]
     assert (trace.coverage.total, trace.coverage.modeled, trace.coverage.free) == (4, 3, 1)
     assert flops_of(trace, "dot_general") == 2 * 4 * 4 * 4  # 128
+
+
+# -- a library op counts as the op (adapters/_jax/composites.py) ------------------------------
+
+
+def test_a_recognised_jax_nn_call_is_one_record_and_its_equations_are_modeled():
+    trace = ADAPTER.trace(lambda x: jax.nn.silu(x) * 2.0, (X,))
+    silu, scaled = trace.operations
+    assert (silu.name, silu.kind, silu.attrs) == ("silu", "elementwise", {"op": "silu"})
+    assert silu.inputs == ((8, 16),)  # one read of x, one write of the result: 128 floats each
+    assert (silu.cost.flops, silu.cost.read_bytes, silu.cost.write_bytes) == (5 * 128, 512, 512)  # 5 per element
+    # the jit call and its body's logistic and mul are modeled, part of the one record; then the mul
+    assert (trace.coverage.total, trace.coverage.modeled, trace.coverage.free) == (4, 4, 0)
+    assert scaled.name == "mul"
+
+
+def test_log_softmax_reads_its_axis_and_softmax_is_matched_as_a_sequence():
+    trace = ADAPTER.trace(lambda x: jax.nn.log_softmax(x, axis=0) + jax.nn.softmax(x), (X,))
+    kinds = [(op.kind, op.attrs.get("axis"), op.attrs.get("log")) for op in trace.operations]
+    assert kinds == [("softmax", 0, True), ("softmax", 1, False), ("elementwise", None, None)]
+    # 16 rows of 8 along axis 0: 5·8 - 1 = 39 per row = 624; 8 rows of 16: 5·16 - 2 = 78 per row = 624
+    assert [op.cost.flops for op in trace.operations[:2]] == [624, 624]
+
+
+def test_a_users_function_named_like_a_library_op_is_walked_as_usual():
+    @jax.jit
+    def softplus(x, y):  # two arrays in: not jax.nn.softplus's signature
+        return jnp.logaddexp(x, y)
+
+    trace = ADAPTER.trace(softplus, (X, X))
+    assert "softplus" not in {op.attrs.get("op") for op in trace.operations}
+    assert len(trace.operations) > 1 and trace.coverage.unmodeled == ()
+
+
+def test_a_sequence_whose_intermediate_is_used_elsewhere_is_not_folded():
+    def f(x):
+        shifted = x - jax.lax.stop_gradient(x.max(axis=-1, keepdims=True))
+        e = jnp.exp(shifted)
+        return e / e.sum(axis=-1, keepdims=True), e  # e is also an output: it is written
+
+    assert "softmax" not in {op.kind for op in ADAPTER.trace(f, (X,)).operations}
+
+
+def test_a_flax_layer_norm_folds_into_one_record():
+    nn = pytest.importorskip("flax.linen")
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(16)(nn.LayerNorm()(x))
+
+    params = Net().init(jax.random.key(0), X)
+    trace = ADAPTER.trace(Net().apply, (params, X), param_argnums=0)
+    (norm,) = [op for op in trace.operations if op.scope == "Net/LayerNorm_0"]
+    assert (norm.kind, norm.inputs, norm.attrs) == ("layernorm", ((8, 16), (16,), (16,)), {"normalized_dims": 1})
+    assert norm.cost.flops == 8 * (7 * 16 + 2)  # 5L + 2 statistics, 2L scale and bias: 912
+    assert trace.coverage.unmodeled == ()
+
+
+def test_a_flax_scope_with_a_child_module_or_no_flax_at_all_is_walked_as_usual():
+    nn = pytest.importorskip("flax.linen")
+
+    class Wrapped(nn.LayerNorm):  # a norm layer that calls a child module inside its scope
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(16)(super().__call__(x))
+
+    params = Wrapped().init(jax.random.key(0), X)
+    trace = ADAPTER.trace(Wrapped().apply, (params, X), param_argnums=0)
+    # the outer scope holds a child (Dense_0): not folded; the inherited call runs in its own
+    # scope, Wrapped/Wrapped, whose equations are exactly LayerNorm's: one record
+    assert [(op.kind, op.scope) for op in trace.operations if op.kind in ("layernorm", "matmul")] == [
+        ("layernorm", "Wrapped/Wrapped"),
+        ("matmul", "Wrapped/Dense_0"),
+    ]
+    # a plain function's trace is the same whether or not Flax is imported
+    plain = ADAPTER.trace(lambda x: (x - x.mean(-1, keepdims=True)) * 2.0, (X,))
+    assert "layernorm" not in {op.kind for op in plain.operations}
+
+
+def test_tracing_without_flax_imports_no_flax(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "flax.linen", raising=False)
+    trace = ADAPTER.trace(lambda x: jax.nn.gelu(x) * 2.0, (X,))
+    assert "flax.linen" not in sys.modules
+    assert [op.attrs.get("op") for op in trace.operations] == ["gelu_tanh", "mul"]

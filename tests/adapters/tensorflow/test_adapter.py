@@ -87,3 +87,22 @@ def test_a_tf_function_with_a_none_default_argument_traces():
     trace = TensorFlowAdapter().trace(tf.function(tf.math.softsign), (tf.ones((8, 16)),))
     assert sum(op.cost.flops * op.count for op in trace.operations) == 3 * 8 * 16  # abs, add, divide per element
     assert [spec.role for spec in trace.boundary] == ["input", "output"]
+
+
+def test_keras_norm_layers_and_gelu_are_one_record_each():
+    model = keras.Sequential(
+        [keras.Input((6, 8)), keras.layers.Dense(8, activation="gelu"), keras.layers.LayerNormalization()]
+    )
+    trace = ADAPTER.trace(model, (tf.ones((2, 6, 8)),))
+    gelu, norm = [op for op in trace.operations if op.kind != "matmul" and op.name != "BiasAdd"]
+    assert (gelu.kind, gelu.attrs, gelu.inputs) == ("elementwise", {"op": "gelu"}, ((2, 6, 8),))
+    assert (norm.kind, norm.inputs, norm.attrs) == ("layernorm", ((2, 6, 8), (8,), (8,)), {"normalized_dims": 1})
+    assert norm.cost.flops == 12 * (7 * 8 + 2)  # 12 rows: 5L + 2 statistics, 2L scale and shift = 696
+    assert trace.coverage.unmodeled == () and trace.coverage.fraction == 1.0
+
+
+def test_a_layer_norm_over_a_middle_axis_is_walked_op_by_op():
+    model = keras.Sequential([keras.Input((6, 8)), keras.layers.LayerNormalization(axis=1)])
+    trace = ADAPTER.trace(model, (tf.ones((2, 6, 8)),))
+    assert "layernorm" not in {op.kind for op in trace.operations}
+    assert trace.coverage.unmodeled == ()

@@ -150,16 +150,19 @@ def test_profile_model_training_memory():
     assert profile.memory.training_minimum_bytes == 4 * parameter_bytes  # params + grads + Adam's two moments
 
 
-def test_benchmark_runs_in_inference_mode_on_the_inputs_device():
+def test_benchmark_runs_under_no_grad_on_the_inputs_device():
+    # no_grad, not inference_mode: a tensor the forward keeps must not become an inference
+    # tensor (test_no_mutation.py shows the failure that caused)
     seen = []
 
     class Probe(nn.Module):
         def forward(self, x):
-            seen.append(torch.is_inference_mode_enabled())
+            seen.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
             return x * 2
 
     m = ADAPTER.benchmark(Probe(), torch.randn(4), warmup=1, repeats=3)
-    assert m.runs == 3 and m.device_kind == "cpu" and all(seen)
+    # 1 untimed guarded probe + 1 warmup + 3 timed runs = 5 calls, each without grad or inference mode
+    assert m.runs == 3 and m.device_kind == "cpu" and seen == [(False, False)] * 5
 
 
 def test_calibrate_measures_float32_and_bfloat16():

@@ -737,3 +737,81 @@ def test_paged_flash_attention_reads_max_k_keys_per_sequence():
     (op,) = lower(call)
     assert op.inputs[1] == (2, 2, 40, 16)  # (B, Hkv, max_k, D), not the block pool
     assert op.cost.flops == 2 * 2 * 8 * 4 * 40 * 32
+
+
+def test_variable_length_efficient_attention_counts_each_sequence_alone():
+    # nested-tensor sdpa calls the memory-efficient kernel with q, k, v (1, total, H, D) and
+    # cumulative offsets: sequences of 32, 64, 96 and 128 tokens, H = 8, D = Dv = 64
+    offsets = torch.tensor([0, 32, 96, 192, 320], dtype=torch.int32)
+    q, k, v = (meta(1, 320, 8, 64) for _ in range(3))
+    args = (q, k, v, None, offsets, offsets, 128, 128, 0.0, 0, True)
+    out = (meta(1, 320, 8, 64), meta(1, 8, 320), meta(()), meta(()), 128, 128)
+    records = lower(AtenCall(aten._efficient_attention_forward.default, args, {}, out))
+    assert [(op.inputs[0], op.count) for op in records] == [((1, 8, s, 64), 1) for s in (32, 64, 96, 128)]
+    # 2·H·Σ S²·(D+Dv) = 2·8·(32²+64²+96²+128²)·128 = 62,914,560 (one dense 320-token sequence
+    # would be 2·8·320²·128 = 209,715,200)
+    assert flops(records) == 2 * 8 * (32**2 + 64**2 + 96**2 + 128**2) * 128 == 62_914_560
+    backward_args = (meta(1, 320, 8, 64), q, k, v, None, meta(1, 320, 8, 64), offsets, offsets, 128, 128)
+    backward_args += (meta(1, 8, 320), 0.0, meta(()), meta(()), 0, False)
+    grads = (meta(1, 320, 8, 64), meta(1, 320, 8, 64), meta(1, 320, 8, 64), meta(0))
+    records = lower(AtenCall(aten._efficient_attention_backward.default, backward_args, {}, grads))
+    assert [op.kind for op in records] == ["attention_backward"] * 4
+    # FlopCounterMode's backward per sequence: 2·H·S²·(3D + 2Dv) = 2·8·30,720·320 = 157,286,400
+    assert flops(records) == 2 * 8 * (32**2 + 64**2 + 96**2 + 128**2) * 320 == 157_286_400
+    # FlopCounterMode's own per-sequence unpacking gives the same, forward and backward
+    from torch.utils import flop_counter
+
+    assert flop_counter._efficient_attention_forward_flop(q, k, v, None, offsets, offsets, 128, 128) == 62_914_560
+    assert (
+        flop_counter._efficient_attention_backward_flop(
+            meta(1, 320, 8, 64), q, k, v, None, None, offsets, offsets, 128, 128
+        )
+        == 157_286_400
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(is_causal=True),
+        dict(attn_mask="float"),
+        dict(attn_mask="bool"),
+        dict(is_causal=True, enable_gqa=True, dropout_p=0.5),
+    ],
+    ids=["causal", "float-mask", "bool-mask", "causal-gqa-dropout"],
+)
+def test_math_attention_counts_the_same_under_inference_mode_and_no_grad(case):
+    # Under no_grad the math kernel decomposes into its parts; under inference_mode it reaches
+    # the recorder whole and its entry builds the same chain: identical FLOPs and bytes.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from neural_cost.adapters.torch import TorchAdapter
+
+    q, k = torch.randn(2, 8, 16, 4), torch.randn(2, 8 if not case.get("enable_gqa") else 2, 12, 4)
+    v = k.clone()  # made outside inference_mode, as a user's inputs are
+    masks = {"float": torch.randn(2, 1, 16, 12), "bool": torch.rand(16, 12) > 0.3}
+    kwargs = {**case, "attn_mask": masks.get(case.get("attn_mask"))}
+
+    def program(q, k, v):
+        with sdpa_kernel(SDPBackend.MATH):
+            return F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+    totals = []
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            trace = TorchAdapter().trace(program, (q, k, v))
+        ops = trace.operations
+        fields = ("flops", "read_bytes", "write_bytes")
+        totals.append(tuple(sum(getattr(op.cost, f) * op.count for op in ops) for f in fields))
+        if mode is torch.inference_mode:
+            assert any(op.name.startswith("_scaled_dot_product_attention_math") for op in ops)  # reached whole
+    assert totals[0][0] == totals[1][0]
+    # bytes too, but for a boolean mask: sdpa turns it into 0/-inf before the math kernel, and
+    # under inference_mode PyTorch itself fills one 4-byte scalar where no_grad fills two
+    extra = 4 if case.get("attn_mask") == "bool" else 0
+    assert totals[0][1:] == (totals[1][1] + extra, totals[1][2] + extra)
+    if case == {"is_causal": True}:
+        # q scaled 2·8·16·4 = 1,024; the causal mask's where 16·12 = 192; kᵀ scaled 2·8·4·12 = 768;
+        # two products 2·(2·2·8·16·12·4) = 49,152; mask added 2·8·16·12 = 3,072; safe softmax over
+        # 256 rows of 12: softmax 11+12+12+11+12 = 58 and the all-masked test 12+11+12 = 35, 93·256
+        assert totals[0][0] == 1_024 + 192 + 768 + 49_152 + 3_072 + 93 * 256 == 78_016

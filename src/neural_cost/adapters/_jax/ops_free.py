@@ -34,3 +34,8 @@ FREE_REASONS: dict[str, str] = {
 }
 for _name, _reason in FREE_REASONS.items():
     free(_reason, _name)
+free(
+    "picks a branch index by the platform the program is compiled for (lax.platform_dependent): resolved "
+    "when XLA compiles, no work at run time",
+    "platform_index",
+)

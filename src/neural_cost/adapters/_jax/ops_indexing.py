@@ -58,19 +58,39 @@ _SCATTER_MODES = {
 }
 
 
+def _per_update(update_jaxpr: Any) -> tuple[int, int]:
+    """(FLOPs, transcendentals) of one application of a scatter's scalar function: its
+    equations walked as any program's are (sub-jaxprs, catalog entries) on its scalar operands.
+    A function with an equation the table does not model is not guessed: the error makes the
+    whole scatter unmodeled, named, with this reason in the trace's notes."""
+    from .walker import Walker  # the walker imports the table this module fills
+
+    state = Walker({}, 1).run(update_jaxpr)
+    if state.unmodeled:
+        names = ", ".join(sorted(state.unmodeled))
+        raise ValueError(f"the function applied per element runs equations with no table entry: {names}")
+    ops = state.operations
+    return sum(op.cost.flops * op.count for op in ops), sum(op.cost.transcendentals * op.count for op in ops)
+
+
 @lowers(*_SCATTER_MODES)
 def _scatter(eqn: Any, ctx: LowerContext) -> Ops:
     """``scatter`` in place: writes the touched elements; a combining scatter also reads the
     old touched values. The combiner in ``update_jaxpr`` is the scalar function applied per
     update (the rule counts one op per update): the walker must not count it as a sub-program.
     A plain ``scatter`` carrying an update_jaxpr is ``x.at[i].apply(f)``: it reads the old
-    values and applies f to each, counted here like a combining scatter, f as one op."""
+    values and applies f to each, counted like a combining scatter whose per-element count is
+    f's own equations (``_per_update``)."""
     operand, indices, updates = eqn.invars
     attrs: dict[str, Any] = {"mode": _SCATTER_MODES[eqn.primitive.name]}
     update_jaxpr = eqn.params.get("update_jaxpr")
     if attrs["mode"] == "update" and update_jaxpr is not None:
         body = getattr(update_jaxpr, "jaxpr", update_jaxpr)
+        flops, transcendentals = _per_update(update_jaxpr)
         attrs = {"mode": "add", "applies": ",".join(e.primitive.name for e in body.eqns) or "identity"}
+        attrs["flops_per_update"] = flops
+        if transcendentals:
+            attrs["transcendentals_per_update"] = transcendentals
     op = ctx.op(eqn, "scatter", [operand, indices, updates], attrs=attrs)
     return [_with_index_dtypes(op, (ctx.dtype(operand), ctx.dtype(indices), ctx.dtype(updates)))]
 

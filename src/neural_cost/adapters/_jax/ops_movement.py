@@ -128,3 +128,20 @@ def _reshape(eqn: Any, ctx: LowerContext) -> Ops:
     if dimensions is None or _ints(dimensions) == tuple(range(len(ctx.shape(operand)))):
         return []
     return [ctx.op(eqn, "copy", [operand])]
+
+
+# --- host callbacks -----------------------------------------------------------------------
+
+
+@lowers("pure_callback", "io_callback", "debug_callback", "debug_print")
+def _callback(eqn: Any, ctx: LowerContext) -> Ops:
+    """``callback``: the operands sent to the host and the results brought back are counted as
+    bytes; what the Python function computes is unknown, and the record's note says so."""
+    function = getattr(eqn.params.get("callback"), "callback_func", None)
+    target = getattr(function, "__qualname__", None)
+    attrs = {"target": target} if isinstance(target, str) else {}
+    outputs = eqn.outvars
+    if not outputs:
+        # no results: an empty output (the object stands in for the result atom, never read)
+        return [ctx.op(eqn, "callback", output=object(), output_shape=(0,), dtype="uint8", attrs=attrs)]
+    return [ctx.op(eqn, "callback", output=outputs[0], extra_outputs=outputs[1:], attrs=attrs)]

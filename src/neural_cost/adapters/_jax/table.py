@@ -40,6 +40,12 @@ class LowerContext:
     def dtype(atom: Any) -> str:
         return _dtype_facts(atom.aval.dtype)[0]
 
+    def operands(self, eqn: Any) -> tuple[list[tuple[Shape, str]], list[tuple[Shape, str]]]:
+        """The equation's inputs and outputs as ``(shape, dtype)``: what the lowering driver
+        sizes an unmodeled equation from (``_walk.lower``)."""
+        inputs = [(self.shape(a), self.dtype(a)) for a in eqn.invars]
+        return inputs, [(self.shape(a), self.dtype(a)) for a in eqn.outvars]
+
     def op(
         self,
         eqn: Any,

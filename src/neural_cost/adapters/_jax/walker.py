@@ -6,6 +6,10 @@ Each executed equation is counted once per execution (loop bodies multiply), as 
 primitive carrying a jaxpr — are call boundaries: free themselves, their bodies walked.
 ``cond`` is costed as its most expensive branch; ``scan`` bodies count ``length`` times;
 ``while`` bodies take an explicit, inferred or default trip count.
+
+A library op counts as the op (``composites``): a recognised ``jax.nn`` jit call, an inline
+gelu or softmax sequence, or a Flax norm layer's scope is one record of the op's kind; its
+equations are counted as executed and modeled, part of that one record.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.records import LoopAssumption
+from ...core.records import LoopAssumption, Operation
 from .._walk import Loops, WalkState, lower, take_costliest_branch
+from .composites import JIT_COMPOSITES, STARTS, NormCall, inline_record, jit_composite, match_inline, use_counts
 from .loops import infer_trip_count
 from .table import REGISTRY, TABLE, LowerContext
 
@@ -89,6 +94,9 @@ def _scope_path(name_stack: Any) -> str:
     return path
 
 
+scope_path = _scope_path
+
+
 def _join(prefix: str | None, name_stack: str) -> str | None:
     """A sub-jaxpr's scope under its equation's. Name stacks inside sub-jaxprs are relative,
     except a transposed checkpoint's body, which carries its forward stack again: a path that
@@ -118,9 +126,16 @@ def _unmodeled_name(eqn: Any) -> str:
 class Walker:
     """One walk of one program; trip counts keyed by while-loop index or label."""
 
-    def __init__(self, trip_counts: Mapping[int | str, int], default_trip_count: int) -> None:
+    def __init__(
+        self,
+        trip_counts: Mapping[int | str, int],
+        default_trip_count: int,
+        norms: Mapping[str, NormCall | None] | None = None,
+    ) -> None:
         self.loops = Loops(trip_counts, default_trip_count)
         self.scan_index = 0
+        #: Flax norm layers by scope path (``composites.flax_norms``); each folds once.
+        self.norms = {path: call for path, call in (norms or {}).items() if call is not None}
 
     def run(self, closed_jaxpr: Any) -> WalkState:
         state = WalkState()
@@ -129,8 +144,83 @@ class Walker:
         return state
 
     def walk(self, jaxpr: Any, count: int, prefix: str | None, state: WalkState) -> None:
-        for eqn in jaxpr.eqns:
-            self.equation(eqn, count, prefix, state)
+        eqns = jaxpr.eqns
+        uses: list[dict[Any, int]] = []
+
+        def counted() -> dict[Any, int]:  # made once per jaxpr, only when a sequence matches
+            if not uses:
+                uses.append(use_counts(jaxpr))
+            return uses[0]
+
+        i = 0
+        while i < len(eqns):
+            eqn = eqns[i]
+            taken = 0
+            if eqn.primitive.name in STARTS:
+                taken = self._inline(eqns, i, counted, count, prefix, state)
+            if not taken and self.norms:
+                taken = self._norm(eqns, i, count, prefix, state)
+            if not taken:
+                self.equation(eqn, count, prefix, state)
+                taken = 1
+            i += taken
+
+    # -- library ops counted as the op (see ``composites``) -------------------------------
+    @staticmethod
+    def _fold(state: WalkState, record: Operation, equations: int, count: int) -> bool:
+        """One record for ``equations`` executed equations, all modeled: False (nothing tallied)
+        when the record's rule rejects it, and the equations are walked as usual instead."""
+        try:
+            record.cost  # noqa: B018
+        except Exception:
+            return False
+        state.operations.append(record)
+        state.static += equations
+        state.executed += equations * count
+        state.modeled += equations * count
+        return True
+
+    def _inline(self, eqns: Any, i: int, uses: Any, count: int, prefix: str | None, state: WalkState) -> int:
+        found = match_inline(eqns, i, uses)
+        if found is None:
+            return 0
+        entry, taken, _why = found
+        scope = _join(prefix, _scope_path(eqns[i].source_info.name_stack))
+        try:
+            record = inline_record(eqns, i, taken, entry, LowerContext(scope, count))
+        except Exception:
+            return 0
+        return taken if self._fold(state, record, taken, count) else 0
+
+    def _norm(self, eqns: Any, i: int, count: int, prefix: str | None, state: WalkState) -> int:
+        """A Flax norm layer's equations — the run sharing its scope path, none a call — as one record."""
+        scope = _join(prefix, _scope_path(eqns[i].source_info.name_stack))
+        call = self.norms.get(scope) if scope else None
+        if call is None or scope is None:
+            return 0
+        end = i
+        while end < len(eqns) and _join(prefix, _scope_path(eqns[end].source_info.name_stack)) == scope:
+            if executed_bodies(str(eqns[end].primitive.name), eqns[end].params):
+                return 0
+            end += 1
+        del self.norms[scope]  # a second run at this path is not this call: walked as usual
+        record = Operation(
+            call.kind, call.kind, call.inputs, call.output, call.dtype, scope=scope,
+            attrs=dict(call.attrs), input_dtypes=call.dtypes, count=count,
+        )  # fmt: skip
+        return end - i if self._fold(state, record, end - i, count) else 0
+
+    def _jit_composite(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> bool:
+        (_key, body), *_ = executed_bodies(str(eqn.primitive.name), eqn.params)
+        try:
+            record = jit_composite(eqn, _open(body), LowerContext(scope, count))
+        except Exception:
+            return False
+        if record is None:
+            return False
+        state.static -= 1  # the call itself was tallied; its body's equations join it below
+        state.executed -= count
+        return self._fold(state, record, 1 + _equations(_open(body)), count) or _undo(state, count)
 
     def equation(self, eqn: Any, count: int, prefix: str | None, state: WalkState) -> None:
         name = str(eqn.primitive.name)
@@ -147,6 +237,9 @@ class Walker:
         if entry is not None:
             lower(state, REGISTRY, entry, name, count, (eqn, LowerContext(scope, count)), where=scope)
             return None
+        named = name in ("jit", "pjit") and eqn.params.get("name") in JIT_COMPOSITES
+        if named and self._jit_composite(eqn, count, scope, state):
+            return None
         bodies = executed_bodies(name, eqn.params)
         if bodies and name in KNOWN_CALLS:
             state.free += count
@@ -156,7 +249,7 @@ class Walker:
             return None
         if name in ("reduce", "reduce_window") and bodies:
             return self._reduction_with_body(eqn, count, scope, state, bodies[0][1])
-        lower(state, REGISTRY, None, name, count, (), label=_unmodeled_name(eqn))
+        lower(state, REGISTRY, None, name, count, (eqn, LowerContext(scope, count)), label=_unmodeled_name(eqn))
         if bodies:  # an unknown container: walk what it carries, once, and say so
             state.notes.append(
                 f"{name} at {scope or 'top level'} carries a jaxpr neural-cost does not know; its body was counted once"
@@ -226,6 +319,22 @@ class Walker:
             return [ctx.op(eqn, "custom", attrs=attrs, extra_outputs=eqn.outvars[1:])]
 
         lower(state, REGISTRY, build, name, count, (eqn, LowerContext(scope, count)), where=scope)
+
+
+def _equations(jaxpr: Any) -> int:
+    """Equations in a jaxpr and every sub-jaxpr it runs (a recognised call's body)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for _key, body in executed_bodies(str(eqn.primitive.name), eqn.params):
+            total += _equations(_open(body))
+    return total
+
+
+def _undo(state: WalkState, count: int) -> bool:
+    state.static += 1
+    state.executed += count
+    return False
 
 
 KNOWN_CALLS = frozenset(

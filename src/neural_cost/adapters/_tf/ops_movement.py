@@ -28,7 +28,7 @@ from typing import Any
 from ...core.dtypes import canonical_dtype
 from ...core.records import Operation, Shape
 from .common import UnmodeledOp, const_ints
-from .table import EMPTY_REASONS, TfContext, lowers
+from .table import EMPTY_REASONS, TfContext, attr, lowers
 
 
 @lowers("ConcatV2")
@@ -161,3 +161,69 @@ def _list_get_item(op: Any, ctx: TfContext) -> Sequence[Operation]:
 def _list_set_item(op: Any, ctx: TfContext) -> Sequence[Operation]:
     value = op.inputs[-1]
     return [ctx.op(op, "copy", (value,), output_shape=ctx.shape(value), dtype=ctx.dtype(value))]
+
+
+# --- resampling, complex assembly, diagonal matrices, host callbacks -------------------------
+
+_RESIZES = {"ResizeBilinear": "bilinear", "ResizeNearestNeighbor": "nearest", "ResizeBicubic": "bicubic"}
+#: ScaleAndTranslate's kernels with a counterpart: the triangle is bilinear's filter, Keys cubic bicubic's.
+_SCALE_KERNELS = {"triangle": "bilinear", "keyscubic": "bicubic"}
+
+
+def _channels_first(shape: Shape) -> Shape:
+    """NHWC → NCHW: the interpolate rule reads (N, C, *spatial); the counts do not depend on it."""
+    return (shape[0], shape[-1], *shape[1:-1])
+
+
+@lowers(*_RESIZES, "ScaleAndTranslate")
+def _resize(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """(images NHWC, size[, scale, translation]): ``interpolate`` by the op's mode;
+    ScaleAndTranslate (``tf.image.resize(antialias=True)``) as the antialiased separable form of
+    its kernel's mode, when the kernel has one (triangle, Keys cubic)."""
+    attrs: dict[str, Any]
+    if op.type == "ScaleAndTranslate":
+        kernel = str(attr(op, "kernel_type", "lanczos3"))
+        if kernel not in _SCALE_KERNELS or not attr(op, "antialias", True):
+            raise UnmodeledOp(f"ScaleAndTranslate {op.name}: kernel {kernel!r} (antialias) has no interpolate mode")
+        attrs = {"mode": _SCALE_KERNELS[kernel], "antialias": True}
+    else:
+        attrs = {"mode": _RESIZES[op.type]}
+    x, out = op.inputs[0], op.outputs[0]
+    return [
+        ctx.op(
+            op,
+            "interpolate",
+            [x],
+            attrs=attrs,
+            input_shapes=[_channels_first(ctx.shape(x))],
+            input_dtypes=[ctx.dtype(x)],
+            output_shape=_channels_first(ctx.shape(out)),
+        )
+    ]
+
+
+@lowers("Complex")
+def _complex(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """(real, imag) interleaved into complex values: a ``copy``, no arithmetic."""
+    return [ctx.op(op, "copy")]
+
+
+@lowers("MatrixDiag", "MatrixDiagV2", "MatrixDiagV3")
+def _matrix_diag(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """A matrix with the given diagonal (``tf.eye`` is one): a ``copy`` reading the diagonal and
+    writing the whole matrix; the other operands (k, sizes, padding value) are scalars."""
+    return [ctx.op(op, "copy", op.inputs[:1])]
+
+
+@lowers("EagerPyFunc", "PyFunc", "PyFuncStateless")
+def _py_function(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """``callback``: the operands sent to Python and the results brought back, as bytes; what the
+    function computes is unknown, and the record's note says so."""
+    outputs = list(op.outputs)
+    token = attr(op, "token")
+    attrs: dict[str, Any] = {"target": token} if isinstance(token, str) else {}
+    if not outputs or not all(t.shape.is_fully_defined() for t in outputs):
+        attrs["results_known"] = not outputs  # py_function's results have no static shape
+        # an empty output stands for results of unknown size (the object is never read)
+        return [ctx.op(op, "callback", output=object(), output_shape=(0,), dtype="uint8", attrs=attrs)]
+    return [ctx.op(op, "callback", output=outputs[0], extra_outputs=outputs[1:], attrs=attrs)]

@@ -49,6 +49,11 @@ class TfContext:
             _DTYPE_NAMES[name] = found
         return found
 
+    def operands(self, op: Any) -> tuple[list[tuple[Shape, str]], list[tuple[Shape, str]]]:
+        """The op's inputs and outputs as ``(shape, dtype)``: what the lowering driver sizes an
+        unmodeled op from (``_walk.lower``); an unknown shape raises, leaving its size unknown."""
+        return [(self.shape(t), self.dtype(t)) for t in op.inputs], [(self.shape(t), self.dtype(t)) for t in op.outputs]
+
     def op(
         self,
         op: Any,

@@ -5,6 +5,10 @@ bodies walked. ``If``/``StatelessIf``/``Case`` are costed as their most expensiv
 ``While``/``StatelessWhile`` bodies count once per iteration, with a trip count that is
 explicit, inferred (a loop variable starting at a constant, stepped by a constant, compared
 with a constant bound — ``maximum_iterations`` is one), or the default, reported as assumed.
+
+A library op counts as the op (``composites``): a Keras norm layer's scope, or a ``Gelu`` or
+``LogSigmoid`` function scope, is one record of the op's kind; its graph ops are counted as
+executed and modeled, part of that record.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from ...core.errors import AdapterError
 from .._walk import Loops, WalkState, closed_form_trips, lower, take_costliest_branch
+from .composites import NormLayer, fold_groups
 from .table import REGISTRY, TABLE, TfContext, constant_value
 
 CALL_BOUNDARY = "a function call: its body's ops are counted instead"
@@ -44,8 +49,16 @@ def _function_graph(graph: Any, op: Any, attr_name: str) -> Any:
 class Walker:
     """One walk of one concrete function; trip counts keyed by While index or label."""
 
-    def __init__(self, trip_counts: Mapping[int | str, int], default_trip_count: int) -> None:
+    def __init__(
+        self,
+        trip_counts: Mapping[int | str, int],
+        default_trip_count: int,
+        layers: Mapping[str, NormLayer | None] | None = None,
+        training: bool = False,
+    ) -> None:
         self.loops = Loops(trip_counts, default_trip_count)
+        self.layers = dict(layers or {})  # Keras norm layers by name (``composites.norm_layers``)
+        self.training = training
 
     def run(self, graph: Any) -> WalkState:
         state = WalkState()
@@ -55,12 +68,21 @@ class Walker:
 
     def walk(self, graph: Any, count: int, prefix: str | None, state: WalkState) -> None:
         live = _live_ops(graph)
+        groups = fold_groups(graph, live, self.layers, self.training, prefix, count)
         pruned = 0
         for op in graph.get_operations():
-            if id(op) in live:
-                self.operation(graph, op, count, prefix, state)
-            else:
+            if id(op) not in live:
                 pruned += 1
+            elif id(op) in groups and op.type != "Placeholder":
+                group = groups[id(op)]
+                if group.record is not None:  # the group's one record, at its first op
+                    state.operations.append(group.record)
+                    group.record = None
+                state.static += 1
+                state.executed += count
+                state.modeled += count
+            else:
+                self.operation(graph, op, count, prefix, state)
         if pruned:
             state.notes.append(
                 f"{pruned} op(s) of {getattr(graph, 'name', 'the graph')} feed no output and are pruned by TensorFlow "

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ...core.records import Operation, Shape
+from .attention_math import math_attention
 from .common import Ops, Spec, _arguments, _broadcasts, _is_tensor, _matmul, _record, _spec
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
@@ -133,8 +134,12 @@ Group = tuple[Spec, Spec, Spec, int]
 
 
 def _varlen(a: dict[str, Any], kernel: _Kernel) -> bool:
-    """Variable-length (nested) inputs: (total, H, D) with cumulative offsets."""
-    return kernel.varlen is not None and a.get(kernel.varlen[0]) is not None and a["query"].dim() == 3
+    """Variable-length (nested) inputs: cumulative offsets with (total, H, D) — the flash
+    layout — or (1, total, H, D), as nested-tensor sdpa calls the memory-efficient kernel."""
+    if kernel.varlen is None or a.get(kernel.varlen[0]) is None:
+        return False
+    shape = a["query"].shape
+    return len(shape) == 3 or (len(shape) == 4 and int(shape[0]) == 1)
 
 
 def _attention_groups(ctx: TorchContext, a: dict[str, Any], kernel: _Kernel) -> tuple[list[Group], bool]:
@@ -152,8 +157,8 @@ def _attention_groups(ctx: TorchContext, a: dict[str, Any], kernel: _Kernel) -> 
         return [(specs[0], specs[1], specs[2], 1)], True
     q_lengths, q_exact = _lengths(a[offsets[0]], a[offsets[2]])
     k_lengths, k_exact = _lengths(a[offsets[1]], a[offsets[3]])
-    heads_q, dim = q_spec[0][1:]
-    heads_k, value_dim = k_spec[0][1], v_spec[0][2]
+    heads_q, dim = q_spec[0][-2:]  # (…, total, H, D) in either layout
+    heads_k, value_dim = k_spec[0][-2], v_spec[0][-1]
     groups: list[Group] = []
     for (sq, sk), n in sorted(Counter(zip(q_lengths, k_lengths, strict=True)).items()):
         groups.append(
@@ -248,27 +253,11 @@ def _fused_attention_backward(call: AtenCall, ctx: TorchContext) -> Ops:
 
 @lowers("_scaled_dot_product_attention_math")
 def _attention_math(call: AtenCall, ctx: TorchContext) -> Ops:
-    """The math fallback, when it reaches dispatch whole (it normally decomposes): it
-    materialises the scores, so it is the chain it runs — q·kᵀ ``matmul``, the mask or
-    causal mask added (``elementwise``), ``softmax``, then ·v — every query-key pair
-    computed, masked ones included. Grouped-query k and v are read at the query's head
-    count (the math path repeats them)."""
-    a = _arguments(call)
-    q, k, v = a["query"], a["key"], a["value"]
-    (q_shape, dtype), k_shape, v_shape = _spec(ctx, q), ctx.shape(k), ctx.shape(v)
-    lead = q_shape[:-2]
-    scores: Spec = ((*lead, q_shape[-2], k_shape[-2]), dtype)
-    key_t: Spec = ((*lead, k_shape[-1], k_shape[-2]), ctx.dtype(k))
-    values: Spec = ((*lead, v_shape[-2], v_shape[-1]), ctx.dtype(v))
-    out, *_ = call.outputs
-    records = [_record(ctx, f"{call.name}.scores", "matmul", [_spec(ctx, q), key_t], scores)]
-    mask = a.get("attn_mask")
-    if _is_tensor(mask) or a.get("is_causal"):
-        masks = [_spec(ctx, mask)] if _is_tensor(mask) else [(scores[0][-2:], dtype)]
-        records.append(_record(ctx, f"{call.name}.mask", "elementwise", [scores, *masks], scores, attrs={"op": "add"}))
-    records.append(_record(ctx, f"{call.name}.softmax", "softmax", [scores], scores, attrs={"axis": -1}))
-    records.append(_record(ctx, call.name, "matmul", [scores, values], _spec(ctx, out)))
-    return records
+    """The math fallback, when it reaches dispatch whole (under ``inference_mode``; under
+    ``no_grad`` it decomposes): the chain it runs, the records its decomposition gives
+    (``attention_math``), so both modes count the same — the scores materialised, every
+    query-key pair computed, masked ones included."""
+    return math_attention(call, ctx)
 
 
 def _mha(

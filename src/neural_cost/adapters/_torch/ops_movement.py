@@ -201,3 +201,53 @@ def _view_scatter(call: AtenCall, ctx: TorchContext) -> Ops:
     """(self, src, ...): self copied with src written into a view of it: a ``copy`` of
     both into the output."""
     return [ctx.op(call, "copy", [call.args[0], call.args[1]], call.out)]
+
+
+# --- resampling: interpolation and grid sampling ------------------------------------------
+
+_INTERPOLATIONS = {
+    **{f"upsample_nearest{n}d": "nearest" for n in (1, 2, 3)},
+    **{f"_upsample_nearest_exact{n}d": "nearest" for n in (1, 2, 3)},
+    "upsample_linear1d": "linear",
+    "upsample_bilinear2d": "bilinear",
+    "upsample_trilinear3d": "trilinear",
+    "upsample_bicubic2d": "bicubic",
+    "_upsample_bilinear2d_aa": "bilinear",
+    "_upsample_bicubic2d_aa": "bicubic",
+}
+
+
+@lowers(*_INTERPOLATIONS)
+def _interpolate(call: AtenCall, ctx: TorchContext) -> Ops:
+    """(input, output_size, ...) in every overload (.default and .vec): ``interpolate`` by the
+    op's mode (nearest-exact differs from nearest only in its index rounding); the ``_aa``
+    forms antialias."""
+    attrs: dict[str, Any] = {"mode": _INTERPOLATIONS[call.name]}
+    if call.name.endswith("_aa"):
+        attrs["antialias"] = True
+    return [ctx.op(call, "interpolate", [call.args[0]], call.out, attrs=attrs)]
+
+
+@lowers(*(f"{name}_backward" for name in _INTERPOLATIONS if not name.endswith("_aa")))
+def _interpolate_backward(call: AtenCall, ctx: TorchContext) -> Ops:
+    """(grad_output, output_size, input_size, ...): ``interpolate_backward``, each gradient
+    added into its taps of the input gradient."""
+    mode = _INTERPOLATIONS[call.name.removesuffix("_backward")]
+    return [ctx.op(call, "interpolate_backward", [call.args[0]], call.out, attrs={"mode": mode})]
+
+
+#: grid_sampler's interpolation_mode argument, as aten numbers it.
+_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+
+
+@lowers("grid_sampler_2d", "grid_sampler_3d")
+def _grid_sample(call: AtenCall, ctx: TorchContext) -> Ops:
+    """(input, grid, interpolation_mode, padding_mode, align_corners): ``grid_sample``."""
+    mode = _GRID_MODES[int(call.args[2])]
+    return [ctx.op(call, "grid_sample", list(call.args[:2]), call.out, attrs={"mode": mode})]
+
+
+@lowers("eye")
+def _eye(call: AtenCall, ctx: TorchContext) -> Ops:
+    """An identity matrix: a fill (0 FLOPs, nothing read, the output written)."""
+    return [ctx.op(call, "elementwise", [], call.out, attrs={"op": "fill"})]

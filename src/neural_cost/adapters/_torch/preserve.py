@@ -1,20 +1,55 @@
-"""Nothing the user can observe changes when a PyTorch model is traced or timed.
+"""Nothing the user can observe changes when a PyTorch model is traced, timed or profiled.
 
-Parameters, buffers, gradients, optimizer state, the RNG state and each submodule's
-train/eval flag are put back after a trace (``preserved``); the RNG state and the buffers
-of submodules in train mode after timing runs (``kept_while_timing``).
+``trace``, ``benchmark`` and ``profile_model`` (which traces) all run the model inside
+``preserved``, the one snapshot/restore path. Put back afterwards, also when the model raises:
+
+- registered buffers: every buffer's values (copied whole: BatchNorm's running statistics
+  are written by kernels that do not say so in their schema; buffers are usually small), and
+  the very buffer objects in each submodule's ``_buffers`` (``self.steps = self.steps + 1``
+  replaces the object; the original is put back);
+- parameters: the very objects in ``_parameters``; their values when an op writes into them
+  (``WriteGuard`` copies a tensor just before an op writes into it per the op's schema, so
+  a forward that clamps a weight in place is undone at no cost when nothing writes); a
+  training step's every parameter the optimizer holds (snapshotted whole);
+- each submodule's plain attributes (``__dict__`` entries other than its parameters, buffers,
+  submodules and PyTorch's own bookkeeping): ``.training`` and flags set in forward come
+  back, attributes the forward added are removed, and a list, dict or set attribute gets its
+  items back (one level deep); tensors held in such attributes are guarded like parameters;
+- gradients (the very ``.grad`` tensors, or None), the optimizer's state and hyperparameters
+  (the same dicts and tensors) and its other attributes (``_opt_called``, which an attached
+  LR scheduler's wrapper adds on ``step()``); a scheduler itself is never stepped;
+- the CPU and CUDA RNG states;
+- inputs the model writes into in place: detected (the guard, and each input's version
+  counter), put back, and named in a note on the trace.
+
+Timing runs under ``no_grad``, not ``inference_mode``: a tensor the forward stores (a
+reassigned buffer, a cache) is then an ordinary tensor, never an inference tensor that the
+next ordinary in-place update refuses. Before timing, one untimed run under the guard learns
+which parameters and inputs the forward writes; the timed runs are not watched.
+
+What cannot be restored, in general: tensors the model reaches other than through its
+modules and inputs (closures, globals, objects nested inside attributes) that it mutates in
+place; state held outside PyTorch (files, counters in other objects); a write only some runs
+make, which the untimed benchmark probe did not see; a lazy module materialized by its first
+run. An input changed in place by an op whose schema does not say it writes is detected by
+its version counter and named in a note, but kept.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .recorder import tensors_in
+
+# PyTorch's own per-module bookkeeping (hook dicts, _parameters...): never restored as plain
+# attributes. ``training`` is the user's flag and is restored like any attribute.
+_INTERNAL = frozenset(torch.nn.Module().__dict__) - {"training"}
 
 
 def _storage_key(tensor: torch.Tensor) -> int:
@@ -24,16 +59,34 @@ def _storage_key(tensor: torch.Tensor) -> int:
         return id(tensor)
 
 
+def _put(target: torch.Tensor, value: torch.Tensor) -> None:
+    """``target[...] = value`` in place, also into a tensor the user made under inference_mode."""
+    with torch.inference_mode(target.is_inference()), torch.no_grad():
+        target.copy_(value)
+
+
+def input_tensors(args: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:
+    """The input tensors with the names a trace's boundary gives them (arg0..., key0...)."""
+    named = [(f"arg{i}", t) for i, t in enumerate(tensors_in(args))]
+    for key, value in kwargs.items():
+        named.extend((f"{key}{j or ''}", t) for j, t in enumerate(tensors_in(value)))
+    return named
+
+
 class WriteGuard:
-    """Copies a parameter just before an op writes into it (per its schema), to restore it afterwards.
+    """Copies a protected tensor just before an op writes into it (per its schema), to restore it
+    afterwards: the module's parameters, tensors held in its attributes, and the inputs.
 
-    Cheaper than cloning the whole model up front: inference rarely writes to its state
-    (BatchNorm's running statistics in train mode do), so usually nothing is copied.
-    """
+    Cheaper than cloning the whole model up front: inference rarely writes to its state, so
+    usually nothing is copied."""
 
-    def __init__(self, module: torch.nn.Module | None) -> None:
-        tensors = list(module.parameters()) if module is not None else []
-        self.protected = {_storage_key(t): t for t in tensors}
+    def __init__(self, module: torch.nn.Module | None, inputs: Sequence[tuple[str, torch.Tensor]] = ()) -> None:
+        tensors: list[torch.Tensor] = list(module.parameters()) if module is not None else []
+        for submodule in module.modules() if module is not None else ():
+            tensors.extend(v for k, v in vars(submodule).items() if k not in _INTERNAL and isinstance(v, torch.Tensor))
+        named: list[tuple[str | None, torch.Tensor]] = [(None, t) for t in tensors]
+        named.extend(inputs)
+        self.protected = {_storage_key(t): (t, name) for name, t in named if t.numel() > 0}
         self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def before(self, func: Any, args: Any, kwargs: Any) -> None:
@@ -45,14 +98,29 @@ class WriteGuard:
             value = args[position] if position < len(args) else kwargs.get(argument.name)
             for tensor in tensors_in(value):
                 key = _storage_key(tensor)
-                target = self.protected.get(key)
-                if target is not None and key not in self.saved:
-                    self.saved[key] = (target, target.detach().clone())
+                found = self.protected.get(key)
+                if found is not None and key not in self.saved:
+                    self.saved[key] = (found[0], found[0].detach().clone())
+
+    def written_inputs(self) -> list[str]:
+        return [str(self.protected[key][1]) for key in self.saved if self.protected[key][1] is not None]
 
     def restore(self) -> None:
-        with torch.no_grad():
-            for target, value in self.saved.values():
-                target.copy_(value)
+        for target, value in self.saved.values():
+            _put(target, value)
+
+
+class WriteWatch(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Runs each aten call after ``guard.before``: what the benchmark's untimed probe runs under."""
+
+    def __init__(self, guard: WriteGuard) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.guard = guard
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        self.guard.before(func, args, kwargs)
+        return func(*args, **kwargs)
 
 
 def _optimizer_params(optimizer: Any | None) -> list[torch.Tensor]:
@@ -103,11 +171,60 @@ def graph_leaves(output: Any) -> list[torch.Tensor]:
     return leaves
 
 
+class _Attributes:
+    """An object's plain attributes, put back as they were: the same objects under the same
+    names, names added since removed, and the items of a list, dict or set one level deep."""
+
+    def __init__(self, target: Any, skip: frozenset[str]) -> None:
+        self.target = target
+        self.skip = skip
+        self.values = {k: v for k, v in vars(target).items() if k not in skip}
+        self.items = {k: copy.copy(v) for k, v in self.values.items() if type(v) in (list, dict, set)}
+
+    def restore(self) -> None:
+        attributes = vars(self.target)
+        for key in [k for k in attributes if k not in self.skip and k not in self.values]:
+            del attributes[key]
+        attributes.update(self.values)
+        for key, items in self.items.items():
+            held = self.values[key]
+            held.clear()
+            if isinstance(held, list):
+                held.extend(items)
+            else:
+                held.update(items)
+
+
+class _ModuleState:
+    """Each submodule's ``_parameters``, ``_buffers`` and ``_modules`` mappings (the very
+    tensor objects), its plain attributes, and every buffer's values."""
+
+    def __init__(self, module: torch.nn.Module | None) -> None:
+        modules = list(module.modules()) if module is not None else []
+        maps: list[dict[str, Any]] = [
+            m.__dict__[key] for m in modules for key in ("_parameters", "_buffers", "_modules")
+        ]
+        self.maps = [(mapping, dict(mapping)) for mapping in maps]
+        self.attributes = [_Attributes(m, _INTERNAL) for m in modules]
+        # copied whole: some kernels write buffers without saying so in their schema
+        # (native_batch_norm updates running_mean/var in train mode); they are usually small
+        self.buffers = [(b, b.detach().clone()) for b in (module.buffers() if module is not None else ())]
+
+    def restore(self) -> None:
+        for mapping, original in self.maps:
+            mapping.clear()
+            mapping.update(original)
+        for attributes in self.attributes:  # .training of each submodule: a frozen BatchNorm stays in eval
+            attributes.restore()
+        for buffer, value in self.buffers:
+            _put(buffer, value)
+
+
 class _OptimizerState:
     """An optimizer's state and hyperparameters, restored in place: the same dicts and the same
-    tensors (their values copied back), entries the traced step created removed. Works for any
-    ``torch.optim.Optimizer`` without its state_dict()/load_state_dict() (which replace every
-    tensor, and which sharded optimizers cannot run locally)."""
+    tensors (their values copied back), entries the traced step created removed; and its other
+    attributes. Works for any ``torch.optim.Optimizer`` without its state_dict()/load_state_dict()
+    (which replace every tensor, and which sharded optimizers cannot run locally)."""
 
     def __init__(self, optimizer: Any) -> None:
         self.optimizer = optimizer
@@ -115,6 +232,7 @@ class _OptimizerState:
         self.entries = {key: dict(entry) for key, entry in self.state.items()}
         self.values = {key: self._copy(entry) for key, entry in self.entries.items()}
         self.groups = [(group, dict(group), self._copy(group)) for group in optimizer.param_groups]
+        self.attributes = _Attributes(optimizer, frozenset({"state", "param_groups"}))
 
     @staticmethod
     def _copy(entries: dict[Any, Any]) -> dict[Any, Any]:
@@ -129,8 +247,7 @@ class _OptimizerState:
         target.clear()
         for key, original in originals.items():
             if isinstance(original, torch.Tensor):
-                with torch.no_grad():
-                    original.copy_(values[key])
+                _put(original, values[key])
                 target[key] = original
             else:
                 target[key] = values.get(key, original)
@@ -144,43 +261,56 @@ class _OptimizerState:
             state[key] = entry
         for group, originals, values in self.groups:
             self._refill(group, originals, values)  # "params": the same list, never copied
+        self.attributes.restore()  # _opt_called, which an attached LR scheduler's wrapper sets
+
+
+class Preserved:
+    """What ``preserved`` hands the run: the training step's set-aside gradients, and after the
+    restore, notes on what the model changed that the user should know about."""
+
+    def __init__(self) -> None:
+        self.grads = Grads()
+        self.notes: list[str] = []
 
 
 @contextlib.contextmanager
-def preserved(model: Any, optimizer: Any | None, guard: WriteGuard, training: bool = False) -> Iterator[Grads]:
-    """Restore parameters, buffers, gradients, optimizer state, RNG state and every submodule's
-    train/eval flag afterwards.
+def preserved(
+    model: Any,
+    optimizer: Any | None,
+    guard: WriteGuard,
+    training: bool = False,
+    inputs: Sequence[tuple[str, torch.Tensor]] = (),
+) -> Iterator[Preserved]:
+    """Run the body, then put back everything listed in this module's docstring.
 
     A training step changes every parameter the optimizer holds (the model's, and any other
     tensor in its param groups), so they are snapshotted whole; inference restores only what
     an op wrote into (``guard``). A training step runs with the gradients set aside
-    (``Grads``), so the user's ``.grad`` tensors are never accumulated into."""
+    (``Preserved.grads``), so the user's ``.grad`` tensors are never accumulated into."""
     module = model if isinstance(model, torch.nn.Module) else None
     module_params = list(module.parameters()) if module is not None else []
     stepped = _unique([*module_params, *_optimizer_params(optimizer)]) if optimizer is not None else []
-    # an optimizer step rewrites every parameter it holds
-    params = [(p, p.detach().clone()) for p in stepped]
+    params = [(p, p.detach().clone()) for p in stepped]  # an optimizer step rewrites every parameter it holds
     grads = [(p, p.grad) for p in module_params]
-    # buffers are copied whole: some kernels write them without saying so in their schema
-    # (native_batch_norm updates running_mean/var in train mode); they are usually small
-    buffers = [(b, b.detach().clone()) for b in (module.buffers() if module is not None else ())]
+    modules = _ModuleState(module)
     optimizer_state = _OptimizerState(optimizer) if optimizer is not None else None
+    # inference tensors track no version counter: an op that writes one still shows in the guard
+    versions = [(name, t, t._version) for name, t in inputs if not t.is_inference()]
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
-    modes = [(m, m.training) for m in module.modules()] if module is not None else []
-    set_aside = Grads()
+    done = Preserved()
     if training:
-        set_aside.set_aside(_unique([*module_params, *_optimizer_params(optimizer)]))
+        done.grads.set_aside(_unique([*module_params, *_optimizer_params(optimizer)]))
     try:
-        yield set_aside
+        yield done
     finally:
+        written = guard.written_inputs()
+        unseen = [name for name, t, version in versions if t._version != version and name not in written]
         guard.restore()
-        with torch.no_grad():
-            for param, value in params:
-                param.copy_(value)
-            for buffer, value in buffers:
-                buffer.copy_(value)
-        set_aside.put_back()
+        for param, value in params:
+            _put(param, value)
+        modules.restore()
+        done.grads.put_back()
         for param, grad in grads:  # the gradients the user had (None or their tensors), untouched
             param.grad = grad
         if optimizer_state is not None:
@@ -188,23 +318,12 @@ def preserved(model: Any, optimizer: Any | None, guard: WriteGuard, training: bo
         torch.set_rng_state(cpu_rng)
         if cuda_rng is not None:
             torch.cuda.set_rng_state_all(cuda_rng)
-        for submodule, flag in modes:  # each its own: a frozen BatchNorm in eval stays in eval
-            submodule.training = flag
-
-
-@contextlib.contextmanager
-def kept_while_timing(model: Any) -> Iterator[None]:
-    """The RNG state and the buffers of submodules in train mode, restored after timing runs."""
-    modules = list(model.modules()) if isinstance(model, torch.nn.Module) else []
-    buffers = [(b, b.detach().clone()) for m in modules if m.training for b in m.buffers(recurse=False)]
-    cpu_rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for buffer, value in buffers:
-                buffer.copy_(value)
-        torch.set_rng_state(cpu_rng)
-        if cuda_rng is not None:
-            torch.cuda.set_rng_state_all(cuda_rng)
+        if written:
+            done.notes.append(
+                f"the model wrote in place into its input {', '.join(written)}: the values were put back afterwards"
+            )
+        if unseen:
+            done.notes.append(
+                f"the model changed its input {', '.join(unseen)} in place through an op whose schema does "
+                f"not say it writes: the change was kept"
+            )

@@ -80,6 +80,18 @@ class TorchContext:
             _DTYPE_NAMES[dtype] = name
         return name
 
+    def operands(self, call: AtenCall) -> tuple[list[tuple[Shape, str]], list[tuple[Shape, str]]]:
+        """The call's input tensors (lists of them too) and outputs as ``(shape, dtype)``: what
+        the lowering driver sizes an unmodeled op from (``_walk.lower``)."""
+        tensors, pending = [], [*call.args, *call.kwargs.values()]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, torch.Tensor):
+                tensors.append(value)
+            elif isinstance(value, (list, tuple)):
+                pending.extend(value)
+        return [(self.shape(t), self.dtype(t)) for t in tensors], [(self.shape(t), self.dtype(t)) for t in call.outputs]
+
     def op(
         self,
         call: AtenCall,
