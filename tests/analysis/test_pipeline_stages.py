@@ -50,12 +50,52 @@ def test_torch_stage_is_timed_with_its_kwargs():
     assert report.stages[0].report.estimate.flops == 1000
 
 
-def test_jax_end_to_end_keeps_its_python_overhead():
-    # Was: JaxAdapter.benchmark jit-compiles what it times, so the end-to-end Python function (a loop
-    # calling jitted stages) was compiled into one XLA program: its Python dispatch and loop overhead
-    # — exactly what "unexplained" claims to show — was never timed. Here the end-to-end sleeps 20 ms
-    # in Python per run; the end-to-end time must be >= 20 ms (it was ~µs: the sleep ran once, at
-    # trace time).
+def _jax_search():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda x: x * 2.0)
+
+    def search(x):
+        time.sleep(0.02)  # Python around the stages: runs once per call as written, once at trace time compiled
+        for _ in range(4):
+            x = step(x)
+        return x
+
+    return step, search, jnp.ones(1000)
+
+
+def test_jax_end_to_end_is_compiled_like_its_stages():
+    # Was (b5c081d): the end-to-end function ran uncompiled while its stages were compiled, so its
+    # op-by-op Python execution read as "unexplained". Right: compiled like every stage, so the
+    # 20 ms sleep in its Python runs once, while tracing, and is in no timed run.
+    from neural_cost.adapters import JaxAdapter
+
+    step, search, x = _jax_search()
+    report = Pipeline({"step": Stage(step, (x,), calls=4)}, total=Stage(search, (x,))).run(
+        adapter=JaxAdapter(cross_check=False), hardware=SPEC, warmup=1, repeats=2
+    )
+    assert report.total.error is None and report.total.notes == ()
+    assert report.total.seconds_per_call < 0.02
+    # compiled whole: x·2 four times, 4 × 1,000 FLOPs (XLA may fold them; our count is the program's)
+    assert report.total.report.estimate.flops == 4000
+    assert report.total.measurement.compile_seconds is not None
+
+
+def test_jax_end_to_end_with_jit_false_keeps_its_python_overhead():
+    from neural_cost.adapters import JaxAdapter
+
+    step, search, x = _jax_search()
+    report = Pipeline({"step": Stage(step, (x,), calls=4)}, total=Stage(search, (x,), jit=False)).run(
+        adapter=JaxAdapter(cross_check=False), hardware=SPEC, warmup=1, repeats=2
+    )
+    assert report.total.error is None
+    assert report.total.seconds_per_call >= 0.02  # the sleep, in every timed run
+    assert report.total.measurement.compile_seconds is None  # the plain harness: nothing compiled
+    assert report.unexplained_seconds is not None and report.unexplained_seconds > 0.015
+
+
+def test_jax_function_that_cannot_be_jitted_is_timed_as_written_with_a_note():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
@@ -64,13 +104,17 @@ def test_jax_end_to_end_keeps_its_python_overhead():
     step = jax.jit(lambda x: x * 2.0)
 
     def search(x):
-        time.sleep(0.02)
-        return step(x)
+        while float(x.sum()) < 8000.0:  # Python branching on an array's value: no tracer can take it
+            x = step(x)
+        return x
 
     x = jnp.ones(1000)
-    report = Pipeline({"step": Stage(step, (x,))}, total=Stage(search, (x,))).run(
+    report = Pipeline({"step": Stage(step, (x,), calls=3)}, total=Stage(search, (x,))).run(
         adapter=JaxAdapter(cross_check=False), hardware=SPEC, warmup=1, repeats=2
     )
-    assert report.total is not None and report.total.error is None
-    assert report.total.seconds_per_call >= 0.02
-    assert report.unexplained_seconds is not None and report.unexplained_seconds > 0.015
+    assert report.total.error is None and report.total.seconds_per_call > 0
+    assert report.total.notes[0].startswith("not compiled (JaxAdapter.benchmark: compiling ")
+    assert report.total.notes[0].endswith("): timed as written, op by op")
+    assert report.total.notes[1].startswith("not traced: AdapterError: JaxAdapter.trace: tracing ")
+    assert report.unexplained_seconds is not None
+    assert "  end-to-end: not compiled (" in report.render()

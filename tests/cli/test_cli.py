@@ -46,7 +46,7 @@ def test_example_prints_the_full_report_and_writes_json(tmp_path, capsys):
 def test_example_with_the_detected_host_spec(capsys):
     assert main(["example", "--batch", "4", "--warmup", "0", "--repeats", "2", "--group-by-scope"]) == 0
     text = capsys.readouterr().out
-    assert "(cpu; formula:" in text and "top 2 of 2 scopes" in text
+    assert "(cpu): float32 " in text and "(formula: " in text and "top 2 of 2 scopes" in text
 
 
 def test_bad_input_is_a_clear_error_not_a_traceback(capsys):

@@ -80,3 +80,111 @@ def test_analyze_refuses_calibrate_with_given_peaks(tmp_path, capsys):
     code = main(["analyze", _script(tmp_path, JAX_SCRIPT), *FAST, "--calibrate"])
     assert code == 2
     assert "--calibrate" in capsys.readouterr().err
+
+
+# ---- framework errors: one line, no ANSI codes, no framework frames, no <locals> (issue 13) ------
+
+KERAS_TEXT = (
+    "TensorFlowAdapter.benchmark: running sequential failed (ValueError): in user code:\n"
+    "\n"
+    '    File "/env/site-packages/neural_cost/adapters/tensorflow.py", line 156, in call  *\n'
+    "        return model(*positional, training=False)\n"
+    '    File "/home/me/model.py", line 12, in call\n'
+    "        y = self.dense(x)\n"
+    '    File "/env/site-packages/keras/src/utils/traceback_utils.py", line 122, in error_handler  **\n'
+    "        raise e.with_traceback(filtered_tb) from None\n"
+    "\n"
+    "    ValueError: Exception encountered when calling Sequential.call().\n"
+    "    \n"
+    "    \x1b[1mInput 0 of layer 'dense' is incompatible with the layer: expected axis -1 of input shape "
+    "to have value 16, but received input with shape (2, 15)\x1b[0m\n"
+    "    \n"
+    "    Arguments received by Sequential.call():\n"
+    "      • inputs=tf.Tensor(shape=(2, 15), dtype=float32)\n"
+    "      • training=False\n"
+)
+
+
+def test_a_keras_error_is_one_line_with_the_users_frame():
+    from neural_cost.cli.tidy import one_line
+
+    # kept: the message (bold codes stripped, "ValueError:" said once, Keras's header joined to it)
+    # and the one frame in the user's file; dropped: the frames in installed packages, their code
+    # lines, "in user code:" and the "Arguments received by" listing
+    assert one_line(KERAS_TEXT) == (
+        "TensorFlowAdapter.benchmark: running sequential failed (ValueError): Exception encountered when "
+        "calling Sequential.call(): Input 0 of layer 'dense' is incompatible with the layer: expected axis -1 "
+        "of input shape to have value 16, but received input with shape (2, 15) (at model.py:12 in call)"
+    )
+
+
+def test_locals_paths_are_removed_from_any_message():
+    from neural_cost.cli.tidy import one_line
+
+    text = "benchmark: TorchAdapter.benchmark.<locals>.run raised; build.<locals>.f() takes 1 argument"
+    assert one_line(text) == "benchmark: run raised; f() takes 1 argument"
+
+
+KERAS_SUBCLASS = """
+import numpy as np
+import keras
+import tensorflow as tf
+
+
+class Block(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(8)
+
+    def call(self, x):
+        return tf.reshape(self.dense(x), (3, 5))
+
+
+def build():
+    return Block(), (np.ones((2, 16), np.float32),)
+"""
+
+
+def test_a_real_keras_error_reaches_the_user_as_one_clean_line(tmp_path, capsys):
+    # Was: ~15 lines of TensorFlow and Keras frames, the message wrapped in ANSI bold codes
+    pytest.importorskip("keras")
+    assert main(["analyze", _script(tmp_path, KERAS_SUBCLASS), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and 'File "' not in err and "site-packages" not in err
+    assert err.startswith("neural-cost: error: TensorFlowAdapter.benchmark: running block failed (ValueError): ")
+    assert "Cannot reshape a tensor with 16 elements to shape [3,5]" in err  # 2×8 = 16 elements, 3×5 = 15
+    assert err.endswith(" (at work.py:13 in call)\n")  # the user's line: return tf.reshape(...)
+
+
+TORCH_LATE_FAILURE = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 8)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > 2:
+            raise ValueError(f"boom on call {self.calls}")
+        return self.fc(x)
+
+
+def build():
+    return Net(), (torch.ones(2, 16),)
+"""
+
+
+def test_a_timing_failure_names_no_locals_and_points_at_the_user(tmp_path, capsys):
+    # Was: "benchmark: TorchAdapter.benchmark.<locals>.run raised ValueError while being timed: boom on call 3"
+    pytest.importorskip("torch")
+    flags = ["--warmup", "1", "--repeats", "2", "--peak-flops", "1e11", "--memory-bandwidth", "1e10"]
+    assert main(["analyze", _script(tmp_path, TORCH_LATE_FAILURE), *flags]) == 2
+    # call 1: the adapter's untimed probe run; call 2: the warmup; call 3: the first timed run
+    assert capsys.readouterr().err == (
+        "neural-cost: error: benchmark: the workload raised ValueError while being timed: boom on call 3 "
+        "(at work.py:14 in forward)\n"
+    )

@@ -112,7 +112,7 @@ def test_framework_mismatch_is_an_error_naming_both(capsys):
     assert captured.out == ""
     assert captured.err == (
         "neural-cost: error: --framework torch does not match the workload: build() returned a JAX program "
-        "(build.<locals>.forward, told from the types of the model and its arguments), not a PyTorch one; "
+        "(forward, told from the types of the model and its arguments), not a PyTorch one; "
         "pass --framework jax or leave --framework out\n"
     )
 

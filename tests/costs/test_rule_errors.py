@@ -197,3 +197,36 @@ def test_bad_fields(kind, inputs, output, kwargs, match):
 def test_every_error_is_a_neural_cost_error():
     for error in (ShapeError, UnknownKindError, DTypeError, RecordError):
         assert issubclass(error, NeuralCostError)
+
+
+# Found by the property tests (tests/test_properties.py): records these rules took in silence.
+
+
+def test_norm_gradients_of_an_empty_batch_are_zero_not_negative():
+    # E = 0 elements into P = 4 parameters: P empty sums, 0 ops (E - P was -4)
+    for training in (True, False):
+        attrs = {"norm": "batch", "grad_input": False, "training": training}
+        op = Operation("bn", "norm_backward", ((0, 4, 3), (0, 4, 3)), (4,), attrs=attrs)
+        assert op.cost.flops == 0
+    layer = Operation("ln", "norm_backward", ((0, 6), (0, 6)), (0, 6), attrs={"grad_weight": False})
+    assert layer.cost.flops == 0  # grad_input of nothing, grad_bias of 6 empty sums
+
+
+def test_fft_output_must_fit_its_transform():
+    with pytest.raises(ShapeError, match=r"output=\(8, 7\) does not fit its inputs: expected \(8,\)"):
+        Operation("f", "fft", ((8,),), (8, 7), "complex64", attrs={"lengths": (8,)})
+    with pytest.raises(ShapeError, match=r"one-sided \(4, 5\) or the two-sided \(4, 8\)"):
+        Operation("f", "fft", ((4, 8),), (4, 6), "complex64", input_dtypes=("float32",), attrs={
+            "lengths": (8,), "transform": "r2c"})  # fmt: skip
+    # 8 points one-sided: 8//2 + 1 = 5 values; two-sided (torch.fft.fft of a real input): 8
+    for out in ((4, 5), (4, 8)):
+        op = Operation("f", "fft", ((4, 8),), out, "complex64", input_dtypes=("float32",), attrs={
+            "lengths": (8,), "transform": "r2c"})  # fmt: skip
+        assert op.cost.flops == 4 * 60  # 2.5 · 8 · 3 = 60 per transform, 4 transforms
+
+
+def test_nll_loss_without_reduction_writes_one_loss_per_target():
+    with pytest.raises(ShapeError, match=r"output=\(3,\) must be the targets' shape \(4,\)"):
+        Operation("nll", "nll_loss", ((4,), (4,)), (3,), attrs={"reduction": "none"})
+    op = Operation("nll", "nll_loss", ((4,), (4,)), (4,), attrs={"reduction": "none"})
+    assert op.cost.flops == 2 * 4  # ignore_index test and negate per target

@@ -23,9 +23,9 @@ import pytest
 
 from neural_cost.core.errors import HardwareError, MeasurementError
 from neural_cost.hardware import HardwareSpec, host_cpu_spec, measure_copy_bandwidth, parse_cpuinfo
-from neural_cost.hardware import host as host_module
+from neural_cost.hardware import dram as copy_probes
 from neural_cost.hardware.cpuinfo import x86_flops_per_cycle
-from neural_cost.hardware.host import BandwidthMeasurement
+from neural_cost.hardware.dram import BandwidthMeasurement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MIB = 1024 * 1024
@@ -342,8 +342,8 @@ def test_default_copy_size_from_last_level_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caches: dict[int, str], expected_bytes: int
 ) -> None:
     _fake_caches(tmp_path, caches)
-    monkeypatch.setattr(host_module, "_CACHE_DIR", tmp_path)
-    nbytes, _ = host_module._default_copy_bytes()
+    monkeypatch.setattr(copy_probes, "_CACHE_DIR", tmp_path)
+    nbytes, _ = copy_probes._default_copy_bytes()
     assert nbytes == expected_bytes
 
 

@@ -74,8 +74,8 @@ def test_pipeline_table_golden():
         "  b          1  500.000 ms      0 s  500.000 ms  50.0%              -           -         -\n"
         "  stages: 1.000 s per pipeline run\n"
         "  end-to-end: 1.000 s (end-to-end)\n"
-        "  unexplained: 0 s (0.0% of end-to-end) — time outside the stages, usually Python dispatch and loop "
-        "overhead\n"
+        "  unexplained: 0 s (0.0% of end-to-end) — time outside the stages: work between them, and Python dispatch "
+        "and loop overhead where a run is not compiled\n"
     )
 
 

@@ -11,6 +11,8 @@ Hand derivations for the numbers in the goldens:
   H100 SXM (float16 989 TFLOP/s, 3.35 TB/s): compute 49.152e6/989e12 = 49.7 ns, memory 1.649152e6/3.35e12 = 492.3 ns,
          efficiency 0.4923/40 = 1.2%, 40/0.4923 = 81.3×
   5 µs observed: efficiency 10.994/5 = 219.9%; achieved 9.83 TFLOP/s, 330 GB/s
+The device line prints the peak of each dtype the work uses (float16 here) and the bandwidth it scored with:
+  M3 Pro 7.4e12 → "7.40 TFLOP/s", 150e9 → "150 GB/s"; H100 float16 989e12 → "989 TFLOP/s", 3.35e12 → "3.35 TB/s"
 Coverage, operations: (modeled + free) / executed = 1/1 = 100.0%, or (1 + 2)/10 = 30.0% in the low-coverage render.
 Coverage, work: the lower of the FLOP and byte shares in modeled operations, unmodeled ones at their elementwise
 floor (inputs read once, outputs written once, 1 FLOP per output element). Low-coverage render:
@@ -26,7 +28,8 @@ from tests.helpers import M3_PRO, cpu_measurement, seed_estimate
 NORMAL = """\
 Neural cost gap analysis
   coverage: operations 100.0% · work 100.0% (of 1 operation: modeled 1, free 0)
-  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied): float16 \
+7.40 TFLOP/s; bandwidth 150 GB/s
   inputs: x (32, 768) · batch 32 (leading dim of x)
   timed runs: 5 after 3 warmup · sync: none needed
   work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B
@@ -49,7 +52,8 @@ Neural cost gap analysis
   WARNING: Low coverage: only 30.0% of the traced equations were modeled or free; only 77.9% of the work (FLOPs \
 and bytes, unmodeled equations at their elementwise floor) is in modeled equations; the roofline bound and \
 efficiency describe part of the workload, not all of it.
-  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied): float16 \
+7.40 TFLOP/s; bandwidth 150 GB/s
   inputs: x (32, 768) · batch 32 (leading dim of x)
   timed runs: 5 after 3 warmup · sync: none needed
   work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B
@@ -71,7 +75,8 @@ costs: profile the largest rows (classifier first) for slow kernels, layout chan
 DEVICE_MISMATCH = """\
 Neural cost gap analysis
   coverage: operations 100.0% · work 100.0% (of 1 operation: modeled 1, free 0)
-  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for H100 SXM (gpu; table: NVIDIA H100 datasheet)
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for H100 SXM (gpu; table: NVIDIA H100 datasheet): \
+float16 989 TFLOP/s; bandwidth 3.35 TB/s
   Device mismatch: the work ran on a cpu (Intel Xeon Platinum 8480C) but is scored against gpu peaks (H100 SXM); \
 the efficiency describes a device the work did not run on. Score it against the device it ran on.
   inputs: x (32, 768) · batch 32 (leading dim of x)
@@ -93,7 +98,8 @@ costs: profile the largest rows (classifier first) for slow kernels, layout chan
 ABOVE_100 = """\
 Neural cost gap analysis
   coverage: operations 100.0% · work 100.0% (of 1 operation: modeled 1, free 0)
-  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied)
+  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied): float16 \
+7.40 TFLOP/s; bandwidth 150 GB/s
   inputs: x (32, 768) · batch 32 (leading dim of x)
   timed runs: 3 after 3 warmup · sync: none needed
   work: 49.2 MFLOP (float16), 1.65 MB unfused traffic (read 1.59 MB, write 64.0 kB), intensity 29.80 FLOP/B

@@ -8,7 +8,8 @@ which framework they hold:
   ``static_argnums``/``param_argnums``, PyTorch ``training``/``loss_fn``/``optimizer``,
   TensorFlow ``training``), and an option an adapter does not know is an error naming it.
 - ``operations(...)``: the same arguments, the trace's records.
-- ``benchmark(model, *args, warmup=10, repeats=30, kwargs=None, **options) -> Measurement``.
+- ``benchmark(model, *args, warmup=10, repeats=30, kwargs=None, **options) -> Measurement``;
+  PyTorch times a training step with the same ``training``/``loss_fn``/``optimizer`` as ``trace``.
 - ``hardware(device=None)``, ``calibrate(device=None, *, dtypes, size, copy_bytes, repeats)``.
 - What differs between frameworks is said by attributes and small methods, not by name:
   ``compiles_when_timing``, ``traces_training_step``, ``device_from_environment``,

@@ -19,7 +19,7 @@ import jax
 from ..core.errors import AdapterError, HardwareError
 from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
-from ..measure.timing import Measurement, auto_sync, benchmark
+from ..measure.timing import Measurement, auto_sync, benchmark, display_name
 from . import _jax
 from ._jax import (  # noqa: F401  (register the table)
     ops_attention,
@@ -50,7 +50,7 @@ CROSS_CHECK_NOTE = (
 
 
 def _name_of(fn: Any) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    return display_name(fn)  # without <locals> paths: build.<locals>.forward is forward
 
 
 def _positional(args: Any) -> tuple[Any, ...]:

@@ -20,7 +20,7 @@ import tensorflow as tf
 from ..core.errors import AdapterError
 from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
-from ..measure.timing import Measurement, benchmark
+from ..measure.timing import Measurement, benchmark, display_name
 from . import _tf
 from ._tf import ops  # noqa: F401  (registers the table)
 from ._tf.composites import norm_layers
@@ -33,7 +33,8 @@ del _tf
 
 
 def _name_of(model: Any) -> str:
-    return getattr(model, "name", None) or getattr(model, "__qualname__", None) or type(model).__name__
+    name = getattr(model, "name", None)  # a Keras model's or tf.Module's own name
+    return name if isinstance(name, str) and name else display_name(model)
 
 
 def _positional(inputs: Any) -> tuple[Any, ...]:
@@ -144,7 +145,9 @@ class TensorFlowAdapter(FrameworkAdapter):
         **options: Any,
     ) -> Measurement:
         """Time the compiled ``tf.function`` (with XLA when ``jit_compile``), forcing completion
-        inside each timed run; the first call (tracing and compiling) is timed apart."""
+        inside each timed run; the first call (tracing and compiling) is timed apart. A function
+        that writes variables (a training step applying gradients) gets every variable it uses
+        put back after the timed runs: timing leaves the model and the optimizer as they were."""
         reject_options("TensorFlowAdapter.benchmark", options, "jit_compile")
         inputs = args
         if not callable(model):
@@ -158,13 +161,19 @@ class TensorFlowAdapter(FrameworkAdapter):
         function = tf.function(call, jit_compile=jit_compile)
         start = time.perf_counter()
         try:
+            # traced before it runs, so that what it writes is saved before the first write
+            saved = _written_variables(function.get_concrete_function(*inputs))
             _finish(function(*inputs))
         except Exception as error:
             raise AdapterError(
                 f"TensorFlowAdapter.benchmark: running {_name_of(model)} failed ({type(error).__name__}): {error}"
             ) from error
         compile_seconds = time.perf_counter() - start
-        measured = benchmark(function, *inputs, warmup=warmup, repeats=repeats, sync=_finish)
+        try:
+            measured = benchmark(function, *inputs, warmup=warmup, repeats=repeats, sync=_finish)
+        finally:
+            for variable, value in saved:
+                variable.assign(value)
         return Measurement(
             samples_seconds=measured.samples_seconds,
             device=measured.device,
@@ -189,6 +198,22 @@ class TensorFlowAdapter(FrameworkAdapter):
         return spec
 
 
+# graph ops that write a variable: assignments, optimizer updates, scatters into a resource
+_WRITES = ("Assign", "ResourceApply", "ResourceSparseApply", "ResourceScatter", "ResourceStridedSliceAssign")
+
+
+def _written_variables(concrete: Any) -> list[tuple[Any, Any]]:
+    """``(variable, saved value)`` for every variable ``concrete`` uses, when any of its ops (or
+    of the functions it calls) writes one; none for a program that only reads its weights."""
+    graph_def = concrete.graph.as_graph_def()
+    types = {node.op for node in graph_def.node}
+    types.update(node.op for function in graph_def.library.function for node in function.node_def)
+    if not any(kind.startswith(_WRITES) for kind in types):
+        return []
+    # a read is copied on the variable's next write (TensorFlow's copy-on-write), so the value stays
+    return [(variable, tf.identity(variable)) for variable in concrete.variables]
+
+
 def _layer_names(model: Any) -> set[str]:
     names: set[str] = set()
     stack = [model]
@@ -198,6 +223,9 @@ def _layer_names(model: Any) -> set[str]:
         if isinstance(name, str) and name not in names:
             names.add(name)
             stack.extend(getattr(layer, "layers", ()) or ())
+            cell = getattr(layer, "cell", None)  # an RNN's cell is not in .layers; its scope re-enters too
+            if cell is not None:
+                stack.append(cell)
     return names
 
 

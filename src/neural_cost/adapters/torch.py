@@ -23,7 +23,7 @@ from ..core.errors import AdapterError, HardwareError, MeasurementError
 from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.device import array_device
-from ..measure.timing import Measurement, benchmark
+from ..measure.timing import Measurement, benchmark, display_name
 from . import _torch
 from ._torch import (  # noqa: F401  (register the table)
     ops_attention,
@@ -52,7 +52,7 @@ TRACE_OPTIONS = "training, loss_fn, optimizer"
 
 
 def _name_of(fn: Any) -> str:
-    return type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__qualname__", repr(fn))
+    return display_name(fn)  # a module by its class; a function without <locals> paths
 
 
 def _positional(inputs: Any) -> tuple[Any, ...]:
@@ -162,13 +162,8 @@ class TorchAdapter(FrameworkAdapter):
         with torch.enable_grad(), recorder:
             recorder.phase = "forward"
             output = model(*args, **kwargs)
-            if loss_fn is not None:
-                loss = loss_fn(output)
-            else:
-                first = next(tensors_in(output), None)
-                if first is None:
-                    raise AdapterError("TorchAdapter.trace(training=True): the model returned no tensor; pass loss_fn")
-                loss = first.sum()
+            loss = _loss(output, loss_fn)
+            if loss_fn is None:
                 notes.append("no loss_fn given: the backward is of the sum of the first output")
             grads.set_aside(graph_leaves(loss))  # inputs or closed-over tensors that require grad
             recorder.phase = "backward"
@@ -204,14 +199,22 @@ class TorchAdapter(FrameworkAdapter):
         warmup: int = 10,
         repeats: int = 30,
         kwargs: Mapping[str, Any] | None = None,
+        training: bool = False,
+        loss_fn: Callable[[Any], Any] | None = None,
+        optimizer: Any | None = None,
         **options: Any,
     ) -> Measurement:
         """Time inference runs under ``no_grad`` on the device the model's parameters (else its
         inputs) live on, waiting for that CUDA device inside each run. Everything the runs
         change is put back afterwards (``_torch/preserve.py``, as for ``trace``): timing
         changes nothing in the model. One untimed run first, under a write guard, learns which
-        parameters and inputs the forward writes in place."""
-        reject_options("TorchAdapter.benchmark", options, "none")
+        parameters and inputs the forward writes in place.
+
+        With ``training=True`` each run is a training step, as ``trace(training=True)`` traces
+        it: the forward with grad enabled, the backward of ``loss_fn(output)`` (default the sum
+        of the first output) and ``optimizer.step()`` then ``zero_grad``. The parameters, the
+        gradients and the optimizer state are put back once, after the timed runs."""
+        reject_options("TorchAdapter.benchmark", options, TRACE_OPTIONS)
         if not callable(model):
             raise AdapterError(f"TorchAdapter.benchmark: model={model!r} is not callable")
         keywords = dict(kwargs or {})  # bound here: a model keyword never meets benchmark()'s own
@@ -219,19 +222,38 @@ class TorchAdapter(FrameworkAdapter):
         device = reference.device if reference is not None else None
         on_cuda = device is not None and device.type == "cuda"
         telemetry = _CudaTelemetry(device) if on_cuda and device is not None else None
+        optimizer_ = optimizer if training else None
+        leaves_set_aside: list[bool] = []
 
-        def run(*positional: Any) -> Any:
+        def infer(*positional: Any) -> Any:
             # no_grad, not inference_mode: a tensor the forward keeps (a reassigned buffer, a
             # cache) must stay an ordinary tensor that the user's next in-place update accepts
             with torch.no_grad():
                 return model(*positional, **keywords)
+
+        def step(*positional: Any) -> Any:
+            with torch.enable_grad():
+                output = model(*positional, **keywords)
+                loss = _loss(output, loss_fn)
+                if not leaves_set_aside:  # the probe run: inputs or closed-over tensors that require grad
+                    kept.grads.set_aside(graph_leaves(loss))  # (a graph walk kept out of the timed runs)
+                    leaves_set_aside.append(True)
+                loss.backward()
+                if optimizer_ is not None:
+                    optimizer_.step()
+                    optimizer_.zero_grad(set_to_none=True)
+                elif isinstance(model, torch.nn.Module):
+                    model.zero_grad(set_to_none=True)  # each run writes fresh gradients, as a step would
+            return loss
+
+        run = step if training else infer
 
         def wait(_result: Any) -> None:  # the model's device, whatever the result holds
             torch.cuda.synchronize(device)
 
         inputs = input_tensors(args, keywords)
         guard = WriteGuard(model if isinstance(model, torch.nn.Module) else None, inputs)
-        with preserved(model, None, guard, inputs=inputs):
+        with preserved(model, optimizer_, guard, training, inputs) as kept:
             # one untimed run under the guard learns what the forward writes in place (a
             # clamped weight, an input), so that it can be put back; the timed runs are not watched
             try:
@@ -240,6 +262,7 @@ class TorchAdapter(FrameworkAdapter):
             except Exception as error:
                 raise MeasurementError(
                     f"TorchAdapter.benchmark: {_name_of(model)} raised {type(error).__name__}: {error}"
+                    + (_TRAINING_HINT if "does not require grad" in str(error) and not training else "")
                 ) from error
             measured = benchmark(
                 run, *args, warmup=warmup, repeats=repeats, telemetry=telemetry, sync=wait if on_cuda else "auto"
@@ -302,6 +325,24 @@ class TorchAdapter(FrameworkAdapter):
             notes=notes,
             compare_bandwidth=not on_cpu,
         )
+
+
+# timing a function that calls backward() itself under no_grad fails with this error
+_TRAINING_HINT = (
+    " (inference is timed under no_grad; for a training step pass the model with training=True, loss_fn and "
+    "optimizer, or from the CLI return {'model': model, 'args': (x,), 'training': True, 'loss_fn': ..., "
+    "'optimizer': ...} from build())"
+)
+
+
+def _loss(output: Any, loss_fn: Callable[[Any], Any] | None) -> Any:
+    """What a training step differentiates: ``loss_fn(output)``, else the sum of the first output tensor."""
+    if loss_fn is not None:
+        return loss_fn(output)
+    first = next(tensors_in(output), None)
+    if first is None:
+        raise AdapterError("TorchAdapter (training=True): the model returned no tensor; pass loss_fn")
+    return first.sum()
 
 
 def _reference_tensor(model: Any, inputs: Any, kwargs: Any) -> tuple[torch.Tensor | None, str]:

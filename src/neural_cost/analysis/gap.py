@@ -15,7 +15,7 @@ from ..measure.timing import Measurement
 from .findings import Finding, build_findings
 from .presenter import presenter
 from .provenance import collect_provenance
-from .rows import RowTime, compute_seconds, operation_rows, scope_rows
+from .rows import RowTime, check_float_range, compute_seconds, operation_rows, scope_rows, seconds
 
 if TYPE_CHECKING:
     import os
@@ -140,10 +140,13 @@ def analyze_gap(
                 f"analyze_gap: operations= lists {len(given)} operations that are not the {len(estimate.operations)} "
                 f"the estimate was made from; omit operations= (the estimate carries its rows)"
             )
-    compute = compute_seconds(estimate.flops_by_dtype, hardware)
-    memory = estimate.bytes / hardware.memory_bandwidth
+    check_float_range(estimate)  # every count below becomes a float: fail here, naming the one that cannot
+    compute = compute_seconds(estimate.flops_by_dtype, hardware, "the estimate's total FLOPs")
+    memory = seconds(estimate.bytes, hardware.memory_bandwidth, "the estimate's total bytes")
     compulsory = (
-        estimate.compulsory_bytes / hardware.memory_bandwidth if estimate.compulsory_bytes is not None else None
+        seconds(estimate.compulsory_bytes, hardware.memory_bandwidth, "the estimate's compulsory bytes")
+        if estimate.compulsory_bytes is not None
+        else None
     )
     bound = max(compute, memory)
     report = GapReport(

@@ -2,8 +2,13 @@
 
 ``Pipeline({"tree": Stage(...), "env": Stage(..., calls=16), ...}, total=Stage(search, ...))``
 measures every stage (its own coverage and roofline), multiplies by its call count, and
-compares the sum with the end-to-end run. The difference is *unexplained*: usually Python
-dispatch and loop overhead; negative when stages overlap or fuse inside the whole program.
+compares the sum with the end-to-end run. Every stage and the end-to-end run are timed the
+same way: compiled when the adapter compiles what it times (JAX's jit, tf.function) unless the
+stage says ``jit=False``; a function that cannot be compiled (Python branching on array values)
+is timed as written, with a note on its row. The difference is *unexplained*: what the whole
+program does outside its stages (glue between them, work it fuses or drops), less the
+per-call dispatch and sync each stage pays when timed alone; negative when the stages overlap
+or fuse inside the whole program.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
 from .gap import GapReport
 from .presenter import presenter
-from .workload import analyze_workload, time_workload
+from .workload import analyze_workload, time_compiled_or_as_written
 
 if TYPE_CHECKING:
     import os
@@ -29,12 +34,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage of a pipeline: ``fn(*args, **kwargs)`` run ``calls`` times per pipeline run."""
+    """One stage of a pipeline: ``fn(*args, **kwargs)`` run ``calls`` times per pipeline run.
+
+    ``jit=False`` times it as written, op by op, where the adapter would compile it (JAX, TensorFlow);
+    an already-compiled function (``jax.jit``, ``tf.function``) runs compiled either way."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...] = ()
     calls: int = 1
     kwargs: Mapping[str, Any] | None = field(default_factory=dict)
+    jit: bool = True
 
     def __post_init__(self) -> None:
         if self.kwargs is None:
@@ -45,18 +54,22 @@ class Stage:
             raise RecordError(f"Stage fn={self.fn!r} is not callable")
         if isinstance(self.calls, bool) or not isinstance(self.calls, int) or self.calls < 1:
             raise RecordError(f"Stage calls={self.calls!r} must be an integer >= 1")
+        if not isinstance(self.jit, bool):
+            raise RecordError(f"Stage jit={self.jit!r} must be True (compile where the adapter does) or False")
         object.__setattr__(self, "args", tuple(self.args) if isinstance(self.args, (tuple, list)) else (self.args,))
 
 
 @dataclass(frozen=True)
 class StageResult:
-    """A stage's measurement and roofline, or the error that stopped it."""
+    """A stage's measurement and roofline, or the error that stopped it; ``notes`` say how it
+    was timed when that differs from the other stages (not compiled), or why it has no roofline."""
 
     name: str
     calls: int
     measurement: Measurement | None = None
     report: GapReport | None = None
     error: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def seconds_per_call(self) -> float | None:
@@ -76,6 +89,7 @@ class StageResult:
             "name": self.name,
             "calls": self.calls,
             "error": self.error,
+            "notes": list(self.notes),
             "seconds_per_call": self.seconds_per_call,
             "total_seconds": self.total_seconds,
             "bound_seconds": self.bound_seconds,
@@ -153,11 +167,7 @@ class Pipeline:
         results = tuple(
             self._run(name, stage, adapter, hardware, warmup, repeats, clock) for name, stage in self.stages.items()
         )
-        total = (
-            self._run("end-to-end", self.total, adapter, hardware, warmup, repeats, clock, end_to_end=True)
-            if self.total
-            else None
-        )
+        total = self._run("end-to-end", self.total, adapter, hardware, warmup, repeats, clock) if self.total else None
         return PipelineReport(results, total, hardware)
 
     @staticmethod
@@ -169,25 +179,31 @@ class Pipeline:
         warmup: int,
         repeats: int,
         clock: Callable[[], float] | None,
-        end_to_end: bool = False,
     ) -> StageResult:
         kwargs = dict(stage.kwargs or {})
         try:
-            # the end-to-end run is timed as written (see time_workload): its Python dispatch and
-            # loop overhead is what "unexplained" stands for
-            measurement = time_workload(
-                adapter,
-                stage.fn,
-                stage.args,
-                kwargs,
-                warmup=warmup,
-                repeats=repeats,
-                as_written=end_to_end,
-                clock=clock,
+            # every stage and the end-to-end run alike (see the module docstring), so that the
+            # remainder compares like with like
+            measurement, note = time_compiled_or_as_written(
+                adapter, stage.fn, stage.args, kwargs, warmup=warmup, repeats=repeats, jit=stage.jit, clock=clock
             )
-            report = None
-            if adapter is not None and hardware is not None:
-                report = analyze_workload(adapter, stage.fn, stage.args, kwargs, hardware, measurement=measurement)
-            return StageResult(name, stage.calls, measurement, report)
         except Exception as error:  # a failing stage is a row, never the end of the pipeline
-            return StageResult(name, stage.calls, error=f"{type(error).__name__}: {error}"[:300])
+            return StageResult(name, stage.calls, error=_describe(error))
+        notes = (note,) if note else ()
+        if adapter is None or hardware is None:
+            return StageResult(name, stage.calls, measurement, notes=notes)
+        try:
+            report = analyze_workload(adapter, stage.fn, stage.args, kwargs, hardware, measurement=measurement)
+        except Exception as error:
+            if note is None:
+                return StageResult(name, stage.calls, error=_describe(error))
+            # what could not be compiled cannot be traced either (the same tracer meets the same
+            # Python branch): its time still counts, as timed
+            untraced = f"not traced: {_describe(error, first_line=True)}"
+            return StageResult(name, stage.calls, measurement, notes=(*notes, untraced))
+        return StageResult(name, stage.calls, measurement, report, notes=notes)
+
+
+def _describe(error: Exception, first_line: bool = False) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return (text.splitlines()[0] if first_line else text)[:300]

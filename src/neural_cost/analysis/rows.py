@@ -6,13 +6,62 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import RecordError
 from ..core.estimate import CostEstimate, OperationCost, ScopeCost
 from ..hardware.spec import HardwareSpec
 
 
-def compute_seconds(flops_by_dtype: Mapping[str, int], hardware: HardwareSpec) -> float:
+def as_float(count: int, what: str) -> float:
+    """A count (FLOPs, bytes, executions) as a float, or a RecordError naming ``what``.
+
+    Counts are exact Python ints of any size; times are floats. This is the one place a
+    count becomes a float, so a count beyond a float's range (about 1.8·10^308) is reported
+    here, naming the operation or total it belongs to, rather than as an OverflowError."""
+    try:
+        return float(count)
+    except OverflowError:
+        digits = count.bit_length() * 30_103 // 100_000  # ⌊log10 count⌋, or one less
+        raise RecordError(
+            f"{what} is a count of about 10^{digits}, beyond the range of a float (about 1.8·10^308): no time can "
+            f"be computed from it; check the shapes or counts that produced it"
+        ) from None
+
+
+def seconds(count: int, rate: float, what: str) -> float:
+    """``count`` units of work at ``rate`` per second."""
+    return as_float(count, what) / rate
+
+
+def compute_seconds(flops_by_dtype: Mapping[str, int], hardware: HardwareSpec, what: str = "the FLOPs") -> float:
     """Σ over dtypes of FLOPs / peak(dtype): every FLOP is charged to its own dtype's peak."""
-    return sum(flops / hardware.peak(dtype) for dtype, flops in flops_by_dtype.items())
+    return sum(seconds(flops, hardware.peak(dtype), f"{what} in {dtype}") for dtype, flops in flops_by_dtype.items())
+
+
+def check_float_range(estimate: CostEstimate) -> None:
+    """Raise RecordError if any count the analysis turns into a time or a ratio (per operation,
+    per scope, and the totals) is beyond a float's range; each row is checked before the totals,
+    so the message names the operation that overflowed rather than only the sum."""
+    for row in estimate.by_operation:
+        where = f"operation {row.name!r} ({row.kind})"
+        for dtype, flops in row.flops_by_dtype.items():
+            as_float(flops, f"{where}: FLOPs in {dtype}")
+        for name in ("flops", "dense_flops", "bytes"):
+            as_float(getattr(row, name), f"{where}: {name.replace('_', ' ')}")
+        as_float(row.operation.count, f"{where}: executions")
+    for scope in estimate.by_scope:
+        for name in ("flops", "dense_flops", "bytes", "executions"):
+            as_float(getattr(scope, name), f"scope {scope.scope!r}: {name.replace('_', ' ')}")
+    for dtype, flops in estimate.flops_by_dtype.items():
+        as_float(flops, f"the estimate's total FLOPs in {dtype}")
+    totals = {
+        "FLOPs": estimate.flops,
+        "dense FLOPs": estimate.dense_flops,
+        "bytes": estimate.bytes,
+        "compulsory bytes": estimate.compulsory_bytes or 0,
+        "executions": sum(op.count for op in estimate.operations),
+    }
+    for name, count in totals.items():
+        as_float(count, f"the estimate's total {name}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +103,9 @@ class RowTime:
 def _row(
     cost: OperationCost | ScopeCost, executions: int, scope: str | None, hardware: HardwareSpec, bound: float
 ) -> RowTime:
-    compute = compute_seconds(cost.flops_by_dtype, hardware)
-    memory = cost.bytes / hardware.memory_bandwidth
+    what = f"operation {cost.name!r}" if isinstance(cost, OperationCost) else f"scope {cost.name!r}"
+    compute = compute_seconds(cost.flops_by_dtype, hardware, f"{what}: FLOPs")
+    memory = seconds(cost.bytes, hardware.memory_bandwidth, f"{what}: bytes")
     share = max(compute, memory) / bound if bound > 0 else 0.0
     return RowTime(cost.name, cost.kind, scope, executions, cost.flops, cost.bytes, compute, memory, share)
 

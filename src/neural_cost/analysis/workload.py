@@ -29,20 +29,44 @@ def time_workload(
     *,
     warmup: int = 10,
     repeats: int = 30,
-    as_written: bool = False,
+    jit: bool = True,
     clock: Callable[[], float] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Measurement:
-    """Time ``fn(*args, **kwargs)`` with ``adapter.benchmark``; with the plain harness when
-    there is no adapter, when a ``clock`` is injected, or when ``as_written`` and the adapter
-    compiles what it times — a compiled whole program (JAX's jit, tf.function) would never
-    time the Python dispatch and loops between its parts, which is what a pipeline's
-    end-to-end run is there to show."""
+    """Time ``fn(*args, **kwargs)`` with ``adapter.benchmark`` (``options`` are its keywords:
+    PyTorch's ``training``/``loss_fn``/``optimizer``...); with the plain harness when there is
+    no adapter, when a ``clock`` is injected, or when ``jit=False`` and the adapter compiles
+    what it times (JAX's jit, tf.function): the function then runs as written, op by op."""
     keywords = dict(kwargs or {})
     if clock is not None:
         return benchmark(fn, *args, warmup=warmup, repeats=repeats, clock=clock, **keywords)
-    if adapter is None or (as_written and adapter.compiles_when_timing):
+    if adapter is None or (not jit and adapter.compiles_when_timing):
         return benchmark(fn, *args, warmup=warmup, repeats=repeats, **keywords)
-    return adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords)
+    return adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords, **dict(options or {}))
+
+
+def time_compiled_or_as_written(
+    adapter: FrameworkAdapter | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    warmup: int = 10,
+    repeats: int = 30,
+    jit: bool = True,
+    clock: Callable[[], float] | None = None,
+) -> tuple[Measurement, str | None]:
+    """``time_workload``, and a function the adapter cannot compile (a JAX function branching
+    in Python on array values, say) timed as written instead: ``(measurement, note)``, the
+    note saying why, or None. A function that also fails as written raises that error."""
+    try:
+        return time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, jit=jit, clock=clock), None
+    except Exception as error:
+        if adapter is None or clock is not None or not jit or not adapter.compiles_when_timing:
+            raise
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    measurement = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, jit=False)
+    return measurement, f"not compiled ({reason}): timed as written, op by op"
 
 
 def trace_workload(
@@ -73,17 +97,22 @@ def analyze_workload(
     device: Any = None,
     measurement: Measurement | None = None,
     trace_options: Mapping[str, Any] | None = None,
+    benchmark_options: Mapping[str, Any] | None = None,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
     ``device``, else of the device the workload runs on (``adapter.device_of``), else of the
-    adapter's own device. ``trace_options`` go to ``adapter.trace`` (``param_argnums=``...)."""
+    adapter's own device. ``trace_options`` go to ``adapter.trace`` (``param_argnums=``...),
+    ``benchmark_options`` to ``adapter.benchmark``; a PyTorch training step passes
+    ``training``/``loss_fn``/``optimizer`` to both."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
     if measurement is None:
         # time first: JAX's trace cross-check compiles too, and a second compile is a cache hit
-        measurement = time_workload(adapter, fn, args, keywords, warmup=warmup, repeats=repeats)
+        measurement = time_workload(
+            adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options
+        )
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
         hardware = adapter.hardware(device if device is not None else adapter.device_of(fn, args, keywords))

@@ -8,20 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
-from .build import call_build, chosen_framework, load_build
+from .build import build_workload, chosen_framework, load_build, training_options
 from .exits import WORKLOAD_ADVICE, exits_reported
+from .progress import Progress
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
     from ..analysis.gap import GapReport
     from ..hardware.spec import HardwareSpec
     from ..measure.timing import Measurement
-
-
-def _progress(message: str) -> None:
-    """Progress on a terminal only: quiet when output is piped or captured."""
-    if sys.stderr.isatty():
-        print(f"neural-cost: {message}…", file=sys.stderr, flush=True)
 
 
 def _adapter(framework: str, args: argparse.Namespace) -> FrameworkAdapter:
@@ -31,7 +26,9 @@ def _adapter(framework: str, args: argparse.Namespace) -> FrameworkAdapter:
     return adapter_for(framework, trip_counts=trip_counts, default_trip_count=args.default_trip_count)
 
 
-def _hardware(args: argparse.Namespace, adapter: FrameworkAdapter, measurement: Measurement) -> HardwareSpec | None:
+def _hardware(
+    args: argparse.Namespace, adapter: FrameworkAdapter, measurement: Measurement, progress: Progress
+) -> HardwareSpec | None:
     """The peaks to score against: given, measured (``--calibrate``), or None — the spec of
     ``--device``, else of the device the workload runs on (``analyze_workload`` finds it)."""
     from ..hardware.spec import HardwareSpec
@@ -40,7 +37,7 @@ def _hardware(args: argparse.Namespace, adapter: FrameworkAdapter, measurement: 
         kind = measurement.device_kind if measurement.device_kind in ("cpu", "gpu", "tpu") else "unknown"
         return HardwareSpec("user-supplied peaks", args.peak_flops, args.memory_bandwidth, kind=kind)
     if args.calibrate:
-        _progress("calibrating")
+        progress.stage("calibrating")
         spec, _ = adapter.calibrate(args.device)
         return spec
     return None
@@ -68,21 +65,45 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from ..analysis.workload import analyze_workload, time_workload
-    from .output import write_json
-
     _check_outputs(args)  # before any work: a bad --plot must not leave a report or a JSON behind
+    progress = Progress(sys.stderr)  # one line redrawn on a terminal; nothing when stderr is piped
+    try:
+        report = _analyzed(args, progress)
+    except BaseException:
+        progress.close()  # the error line then starts on a line of its own
+        raise
+    progress.close("done")
+    return _print_report(args, report)
+
+
+def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
+    from ..analysis.workload import analyze_workload, time_workload
+    from ..measure.timing import reporting_progress
+
+    progress.stage(f"loading {Path(args.target.rpartition(':')[0]).name}")
     build = load_build(args.target)
-    fn, inputs, kwargs = call_build(build)
+    workload = build_workload(build)
+    fn, inputs, kwargs = workload.fn, workload.args, workload.kwargs
     framework = chosen_framework(args.framework, fn, inputs, kwargs)  # a mismatch fails before tracing
     adapter = _adapter(framework, args)
+    training = training_options(workload, adapter, framework)  # PyTorch's training/loss_fn/optimizer
     with exits_reported("the workload", WORKLOAD_ADVICE):
         adapter.workload_options(fn, inputs, kwargs)  # a workload that cannot run fails before it is timed
-        _progress(f"timing {args.repeats} runs after {args.warmup} warmup")
-        measurement = time_workload(adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats)
-        hardware = _hardware(args, adapter, measurement)
-        _progress("tracing")
-        report = analyze_workload(adapter, fn, inputs, kwargs, hardware, device=args.device, measurement=measurement)
+        progress.stage("compiling" if adapter.compiles_when_timing else "first run")
+        with reporting_progress(progress.runs):
+            measurement = time_workload(
+                adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training
+            )
+        hardware = _hardware(args, adapter, measurement, progress)
+        progress.stage("tracing")
+        return analyze_workload(
+            adapter, fn, inputs, kwargs, hardware, device=args.device, measurement=measurement, trace_options=training
+        )
+
+
+def _print_report(args: argparse.Namespace, report: GapReport) -> int:
+    from .output import write_json
+
     print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
     if args.json:
         print(f"wrote {write_json(args.json, report.to_dict())}")

@@ -1,11 +1,25 @@
 """A user's workload named ``FILE.py:build``: loaded, built, and its framework told.
 
-``build`` is a function of no arguments returning ``(fn_or_model, args)`` or
-``(fn_or_model, args, kwargs)``. The script is registered in ``sys.modules`` before it
-runs, as ``python FILE.py`` would have it, so ``@dataclass`` and Flax modules defined in it
-work. Frameworks are told apart by the module names of types, so nothing here imports one
-that the workload did not. ``analysis.workload.analyze_workload`` then analyzes it with
-``adapters.adapter_for(framework)``.
+``build`` is a function of no arguments returning one of:
+
+- ``(fn_or_model, args)`` or ``(fn_or_model, args, kwargs)``: ``fn_or_model(*args, **kwargs)``
+  is analyzed as it is. A training step written as a function goes here too: JAX, a jitted
+  optax step ``(params, opt_state, batch) -> (params, opt_state, loss)``; TensorFlow, a
+  ``tf.function`` that computes gradients with ``GradientTape`` and applies them (its
+  variables are put back after timing). Its gradient and update operations are counted as
+  the program's own.
+- a dict ``{"model": ..., "args": (...), "kwargs": {...}, "training": True, "loss_fn": ...,
+  "optimizer": ...}`` (``kwargs``, ``loss_fn`` and ``optimizer`` optional): a PyTorch training
+  step built from a model. Each timed run and the trace are one step, with grad enabled: the
+  forward, the backward of ``loss_fn(output)`` (default: the sum of the first output) and
+  ``optimizer.step()``, under the scopes ``forward``, ``backward`` and ``optimizer``;
+  parameters, gradients and the optimizer state are put back afterwards. Without
+  ``"training"`` the dict is the same as the tuple form.
+
+The script is registered in ``sys.modules`` before it runs, as ``python FILE.py`` would have
+it, so ``@dataclass`` and Flax modules defined in it work. Frameworks are told apart by the
+module names of types, so nothing here imports one that the workload did not.
+``analysis.workload.analyze_workload`` then analyzes it with ``adapters.adapter_for(framework)``.
 """
 
 from __future__ import annotations
@@ -122,8 +136,26 @@ def _where(build: Callable[[], Any]) -> str:
     return Path(filename).name if isinstance(filename, str) else repr(build)
 
 
-def call_build(build: Callable[[], Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
-    """Call ``build()`` and check what it returned: ``(fn_or_model, args)`` or ``(fn_or_model, args, kwargs)``."""
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What ``build()`` returned: ``fn(*args, **kwargs)``, and the adapter's training options
+    (``training``, ``loss_fn``, ``optimizer``) for both its trace and its timing; empty for inference."""
+
+    fn: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+_DICT_KEYS = ("model", "args", "kwargs", "training", "loss_fn", "optimizer")
+CONTRACT = (
+    "(fn_or_model, args), (fn_or_model, args, kwargs), or for a PyTorch training step "
+    "{'model': model, 'args': (x,), 'training': True, 'loss_fn': ..., 'optimizer': ...}"
+)
+
+
+def build_workload(build: Callable[[], Any]) -> Workload:
+    """Call ``build()`` and check what it returned against the contract in this module's docstring."""
     name = getattr(build, "__name__", "build")
     where = _where(build)
     contract = f"return (fn_or_model, args) or (fn_or_model, args, kwargs) from {name}() in {where}"
@@ -132,6 +164,9 @@ def call_build(build: Callable[[], Any]) -> tuple[Any, tuple[Any, ...], dict[str
             result = build()
         except Exception as error:
             raise NeuralCostError(f"{name}() in {where} raised {type(error).__name__}: {error}") from error
+    options: dict[str, Any] = {}
+    if isinstance(result, Mapping):
+        result, options = _from_dict(result, f"{name}() in {where}")
     if not isinstance(result, tuple | list) or len(result) not in (2, 3):
         raise NeuralCostError(f"{name}() in {where} returned {type(result).__name__}; {contract}")
     fn, args = result[0], result[1]
@@ -147,7 +182,54 @@ def call_build(build: Callable[[], Any]) -> tuple[Any, tuple[Any, ...], dict[str
         )
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise NeuralCostError(f"{name}() in {where} returned kwargs of type {type(kwargs).__name__}, not a dict")
-    return fn, tuple(args), dict(kwargs or {})
+    return Workload(fn, tuple(args), dict(kwargs or {}), options)
+
+
+def _from_dict(result: Mapping[Any, Any], who: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The dict form as ``((model, args, kwargs), training options)``."""
+    unknown = [key for key in result if key not in _DICT_KEYS]
+    if unknown:
+        raise NeuralCostError(
+            f"{who} returned a dict with key(s) {', '.join(map(repr, unknown))}; its keys are "
+            f"{', '.join(map(repr, _DICT_KEYS))}"
+        )
+    if "model" not in result:
+        raise NeuralCostError(f"{who} returned a dict without 'model'; {CONTRACT}")
+    training = result.get("training", False)
+    if not isinstance(training, bool):
+        raise NeuralCostError(f"{who} returned 'training': {training!r}; it is True (a training step) or False")
+    extra = [key for key in ("loss_fn", "optimizer") if result.get(key) is not None]
+    if extra and not training:
+        raise NeuralCostError(
+            f"{who} returned {' and '.join(map(repr, extra))} without 'training': True; they make a training step"
+        )
+    if result.get("loss_fn") is not None and not callable(result["loss_fn"]):
+        raise NeuralCostError(f"{who} returned 'loss_fn' of type {type(result['loss_fn']).__name__}, not callable")
+    options: dict[str, Any] = {"training": True, **{key: result[key] for key in extra}} if training else {}
+    return (result["model"], result.get("args", ()), result.get("kwargs")), options
+
+
+def call_build(build: Callable[[], Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """``build_workload`` for what times inference only (``compare``): ``(fn_or_model, args, kwargs)``."""
+    workload = build_workload(build)
+    if workload.options:
+        raise NeuralCostError(
+            f"{getattr(build, '__name__', 'build')}() returned a training step; neural-cost compare times "
+            f"inference: analyze a training step with neural-cost analyze"
+        )
+    return workload.fn, workload.args, workload.kwargs
+
+
+def training_options(workload: Workload, adapter: Any, framework: str) -> dict[str, Any]:
+    """The workload's training options, for an adapter that builds a training step from a model
+    (PyTorch); elsewhere a training step is a function, returned as ``(train_step, args)``."""
+    if not workload.options or getattr(adapter, "traces_training_step", False):
+        return dict(workload.options)
+    raise NeuralCostError(
+        f"'training': True builds a PyTorch training step from a model; a {_FRAMEWORK_NAMES.get(framework, framework)} "
+        f"training step is a function: return (train_step, args) from build() — JAX: a jitted step "
+        f"(params, opt_state, batch) -> (params, opt_state, loss); TensorFlow: a tf.function that applies gradients"
+    )
 
 
 def _framework_of(value: Any) -> str | None:

@@ -19,13 +19,15 @@ from typing import Any
 from ..core.errors import NeuralCostError
 from .exits import WORKLOAD_ADVICE, exits_reported
 from .output import write_json_atomic
+from .quiet import filtered_stderr, quiet_frameworks
+from .tidy import one_line
 
 RESULT_SCHEMA = "neural-cost/compare-platform"
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+    text = one_line(str(error).strip(), error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def platform_problem(platform: str) -> str | None:
@@ -76,7 +78,7 @@ def run_platform(spec: str, platform: str, warmup: int, repeats: int) -> dict[st
         with exits_reported("the workload", WORKLOAD_ADVICE):
             report = analyze_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
     except NeuralCostError as error:
-        result["error"] = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        result["error"] = one_line(str(error).strip(), error) or type(error).__name__
         return result
     except Exception as error:  # a bug of ours or the framework's: the row says what, stderr has the traceback
         traceback.print_exc()
@@ -93,12 +95,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="PATH", required=True)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--verbose", action="store_true", help="let the frameworks' log lines through")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    result = run_platform(args.build, args.platform, args.warmup, args.repeats)
+    if args.verbose:
+        result = run_platform(args.build, args.platform, args.warmup, args.repeats)
+    else:
+        quiet_frameworks()  # before JAX (or the workload's framework) is imported
+        with filtered_stderr():
+            result = run_platform(args.build, args.platform, args.warmup, args.repeats)
     write_json_atomic(args.json, result)
     if result["error"]:
         print(f"neural-cost compare ({args.platform}): {result['error']}", file=sys.stderr)

@@ -24,6 +24,7 @@ from ..core.errors import NeuralCostError
 from ..core.units import format_percent, format_percent_down, format_seconds, format_si
 from .build import check_spec
 from .output import write_json
+from .progress import Progress
 
 SCHEMA = "neural-cost/compare"
 SCHEMA_VERSION = 1
@@ -94,15 +95,20 @@ def _ended(code: int) -> str:
     return f"exited with code {code}"
 
 
-def run_child(spec: str, platform: str, warmup: int, repeats: int, timeout: float) -> dict[str, Any]:
-    """One platform's result as the child wrote it, or a failed row built from what the child left."""
+def run_child(
+    spec: str, platform: str, warmup: int, repeats: int, timeout: float, verbose: bool = False
+) -> dict[str, Any]:
+    """One platform's result as the child wrote it, or a failed row built from what the child left.
+    ``verbose``: the child keeps the frameworks' log lines, and its stderr is copied to ours."""
     with tempfile.TemporaryDirectory(prefix="neural-cost-compare-") as folder:
         out = Path(folder) / f"{platform}.json"
         command = [sys.executable, "-m", "neural_cost.cli.child", spec, "--platform", platform, "--json", str(out)]
-        command += ["--warmup", str(warmup), "--repeats", str(repeats)]
+        command += ["--warmup", str(warmup), "--repeats", str(repeats)] + (["--verbose"] if verbose else [])
         start = time.perf_counter()
         code, stdout, stderr = run_command(command, _child_env(platform), timeout)
         wall = time.perf_counter() - start
+        if verbose and stderr:
+            sys.stderr.write(stderr if stderr.endswith("\n") else stderr + "\n")
         if code is None:
             last = _last_line(stderr)
             error = f"timed out after {timeout:g} s" + (f" (last error line: {last})" if last else "")
@@ -173,10 +179,16 @@ def run_compare(args: argparse.Namespace) -> int:
     check_spec(args.build)  # a typo or a missing file fails here, once, not in every child
     platforms = parse_platforms(args.platforms)
     results = []
-    for platform in platforms:
-        if sys.stderr.isatty():
-            print(f"compare: running {platform}...", file=sys.stderr, flush=True)
-        results.append(run_child(args.build, platform, args.warmup, args.repeats, args.timeout))
+    progress = Progress(sys.stderr)  # one line redrawn on a terminal; nothing when stderr is piped
+    verbose = getattr(args, "verbose", False)
+    try:
+        for done, platform in enumerate(platforms):
+            progress.runs(f"running {platform}", done, len(platforms))
+            results.append(run_child(args.build, platform, args.warmup, args.repeats, args.timeout, verbose))
+    except BaseException:
+        progress.close()
+        raise
+    progress.close("done")
     print(render_table(args.build, results), end="")
     if args.json:
         combined = {

@@ -1,13 +1,26 @@
-"""``neural-cost hardware``: the detected spec, where each number came from, and calibration."""
+"""``neural-cost hardware``: the detected spec, where each number came from, and calibration.
+
+``--calibrate`` measures the host (numpy's matmul, each installed framework's matmul and
+convolution, the all-core copy) and writes the fastest verified kernel per dtype to this
+machine's calibration cache, which ``detect_hardware()`` and ``analyze`` then score against;
+``--recalibrate`` drops the cached entry first, so the bandwidth is measured afresh too.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+from collections.abc import Iterator
 from typing import Any
 
+from ..core.errors import NeuralCostError
 from ..core.units import format_si
-from ..hardware.detect import DetectionResult, detect_hardware
+from ..hardware.calibrate import ProbeResult
+from ..hardware.detect import DetectionResult, detect_hardware, resolve_device
 from ..hardware.spec import HardwareSpec
+
+#: Timed samples of each framework kernel: enough for a best-of, a few seconds in all on 2 cores.
+KERNEL_REPEATS = 5
 
 
 def render_hardware(spec: HardwareSpec, detection: DetectionResult) -> str:
@@ -32,19 +45,79 @@ def render_hardware(spec: HardwareSpec, detection: DetectionResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def framework_kernels(dtypes: tuple[str, ...], size: int) -> Iterator[tuple[str, ProbeResult]]:
+    """Each installed framework's matmul and convolution on the host, imported only if installed."""
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        from ..adapters._torch.calibrate import torch_conv_probe, torch_matmul_probe
+
+        device = torch.device("cpu")
+        for dtype in dtypes:
+            yield f"torch {torch.__version__}", torch_matmul_probe(device)(dtype, size, KERNEL_REPEATS)
+            yield f"torch {torch.__version__}", torch_conv_probe(device)(dtype, KERNEL_REPEATS)
+    if importlib.util.find_spec("jax") is not None:
+        import jax
+
+        from ..adapters._jax.calibrate import jax_conv_probe, jax_matmul_probe
+
+        cpu = jax.devices("cpu")[0]
+        for dtype in dtypes:
+            yield f"jax {jax.__version__}", jax_matmul_probe(cpu)(dtype, size, KERNEL_REPEATS)
+            yield f"jax {jax.__version__}", jax_conv_probe(cpu)(dtype, KERNEL_REPEATS)
+
+
+def _calibrate_host(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    from ..hardware.calibrate import calibrate
+    from ..hardware.host_cache import write_entry
+    from ..hardware.host_calibration import live_machine_key
+    from ..hardware.kernels import best_by_dtype, kernel_label
+
+    dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
+    calibrated, result = calibrate(args.device, dtypes=dtypes, size=args.size)
+    print(result.render(), end="")
+    kernels = [("numpy", probe) for probe in result.matmuls]
+    for framework, probe in framework_kernels(tuple(d for d in dtypes if d != "float64"), args.size):
+        kernels.append((framework, probe))
+        print(
+            f"  {probe.dtype:17s} {format_si(probe.rate, 'FLOP/s')}  [{kernel_label(probe, framework)}, "
+            f"best of {len(probe.samples_seconds)}; {probe.verified}]"
+        )
+    compute = best_by_dtype(kernels)
+    path = write_entry(live_machine_key(), {"compute": compute})
+    for dtype, figure in compute.items():
+        print(f"  fastest {dtype}: {format_si(figure['flops_per_second'], 'FLOP/s')} ({figure['kernel']})")
+    print(f"  cached in {path}: later runs score against these figures (--recalibrate refreshes them)")
+    data["calibrated"] = calibrated.to_dict()
+    data["calibration"] = result.to_dict()
+    data["kernels"] = [{"framework": f, **probe.to_dict()} for f, probe in kernels]
+    data["cache"] = {"path": str(path), "compute": compute}
+
+
 def run_hardware(args: argparse.Namespace) -> int:
     from .output import write_json
 
+    recalibrate = bool(getattr(args, "recalibrate", False))
+    calibrating = args.calibrate or recalibrate
+    if calibrating and resolve_device(args.device).kind != "cpu":
+        raise NeuralCostError(
+            "--calibrate measures the host CPU here; calibrate a GPU through its framework, e.g. "
+            "neural-cost analyze ... --calibrate --device cuda"
+        )
+    if recalibrate:
+        from ..hardware.host_cache import forget_entry
+        from ..hardware.host_calibration import live_machine_key
+
+        forget_entry(live_machine_key())  # so the detection below measures the bandwidth afresh
     spec, detection = detect_hardware(args.device)
     print(render_hardware(spec, detection), end="")
     data: dict[str, Any] = {"spec": spec.to_dict(), "detection": detection.to_dict()}
-    if args.calibrate:
-        from ..hardware.calibrate import calibrate
-
-        calibrated, result = calibrate(args.device, dtypes=tuple(args.dtypes.split(",")), size=args.size)
-        print(result.render(), end="")
-        data["calibrated"] = calibrated.to_dict()
-        data["calibration"] = result.to_dict()
+    if calibrating:
+        _calibrate_host(args, data)
+        spec, detection = detect_hardware(args.device)
+        print("now scoring against:")
+        print(render_hardware(spec, detection), end="")
+        data["spec"], data["detection"] = spec.to_dict(), detection.to_dict()
     if args.json:
         print(f"wrote {write_json(args.json, data)}")
     return 0

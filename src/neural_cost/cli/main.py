@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from .. import __version__
 from ..core.errors import NeuralCostError
+from .quiet import filtered_stderr, quiet_frameworks
+from .tidy import print_error
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -109,12 +113,20 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
 
 
+VERBOSE_HELP = "show the frameworks' own log lines and warnings (TensorFlow, absl, XLA), hidden by default"
+
+
+def _add_verbose(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true", default=default, help=VERBOSE_HELP)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="neural-cost",
         description="Roofline analysis that says what it doesn't know.",
     )
     parser.add_argument("--version", action="version", version=f"neural-cost {__version__}")
+    _add_verbose(parser, False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     example = commands.add_parser(
         "example", help="analyze the bundled two-layer MLP on this machine (JAX if installed, else numpy)"
@@ -133,7 +145,12 @@ def _parser() -> argparse.ArgumentParser:
         "hardware", help="print the detected spec of a device, where each number came from, and its ridge points"
     )
     hardware.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N, gpu, mps, tpu")
-    hardware.add_argument("--calibrate", action="store_true", help="also measure matmul FLOP/s and copy bandwidth")
+    hardware.add_argument(
+        "--calibrate", action="store_true", help="measure the fastest kernels and copy bandwidth; cache them"
+    )
+    hardware.add_argument(
+        "--recalibrate", action="store_true", help="drop this machine's cached figures and measure them afresh"
+    )
     hardware.add_argument("--dtypes", default="float32", help="dtypes to calibrate, comma-separated (default float32)")
     hardware.add_argument("--size", type=_count(16), default=2048, help="calibration matmul size n (n×n, default 2048)")
     hardware.add_argument("--json", metavar="PATH", help="also write the spec and calibration as JSON")
@@ -171,11 +188,22 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument(
         "--max-bytes", type=_count(1), default=None, help="read reports larger than the default limit (400 MB)"
     )
+    for command in commands.choices.values():
+        # also after the command (`analyze x.py:build -v`); SUPPRESS keeps a `-v` given before it
+        _add_verbose(command, argparse.SUPPRESS)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.verbose:
+        return _run(args)
+    quiet_frameworks()  # before any framework is imported: every import below is lazy
+    with filtered_stderr():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "example":
             from .example import run_example
@@ -200,15 +228,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "kinds":
             from ..costs import known_kinds
 
-            for kind, summary in sorted(known_kinds().items()):
-                print(f"{kind:12s} {summary}")
+            kinds = sorted(known_kinds().items())
+            width = max(len(kind) for kind, _ in kinds)  # the longest name sets the column, so summaries align
+            for kind, summary in kinds:
+                print(f"{kind:{width}s}  {summary}")
             return 0
     except NeuralCostError as error:
-        print(f"neural-cost: error: {error}", file=sys.stderr)
+        print_error(error, verbose=args.verbose)
         return 2
     except KeyboardInterrupt:
         print("neural-cost: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `neural-cost kinds | head`: the reader left; no traceback about it
+        with contextlib.suppress(OSError, ValueError):  # stdout's final flush must not raise again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command cut off by a closed pipe
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

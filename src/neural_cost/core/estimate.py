@@ -13,7 +13,10 @@ from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as
 def _intensity(flops: int, nbytes: int) -> float:
     if nbytes == 0:
         return float("inf") if flops else 0.0
-    return flops / nbytes
+    try:
+        return flops / nbytes  # exact int division, correctly rounded
+    except OverflowError:  # a ratio beyond a float's range: as unbounded as no bytes at all
+        return float("inf")
 
 
 def _flops_dict(value: Mapping[str, int]) -> FrozenAttrs:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+#: Ints of more bits may not convert to a float (the largest is just under 2**1024).
+_FLOAT_BITS = 1023
 
 
 def format_si(value: float, unit: str) -> str:
-    """``49152000, "FLOP"`` → ``"49.2 MFLOP"``: three significant digits, decimal prefixes."""
+    """``49152000, "FLOP"`` → ``"49.2 MFLOP"``: three significant digits, decimal prefixes.
+    An int too large for a float (counts are exact ints of any size) is written as ``1.00e+400``."""
+    if isinstance(value, int) and value.bit_length() > _FLOAT_BITS:
+        return f"{Decimal(value):.2e} {unit}"
     if not math.isfinite(value):
         return f"{value} {unit}"
     magnitude = abs(value)

@@ -117,7 +117,9 @@ CATALOG: dict[str, PerElement] = {
     "fill": PerElement(0, 0, "writes one value everywhere"),
     "identity": PerElement(0, 0, "x itself, written to a new tensor (x ** 1)"),
     "iota": PerElement(0, 0, "writes each element's index"),
-    "arange": PerElement(2, 0, "start + i·step"),
+    # start + i·step (linspace: start + i·(end - start)/(n - 1), the step computed once) is the
+    # index arithmetic every write does anyway: modeled as a fill, as XLA counts iota.
+    "arange": PerElement(0, 0, "writes start + i·step, an index fill like iota (arange, linspace, range)"),
     # -- transcendental functions -----------------------------------------------------------------------
     **_same(1, 1, "one transcendental function", *_TRANSCENDENTAL),
     **_same(1, 1, _SPECIAL, *_SPECIAL_FUNCTIONS),
@@ -157,6 +159,9 @@ CATALOG: dict[str, PerElement] = {
     "leaky_relu_backward": PerElement(3, 0, "x > 0 ? dy : dy·slope"),
     "sigmoid_backward": PerElement(3, 0, "dy·(1 - y)·y"),
     "tanh_backward": PerElement(3, 0, "dy·(1 - y²)"),
+    "rsqrt_backward": PerElement(4, 0, "-0.5·dy·y³ from the result: cube (2), 2 multiplies"),
+    "sqrt_backward": PerElement(2, 0, "dy / (2·y) from the result: multiply, divide"),
+    "reciprocal_backward": PerElement(3, 0, "-dy·y² from the result: negate, 2 multiplies"),
     "silu_backward": PerElement(9, 1, "s = sigmoid(x) (4); dy·s·(1 + x·(1 - s)) (5)"),
     "gelu_backward": PerElement(11, 2, "cdf = 0.5·(1 + erf(x/√2)) 4, pdf = exp(-x²/2)/√(2π) 4, dy·(cdf + x·pdf) 3"),
     "gelu_tanh_backward": PerElement(

@@ -13,6 +13,7 @@ from typing import Annotated, Literal, get_args
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
+from .intmath import count_in_class, floor_sum
 from .registry import (
     Expect,
     NonNegative,
@@ -53,20 +54,34 @@ def _real_taps(size: int, kernel: int, lhs_dilation: int, stride: int, dilation:
     lands on an output: element i sits at i·lhs_dilation, tap j reaches it from the output at
     (i·lhs_dilation + pad_low - j·dilation) / stride, so the pair runs when that divides.
     Outputs cropped away at the edges are not checked (the transposed convention, as
-    FlopCounterMode counts conv_transpose): at stride 1 every pair runs, size·kernel."""
+    FlopCounterMode counts conv_transpose): at stride 1 every pair runs, size·kernel.
+
+    In closed form, never a loop over taps or elements (either may be huge in a saved report):
+    with g = gcd(L, s), tap j has elements only when g | (j·D - p), i.e. j in one residue
+    class j0 mod Q (Q = g / gcd(D, g)), T taps in all; tap j0 + t·Q then needs
+    i ≡ r(t) = (α·t + β) mod P (P = s / g), and there are ⌈(size - r)/P⌉ such i. Summed over t,
+    ⌊(size + P - 1 - r(t))/P⌋ = ⌊(α·t + β)/P⌋ + ⌊((P - α)·t + size + P - 1 - β)/P⌋ - t: two
+    floor sums."""
     if stride == 1:
         return size * kernel
-    total = 0
-    for tap in range(min(kernel, stride)):  # taps j ≡ tap (mod stride) need the same elements
-        taps = (kernel - tap + stride - 1) // stride
-        # elements i with i·lhs_dilation ≡ tap·dilation - pad_low (mod stride)
-        target, common = (tap * dilation - pad_low) % stride, math.gcd(lhs_dilation, stride)
-        if target % common:
-            continue
-        period = stride // common
-        first = (target // common) * pow(lhs_dilation // common, -1, period) % period if period > 1 else 0
-        total += taps * (0 if first >= size else (size - 1 - first) // period + 1)
-    return total
+    common = math.gcd(lhs_dilation, stride)
+    period = stride // common
+    shared = math.gcd(dilation, common)
+    tap_period = common // shared
+    if pad_low % shared:
+        return 0  # j·D - p is never a multiple of g
+    first_tap = (pad_low // shared) * pow(dilation // shared, -1, tap_period) % tap_period if tap_period > 1 else 0
+    taps = count_in_class(kernel, first_tap, tap_period)
+    if taps == 0 or size == 0:
+        return 0
+    inverse = pow(lhs_dilation // common, -1, period) if period > 1 else 0
+    slope = (tap_period * dilation // common) * inverse % period
+    start = (first_tap * dilation - pad_low) // common * inverse % period
+    return (
+        floor_sum(taps, period, slope, start)
+        + floor_sum(taps, period, period - slope, size + period - 1 - start)
+        - taps * (taps - 1) // 2
+    )
 
 
 def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int, ceil: bool) -> int:

@@ -47,7 +47,7 @@ def cdist(op: Operation, *, p: float | Literal["inf"] = 2.0) -> OpCost:
     attribute holds finite numbers only, so p = ∞ is the string ``"inf"``."""
     expect_inputs(op, 2, 2, "x1 (..., P, M), x2 (..., R, M)")
     x1, x2 = op.inputs
-    order = math.inf if p == "inf" else float(p)
+    order = math.inf if p == "inf" else p  # no float(): an int p of any size compares exactly
     if order < 0:
         raise RecordError(f"{where(op)} attrs['p']={p!r} must be a number >= 0 (or inf)")
     if len(x1) < 2 or len(x2) < 2 or x1[-1] != x2[-1]:

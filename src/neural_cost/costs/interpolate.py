@@ -34,8 +34,8 @@ from ..core.dtypes import dtype_info
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation, Shape
+from .intmath import adaptive_window_elements
 from .registry import cost_rule, default_cost, expect_inputs, read_inputs, where
-from .softmax_pool import adaptive_windows
 
 Mode = Literal["nearest", "linear", "bilinear", "trilinear", "bicubic", "area"]
 #: Taps per spatial dim of each mode, and the number of spatial dims a named mode requires.
@@ -52,9 +52,11 @@ def stencil_flops(taps: int, dims: int) -> int:
 
 
 def antialias_taps(taps: int, size_in: int, size_out: int) -> int:
-    """PyTorch's ``max_interp_size``: 2·⌈support⌉+1, the support (t/2)·scale when downscaling."""
-    half = taps / 2 * max(size_in / size_out, 1.0) if size_out else taps / 2
-    return 2 * math.ceil(half) + 1
+    """PyTorch's ``max_interp_size``: 2·⌈support⌉+1, the support (t/2)·scale when downscaling,
+    ⌈t·max(in, out) / (2·out)⌉ in integers (sizes beyond a float's range included)."""
+    if not size_out:
+        return 2 * -(-taps // 2) + 1
+    return 2 * -(-taps * max(size_in, size_out) // (2 * size_out)) + 1
 
 
 def _spatial(op: Operation, x: Shape, out: Shape, mode: str) -> tuple[Shape, Shape]:
@@ -87,7 +89,7 @@ def interpolate(op: Operation, *, mode: Mode, antialias: bool = False) -> OpCost
     channels = x[0] * x[1]
     outputs = math.prod(op.output)
     if mode == "area":
-        windows = math.prod(sum(adaptive_windows(i, o)) for i, o in zip(size_in, size_out, strict=True))
+        windows = adaptive_window_elements(size_in, size_out)
         return default_cost(op, channels * windows)
     taps = _TAPS[mode]
     if antialias:
@@ -120,7 +122,7 @@ def interpolate_backward(op: Operation, *, mode: Mode) -> OpCost:
     grads = math.prod(grad)
     if mode == "area":
         channels = grad[0] * grad[1]
-        windows = math.prod(sum(adaptive_windows(i, o)) for i, o in zip(size_in, size_out, strict=True))
+        windows = adaptive_window_elements(size_in, size_out)
         return default_cost(op, grads + channels * windows)  # one divide per grad, one add per window element
     taps = _TAPS[mode] ** len(size_in)
     return default_cost(op, grads if mode == "nearest" else 2 * taps * grads)

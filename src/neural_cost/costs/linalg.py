@@ -8,6 +8,7 @@ from typing import Annotated, Literal, get_args
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation, Shape
+from .intmath import floor_sum
 from .registry import (
     Expect,
     NonNegative,
@@ -112,6 +113,32 @@ CausalAlignment = Literal["top_left", "bottom_right"]
 CAUSAL_ALIGNMENTS: tuple[str, ...] = get_args(CausalAlignment)
 
 
+def _tile_end(keys: int, k_len: int, kv_block: int) -> int:
+    """Keys up to the end of the tile holding key ``keys`` - 1 (0 for none, at most Sk)."""
+    keys = min(max(keys, 0), k_len)
+    return min(-(-keys // kv_block) * kv_block, k_len)
+
+
+def _tiled_causal_pairs(q_len: int, k_len: int, q_block: int, kv_block: int, alignment: str) -> int:
+    """Σ over query blocks of rows · keys up to the end of the last tile the block reaches, in
+    closed form (no loop over the Sq/q_block blocks: a saved report may hold any length).
+
+    Full block u (1..F, F = ⌊Sq/q_block⌋) reaches keys u·q_block + offset. Blocks that reach no
+    key add 0; blocks reaching past ``top`` (the start of the last key tile) add Sk each; the
+    blocks between add kv_block·⌈keys/kv_block⌉, an arithmetic floor sum. A last, shorter block
+    (Sq mod q_block rows) reaches Sq + offset keys."""
+    offset = k_len - q_len if alignment == "bottom_right" else 0
+    full, rest = divmod(q_len, q_block)
+    top = (-(-k_len // kv_block) - 1) * kv_block
+    first = max(1, -offset // q_block + 1)  # the first block that reaches a key
+    whole = min(full + 1, max(first, (top - offset) // q_block + 1))  # the first that reaches the last tile
+    tiles = 0
+    if whole > first:  # Σ_{first <= u < whole} ⌈(u·q_block + offset)/kv_block⌉
+        tiles = kv_block * floor_sum(whole - first, kv_block, q_block, first * q_block + offset + kv_block - 1)
+    total = q_block * (tiles + (full + 1 - whole) * k_len)
+    return total + rest * _tile_end(q_len + offset, k_len, kv_block)
+
+
 def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left", blocks: tuple[int, int] | None = None) -> int:
     """Query-key pairs a causal mask keeps.
 
@@ -128,14 +155,7 @@ def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left", blocks: tu
     if blocks is not None:
         if q_len == 0 or k_len == 0:
             return 0
-        q_block, kv_block = min(blocks[0], q_len), min(blocks[1], k_len)
-        offset = k_len - q_len if alignment == "bottom_right" else 0
-        total = 0
-        for start in range(0, q_len, q_block):
-            rows = min(q_block, q_len - start)
-            keys = min(max(start + rows + offset, 0), k_len)
-            total += rows * min(-(-keys // kv_block) * kv_block, k_len)
-        return total
+        return _tiled_causal_pairs(q_len, k_len, min(blocks[0], q_len), min(blocks[1], k_len), alignment)
     if alignment == "top_left":
         if q_len <= k_len:
             return q_len * (q_len + 1) // 2

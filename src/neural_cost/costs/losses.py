@@ -34,6 +34,8 @@ def nll_loss(op: Operation, *, reduction: Reduction = "mean") -> OpCost:
             raise ShapeError(f"{where(op)}: inputs[{i}] {shape} must hold one value per target ({rows})")
     if reduction != "none" and op.output != ():
         raise ShapeError(f"{where(op)} output={op.output} must be a scalar () with reduction={reduction!r}")
+    if reduction == "none" and op.output != targets:
+        raise ShapeError(f"{where(op)} output={op.output} must be the targets' shape {targets}: one loss per target")
     weighted = len(op.inputs) == 3
     flops = (2 + weighted) * rows
     if reduction == "sum":

@@ -128,6 +128,12 @@ def batchnorm(op: Operation, *, affine: bool | None = None, training: bool = Fal
 Norm = Literal["layer", "rms", "group", "batch"]
 
 
+def _sums(work: int, params: int) -> int:
+    """A per-parameter gradient: ``work`` ops that end in P sums, work - P; none with no elements
+    (E = 0 gives P empty sums, 0 ops, not -P)."""
+    return max(work - params, 0)
+
+
 def _norm_parameters(op: Operation, norm: Norm, x: tuple[int, ...], dims: int) -> int:
     """P: the values one parameter is shared over are E / P."""
     if norm in ("layer", "rms"):
@@ -179,9 +185,9 @@ def norm_backward(
         # eval: rstd from the running variance (+eps, rsqrt per channel); grad_input = dy·γ·rstd
         flops = 2 * params + (1 + affine) * elements if grad_input else 0
         if grad_weight:
-            flops += 2 * elements + 2 * elements - params  # x̂, then Σ dy·x̂
+            flops += 2 * elements + _sums(2 * elements, params)  # x̂, then Σ dy·x̂
         if grad_bias:
-            flops += elements - params
+            flops += _sums(elements, params)
         return default_cost(op, flops, params if grad_input else 0)
     centred = norm != "rms"
     flops = 0
@@ -190,7 +196,7 @@ def norm_backward(
     if grad_input:
         flops += (7 if centred else 5) * elements + (elements if affine else 0)
     if grad_weight:
-        flops += 2 * elements - params
+        flops += _sums(2 * elements, params)
     if grad_bias:
-        flops += elements - params
+        flops += _sums(elements, params)
     return default_cost(op, flops)

@@ -11,6 +11,7 @@ from ..core.dtypes import canonical_dtype, dtype_info
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
+from .intmath import ceil_times_log2
 from .registry import (
     Expect,
     NonNegative,
@@ -26,18 +27,11 @@ from .registry import (
 )
 
 
-def _ceil_length_log2(length: int, base: int) -> int:
-    """⌈L·log2 base⌉, exact where L·log2 base is an integer (powers of two)."""
-    exact = length * math.log2(base)
-    rounded = round(exact)
-    return rounded if abs(exact - rounded) < 1e-9 else math.ceil(exact)
-
-
 def sort_comparisons(length: int) -> int:
-    """⌈L·log2 L⌉ comparisons for one row of L keys (0 for L < 2)."""
+    """⌈L·log2 L⌉ comparisons for one row of L keys (0 for L < 2), in exact integer arithmetic."""
     if length < 2:
         return 0
-    return _ceil_length_log2(length, length)
+    return ceil_times_log2(length, 1, length)
 
 
 def top_k_comparisons(length: int, k: int) -> int:
@@ -51,7 +45,7 @@ def top_k_comparisons(length: int, k: int) -> int:
         return 0
     if k == 1:
         return length - 1
-    return _ceil_length_log2(length, k)
+    return ceil_times_log2(length, 1, k)
 
 
 @cost_rule(

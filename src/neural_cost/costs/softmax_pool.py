@@ -9,6 +9,7 @@ from typing import Literal
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation, Shape
+from .intmath import adaptive_window_elements
 from .registry import (
     PerDim,
     Positive,
@@ -64,7 +65,8 @@ def softmax_backward(op: Operation, *, axis: int = -1, log: bool = False) -> OpC
 
 
 def adaptive_windows(size: int, out: int) -> list[int]:
-    """Window lengths of adaptive pooling along one dim: [⌊i·n/m⌋, ⌈(i+1)·n/m⌉)."""
+    """Window lengths of adaptive pooling along one dim: [⌊i·n/m⌋, ⌈(i+1)·n/m⌉). For readers and
+    tests: the rules use their sum, ``adaptive_window_total``, which never lists them."""
     return [-(-(i + 1) * size // out) - (i * size // out) for i in range(out)]
 
 
@@ -73,11 +75,6 @@ def _split(op: Operation, shape: Shape, label: str, ndim: int) -> tuple[Shape, S
     if len(shape) < ndim:
         raise ShapeError(f"{where(op)}: {label} {shape} has fewer than attrs['spatial_dims']={ndim} dims")
     return shape[: len(shape) - ndim], shape[len(shape) - ndim :]
-
-
-def _window_sum(spatial: Shape, pooled: Shape) -> int:
-    """Σ over outputs of their window's elements: a product over dims of each dim's window sum."""
-    return math.prod(sum(adaptive_windows(s, o)) for s, o in zip(spatial, pooled, strict=True))
 
 
 @cost_rule(
@@ -95,7 +92,10 @@ def adaptive_pooling(op: Operation, *, spatial_dims: Positive = 2, mode: Literal
     out_lead, pooled = _split(op, op.output, "the output", spatial_dims)
     if out_lead != lead:
         raise ShapeError(f"{where(op)} output={op.output} must keep x's leading dims {lead}")
-    windows = math.prod(lead) * _window_sum(window_dims, pooled)
+    if any(size == 0 and out > 0 for size, out in zip(window_dims, pooled, strict=True)):
+        # every window would be empty: no max or mean to write (PyTorch rejects it too)
+        raise ShapeError(f"{where(op)}: x {x} has an empty spatial dim to pool into the output {op.output}")
+    windows = math.prod(lead) * adaptive_window_elements(window_dims, pooled)
     outputs = math.prod(op.output)
     return default_cost(op, windows if mode == "avg" else windows - outputs)
 
@@ -135,4 +135,4 @@ def pooling_gradient(
     if mode == "avg":
         window = spatial(op, "kernel", kernel, len(pooled))
         return default_cost(op, elements * (math.prod(window) + 1))
-    return default_cost(op, math.prod(lead) * (_window_sum(window_dims, pooled) + math.prod(pooled)))
+    return default_cost(op, math.prod(lead) * (adaptive_window_elements(window_dims, pooled) + math.prod(pooled)))

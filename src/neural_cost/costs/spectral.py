@@ -24,20 +24,19 @@ from ..core.dtypes import dtype_info
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation
-from .registry import Positive, cost_rule, expect_inputs, read_inputs, where
+from .intmath import ceil_times_log2
+from .registry import Positive, cost_rule, expect_inputs, expect_output, read_inputs, where
 
 Transform = Literal["c2c", "r2c", "c2r"]
 _REAL_PART = {"complex64": "float32", "complex128": "float64"}
 
 
 def fft_flops(points: int, transform: str = "c2c") -> int:
-    """5·N·log2 N for one complex transform of N points (half for r2c and c2r), rounded up;
-    exact for powers of two. 0 for N < 2."""
+    """5·N·log2 N for one complex transform of N points (half for r2c and c2r), rounded up,
+    in exact integer arithmetic (exact, not rounded, for powers of two). 0 for N < 2."""
     if points < 2:
         return 0
-    exact = 5 * points * math.log2(points) / (1 if transform == "c2c" else 2)
-    rounded = round(exact)
-    return rounded if abs(exact - rounded) < 1e-6 else math.ceil(exact)
+    return ceil_times_log2(5 * points, 1 if transform == "c2c" else 2, points)
 
 
 @cost_rule(
@@ -58,6 +57,14 @@ def fft(op: Operation, *, lengths: tuple[Positive, ...], transform: Transform = 
         raise ShapeError(
             f"{where(op)} attrs['lengths']={lengths} must be the trailing dims of the {transform} transform's "
             f"{side} {signal}"
+        )
+    x = op.inputs[0]
+    if transform == "c2c":
+        expect_output(op, x, "a complex transform keeps the signal's shape")
+    elif transform == "r2c" and op.output not in ((*x[:-1], x[-1] // 2 + 1), x):
+        raise ShapeError(
+            f"{where(op)} output={op.output} does not fit the r2c transform of {x}: expected the one-sided "
+            f"{(*x[:-1], x[-1] // 2 + 1)} or the two-sided {x}"
         )
     points = math.prod(lengths)
     batch = math.prod(signal[:-dims])

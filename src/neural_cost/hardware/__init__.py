@@ -1,7 +1,8 @@
 """Hardware descriptions: the spec record, host-CPU detection (detection and calibration build on it)."""
 
 from .cpuinfo import parse_cpuinfo
-from .host import host_cpu_spec, measure_copy_bandwidth
+from .dram import measure_copy_bandwidth
+from .host import host_cpu_spec
 from .spec import DEVICE_KINDS, HardwareSpec
 
 __all__ = ["DEVICE_KINDS", "HardwareSpec", "host_cpu_spec", "measure_copy_bandwidth", "parse_cpuinfo"]

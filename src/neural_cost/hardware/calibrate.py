@@ -37,10 +37,10 @@ RELATIVE_TOLERANCE = {"float64": 1e-10, "float32": 1e-3, "tfloat32": 1e-2, "bflo
 class ProbeResult:
     """One verified probe: what it did, every timed sample, and the rate of the best one."""
 
-    probe: str  # "matmul" | "copy"
+    probe: str  # "matmul" | "conv" | "copy"
     dtype: str
-    size: int  # matmul: n of an n×n·n×n product; copy: bytes copied
-    work: int  # matmul: 2·n³ FLOPs; copy: bytes read + written
+    size: int  # matmul: n of an n×n·n×n product; conv: the batch; copy: bytes copied
+    work: int  # matmul: 2·n³ FLOPs; conv: 2·output elements·C_in·kh·kw; copy: bytes read + written
     samples_seconds: tuple[float, ...]
     verified: str
 
@@ -94,11 +94,11 @@ class CalibrationResult:
     def render(self) -> str:
         lines = [f"calibration on {self.device} ({self.framework}):"]
         for probe in (*self.matmuls, self.copy):
-            unit = "FLOP/s" if probe.probe == "matmul" else "B/s"
-            key = probe.dtype if probe.probe == "matmul" else "memory_bandwidth"
+            unit = "B/s" if probe.probe == "copy" else "FLOP/s"
+            key = "memory_bandwidth" if probe.probe == "copy" else probe.dtype
             what = f"{probe.size}² matmul" if probe.probe == "matmul" else f"copy of {format_si(probe.size, 'B')}"
             if self.reference is not None and key in self.ratios:
-                table = self.reference.peak(probe.dtype) if probe.probe == "matmul" else self.reference.memory_bandwidth
+                table = self.reference.memory_bandwidth if probe.probe == "copy" else self.reference.peak(probe.dtype)
                 versus = f" = {format_percent(self.ratios[key])} of {format_si(table, unit)}"
             elif self.reference is not None:
                 versus = " (no reference figure)"
@@ -181,19 +181,19 @@ def numpy_matmul_probe(
 
 
 def numpy_copy_probe() -> CopyProbe:
-    """The host copy probe (``measure_copy_bandwidth``) as a ProbeResult."""
+    """The host's all-core copy probe (``measure_dram_bandwidth``, at least 9 samples) as a ProbeResult."""
 
     def probe(nbytes: int, repeats: int) -> ProbeResult:
-        from .host import measure_copy_bandwidth
+        from .dram import MIN_SAMPLES, measure_dram_bandwidth
 
-        measured = measure_copy_bandwidth(nbytes or None, repeats)
+        measured = measure_dram_bandwidth(nbytes or None, max(repeats, MIN_SAMPLES))
         return ProbeResult(
             "copy",
             "float32",
             measured.nbytes,
             measured.bytes_moved,
             measured.samples_seconds,
-            f"sampled after every copy, whole buffer at the end ({measured.size_source})",
+            f"all cores; sampled after every copy, whole buffer at the end ({measured.size_source})",
         )
 
     return probe
@@ -289,7 +289,8 @@ def calibrate(
         )
     notes = []
     try:
-        reference, _ = detect_hardware(None, memory_bandwidth=1.0)  # the formula's peaks; its bandwidth is unused
+        # the formula's peaks (not a cached calibration's); its bandwidth is unused
+        reference, _ = detect_hardware(None, memory_bandwidth=1.0, calibrated=False)
         reference = HardwareSpec(
             reference.name,
             reference.peak_flops,

@@ -126,16 +126,18 @@ def available_devices() -> list[str]:
 
 
 def detect_hardware(
-    device: Any = None, *, memory_bandwidth: float | None = None
+    device: Any = None, *, memory_bandwidth: float | None = None, calibrated: bool = True
 ) -> tuple[HardwareSpec, DetectionResult]:
     """The spec of ``device`` (default: the host CPU) and how each number was obtained.
 
-    ``memory_bandwidth`` overrides the host CPU's measured bandwidth (the probe takes about
-    a second); GPU bandwidths come from their table rows.
+    The host CPU's bandwidth is read from this machine's calibration cache, or measured
+    with all cores once (about a second) and cached; ``memory_bandwidth`` overrides it.
+    ``calibrated=False`` keeps the host's formula peaks even where a cached calibration
+    measured faster kernels. GPU bandwidths come from their table rows.
     """
     ref = resolve_device(device)
     if ref.kind == "cpu":
-        return _cpu(ref, memory_bandwidth)
+        return _cpu(ref, memory_bandwidth, calibrated)
     if ref.platform == "cuda":
         return _nvidia(ref)
     if ref.platform == "mps":
@@ -146,23 +148,17 @@ def detect_hardware(
     )
 
 
-def _cpu(ref: DeviceRef, memory_bandwidth: float | None) -> tuple[HardwareSpec, DetectionResult]:
+def _cpu(ref: DeviceRef, memory_bandwidth: float | None, calibrated: bool) -> tuple[HardwareSpec, DetectionResult]:
     if sys.platform == "darwin":
         return _apple_cpu(ref)
     from .host import host_cpu_spec
 
-    spec, host = host_cpu_spec(memory_bandwidth=memory_bandwidth)
-    sources = {
-        f"peak_flops[{dtype}]": (
-            f"formula: {host.physical_cores} physical cores ({host.cores_source}) × {host.clock_hz / 1e9:.4g} GHz "
-            f"({host.clock_source}) × {host.flops_per_cycle[dtype]} FLOP/cycle ({host.isa_by_dtype[dtype]})"
-        )
-        for dtype in host.peak_flops_by_dtype
-    }
-    sources["memory_bandwidth"] = host.bandwidth_source
+    spec, host = host_cpu_spec(memory_bandwidth=memory_bandwidth, calibrated=calibrated)
+    sources = {f"peak_flops[{dtype}]": spec.source_of(f"peak_flops[{dtype}]") for dtype in host.peak_flops_by_dtype}
+    sources["memory_bandwidth"] = spec.source_of("memory_bandwidth")
     if host.memory_capacity_source:
         sources["memory_capacity"] = host.memory_capacity_source
-    notes = []
+    notes = list(host.notes)
     if "bfloat16" not in host.peak_flops_by_dtype:
         notes.append(
             "no bfloat16 peak: this CPU has neither AMX nor AVX512_BF16, so bfloat16 runs at FP32 rates or slower"

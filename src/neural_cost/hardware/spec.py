@@ -35,7 +35,9 @@ class HardwareSpec:
     ``peak_flops`` is the fallback for any dtype without its own entry in
     ``peak_flops_by_dtype``. ``kind`` is the device kind (cpu, gpu, tpu, npu, unknown);
     ``source`` says where the numbers came from ("user-supplied", a table row, a formula,
-    a measurement) so a report can cite it.
+    a measurement) so a report can cite it. ``sources`` optionally cites each number on its
+    own, keyed ``"peak_flops[float32]"`` or ``"memory_bandwidth"``; a number without an
+    entry is cited by ``source``.
     """
 
     name: str
@@ -45,6 +47,7 @@ class HardwareSpec:
     peak_flops_by_dtype: Mapping[str, float] | None = None
     memory_capacity: int | None = None
     source: str = "user-supplied"
+    sources: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -80,6 +83,18 @@ class HardwareSpec:
             )
         if not isinstance(self.source, str) or not self.source:
             raise HardwareError(f"HardwareSpec {self.name!r} source={self.source!r} must be a non-empty string")
+        if self.sources is not None:
+            if not isinstance(self.sources, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) and v for k, v in self.sources.items()
+            ):
+                raise HardwareError(
+                    f"HardwareSpec {self.name!r} sources must map names like 'memory_bandwidth' to non-empty strings"
+                )
+            object.__setattr__(self, "sources", FrozenAttrs(dict(sorted(self.sources.items()))) or None)
+
+    def source_of(self, number: str) -> str:
+        """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``) came from."""
+        return self.sources.get(number, self.source) if self.sources else self.source
 
     def has_peak(self, dtype: str) -> bool:
         """True when ``dtype`` has its own peak (not the ``peak_flops`` fallback)."""
@@ -104,6 +119,7 @@ class HardwareSpec:
             "memory_bandwidth": self.memory_bandwidth,
             "memory_capacity": self.memory_capacity,
             "source": self.source,
+            **({"sources": dict(self.sources)} if self.sources else {}),
         }
 
     @classmethod
@@ -116,4 +132,5 @@ class HardwareSpec:
             peak_flops_by_dtype=data.get("peak_flops_by_dtype"),
             memory_capacity=data.get("memory_capacity"),
             source=data.get("source", "user-supplied"),
+            sources=data.get("sources"),
         )

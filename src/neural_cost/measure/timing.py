@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -169,8 +171,42 @@ def auto_sync(result: Any) -> str:
     return waited
 
 
-def _name_of(fn: Any) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+#: ``progress(stage, done, total)`` after each run of ``benchmark``; stage is "warmup" or "timing".
+Progress = Callable[[str, int, int], None]
+
+# A context variable, not a benchmark() keyword: adapters call benchmark() inside their own
+# benchmark methods, so a keyword would have to be threaded through every adapter, and it
+# would capture a workload's own ``progress=`` keyword (benchmark forwards **kwargs to fn).
+_progress: ContextVar[Progress | None] = ContextVar("neural_cost_benchmark_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting_progress(callback: Progress) -> Iterator[None]:
+    """While the block runs, every ``benchmark`` call (also those inside an adapter) calls
+    ``callback(stage, done, total)`` after each warmup and each timed run."""
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def display_name(fn: Any) -> str:
+    """What to call ``fn`` in a message: what it wraps (``__wrapped__``, as ``functools.wraps``
+    sets it), by its qualified name without ``<locals>`` paths (``build.<locals>.f`` is ``f``,
+    a lambda in it ``<lambda>``), an object by its type; a wrapper of neural-cost's own that
+    names nothing is "the workload"."""
+    for _ in range(100):  # a __wrapped__ chain, as inspect.unwrap follows it, cut short if it loops
+        inner = getattr(fn, "__wrapped__", None)
+        if inner is None or inner is fn:
+            break
+        fn = inner
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if isinstance(name, str) and "<locals>" in name and str(getattr(fn, "__module__", "")).startswith("neural_cost."):
+        return "the workload"  # an adapter's closure around the user's model: its name means nothing to them
+    if not isinstance(name, str):
+        return type(fn).__name__
+    return name.rpartition("<locals>.")[2]
 
 
 def benchmark(
@@ -190,7 +226,8 @@ def benchmark(
     ``sync`` runs inside the timed region after each call: ``"auto"`` waits on JAX arrays
     and CUDA/MPS tensors in the result, a callable receives the result, None waits for
     nothing. ``clock`` is injectable so the harness is testable without real time. The
-    device is inferred from the arguments unless given.
+    device is inferred from the arguments unless given. Progress goes to the callback of
+    ``reporting_progress``, if one is active.
     """
     if not callable(fn):
         raise MeasurementError(f"benchmark: fn={fn!r} is not callable; pass the function or model to time")
@@ -202,6 +239,7 @@ def benchmark(
 
     sync_label = "none"
     last_result: Any = None
+    report = _progress.get()
 
     def run_once() -> float:
         nonlocal sync_label, last_result
@@ -212,17 +250,25 @@ def benchmark(
                 sync_label = auto_sync(result)
             elif callable(sync):
                 sync(result)
-                sync_label = f"user hook {_name_of(sync)}"
+                sync_label = f"user hook {display_name(sync)}"
         except Exception as error:
             raise MeasurementError(
-                f"benchmark: {_name_of(fn)} raised {type(error).__name__} while being timed: {error}"
+                f"benchmark: {display_name(fn)} raised {type(error).__name__} while being timed: {error}"
             ) from error
         return clock() - start
 
-    warm = tuple(run_once() for _ in range(warmup))
+    def runs(stage: str, count: int) -> tuple[float, ...]:
+        seconds = []
+        for done in range(1, count + 1):
+            seconds.append(run_once())
+            if report is not None:
+                report(stage, done, count)
+        return tuple(seconds)
+
+    warm = runs("warmup", warmup)
     if telemetry is not None:
         telemetry.reset()
-    samples = tuple(run_once() for _ in range(repeats))
+    samples = runs("timing", repeats)
     figures = dict(telemetry.read()) if telemetry is not None else {}
     peak = figures.pop("peak_memory_bytes", None)
     inferred = infer_device(args, kwargs)
@@ -239,5 +285,5 @@ def benchmark(
         peak_memory_bytes=peak,
         allocator=FrozenAttrs(figures),
         sync=sync_label,
-        clock="time.perf_counter" if clock is time.perf_counter else _name_of(clock),
+        clock="time.perf_counter" if clock is time.perf_counter else display_name(clock),
     )

@@ -10,6 +10,7 @@ from .printable import printable
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
+    from ..hardware.spec import HardwareSpec
 
 
 def _delta(before: float, after: float, fmt: Callable[[float], str]) -> str:
@@ -20,6 +21,43 @@ def _delta(before: float, after: float, fmt: Callable[[float], str]) -> str:
     change = f" ({(after - before) / before:+.1%})" if before else ""
     sign = "+" if after > before else "-"
     return f"{sign}{fmt(abs(after - before))}{change}"
+
+
+def _change(label: str, before: float | None, after: float | None, unit: str) -> str:
+    shown = [format_si(v, unit) if v is not None else "none" for v in (before, after)]
+    relative = f" ({(after - before) / before:+.1%})" if before and after is not None else ""
+    return f"{label} {shown[0]} → {shown[1]}{relative}"
+
+
+def spec_changes(before: HardwareSpec, after: HardwareSpec) -> list[str]:
+    """Every number of two specs that differs, with its relative change, then changed sources:
+    ``bandwidth 43.0 GB/s → 23.5 GB/s (-45.3%)``."""
+    changes = []
+    if before.name != after.name or before.kind != after.kind:
+        changes.append(f"device {before.name} ({before.kind}) → {after.name} ({after.kind})")
+    peaks_before = dict(before.peak_flops_by_dtype or {})
+    peaks_after = dict(after.peak_flops_by_dtype or {})
+    if before.peak_flops != after.peak_flops:
+        changes.append(_change("peak_flops (fallback)", before.peak_flops, after.peak_flops, "FLOP/s"))
+    for dtype in sorted(set(peaks_before) | set(peaks_after)):
+        if peaks_before.get(dtype) != peaks_after.get(dtype):
+            changes.append(_change(f"{dtype} peak", peaks_before.get(dtype), peaks_after.get(dtype), "FLOP/s"))
+    if before.memory_bandwidth != after.memory_bandwidth:
+        changes.append(_change("bandwidth", before.memory_bandwidth, after.memory_bandwidth, "B/s"))
+    if before.memory_capacity != after.memory_capacity:
+        changes.append(_change("memory capacity", before.memory_capacity, after.memory_capacity, "B"))
+    # A number whose value changed is named above; one whose value held but whose source moved
+    # (a formula now beside a calibration) is named here.
+    same = [d for d in sorted(set(peaks_before) & set(peaks_after)) if peaks_before[d] == peaks_after[d]]
+    numbers = [f"peak_flops[{d}]" for d in same]
+    if before.memory_bandwidth == after.memory_bandwidth:
+        numbers.append("memory_bandwidth")
+    for number in numbers:
+        if before.source_of(number) != after.source_of(number):
+            changes.append(f"{number} source {before.source_of(number)!r} → {after.source_of(number)!r}")
+    if not changes:  # only the spec-wide source text differs
+        changes.append(f"source {before.source!r} → {after.source!r}")
+    return changes
 
 
 def _shapes(report: GapReport) -> str:
@@ -55,7 +93,11 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
             f"speed-up of the same machine"
         )
     if before.hardware.to_dict() != after.hardware.to_dict():
-        notes.append(f"scored against different specs: {before.hardware.name} → {after.hardware.name}")
+        notes.append(
+            f"scored against different specs: {before.hardware.name} → {after.hardware.name}: "
+            + "; ".join(spec_changes(before.hardware, after.hardware))
+            + "; bound and efficiency deltas include the change of spec"
+        )
     if before.estimate.input_shapes != after.estimate.input_shapes:
         notes.append(
             f"different inputs: {_shapes(before)} → {_shapes(after)}; FLOP and byte deltas include "

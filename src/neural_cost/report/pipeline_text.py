@@ -66,13 +66,17 @@ def render_pipeline(report: PipelineReport) -> str:
         elif gap >= 0:
             out.append(
                 f"  unexplained: {format_seconds(gap)} ({format_percent(gap / end_to_end)} of end-to-end) — time "
-                f"outside the stages, usually Python dispatch and loop overhead"
+                f"outside the stages: work between them, and Python dispatch and loop overhead where a run is not "
+                f"compiled"
             )
         else:
             out.append(
                 f"  unexplained: {format_seconds(gap)} — negative: the end-to-end run is faster than its stages "
-                f"added up, so they overlap or fuse inside the whole program"
+                f"added up, so they overlap or fuse inside the whole program (and each stage timed alone pays its own "
+                f"dispatch and sync)"
             )
+    for stage in (*report.stages, *([report.total] if report.total is not None else [])):
+        out.extend(f"  {stage.name}: {note}" for note in stage.notes)  # how it was timed, when not as the others
     for stage in report.stages:
         if stage.error is not None:
             out.append(f"  {stage.name}: failed — {stage.error}")

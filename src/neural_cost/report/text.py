@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
+from .labels import operation_labels
 from .printable import printable
 
 if TYPE_CHECKING:
@@ -58,7 +59,17 @@ def _device_line(report: GapReport) -> str:
     if m.device_source.startswith("assumed"):  # nothing said where it ran: say so rather than assert it
         ran += f" [{m.device_source}]"
     kind = "kind unknown" if h.kind == "unknown" else h.kind
-    return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source})"
+    # The numbers the bound was scored with, each beside its source: a spec whose numbers share
+    # one source names it once; per-number sources (a formula, a cached measurement) each.
+    figures: list[tuple[str, str]] = []
+    for dtype in report.estimate.flops_by_dtype:
+        own = h.has_peak(dtype) or h.peak_flops_by_dtype is None
+        fallback = "" if own else f", no {dtype} peak of its own: peak_flops"
+        figures.append((f"{dtype} {format_si(h.peak(dtype), 'FLOP/s')}{fallback}", h.source_of(f"peak_flops[{dtype}]")))
+    figures.append((f"bandwidth {format_si(h.memory_bandwidth, 'B/s')}", h.source_of("memory_bandwidth")))
+    if all(source == h.source for _, source in figures):
+        return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source}): " + "; ".join(f for f, _ in figures)
+    return f"device: ran on {ran} · peaks for {h.name} ({kind}): " + "; ".join(f"{f} ({s})" for f, s in figures)
 
 
 def _inputs_line(report: GapReport) -> str:
@@ -66,9 +77,27 @@ def _inputs_line(report: GapReport) -> str:
     if not shapes:
         return "inputs: not recorded"
     listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes)
-    first = shapes[0][1]
-    batch = f" · batch {first[0]} (leading dim of {shapes[0][0]})" if first else ""
+    source = _batch_input(report)
+    batch = f" · batch {source[1][0]} (leading dim of {source[0]})" if source else ""
     return f"inputs: {listed}{batch}"
+
+
+def _batch_input(report: GapReport) -> tuple[str, tuple[int, ...]] | None:
+    """The input the batch size is read from: never a parameter (a weight matrix's leading dim
+    is no batch). The first input the boundary does not mark as a parameter — and, where no
+    parameter is marked at all (a JAX ``fn(w, x)`` traced without ``param_argnums``), the first
+    whose leading dim is the first output's, as a batch is; else the first input."""
+    boundary = report.estimate.boundary
+    parameters = {t.name for t in boundary if t.role == "parameter"}
+    inputs = [(name, shape) for name, shape in report.estimate.input_shapes if shape and name not in parameters]
+    if not inputs:
+        return None
+    outputs = [t.shape for t in boundary if t.role == "output" and t.shape]
+    if not parameters and outputs and len(inputs) > 1:
+        for name, shape in inputs:
+            if shape[0] == outputs[0][0]:
+                return name, shape
+    return inputs[0]
 
 
 def _runs_line(report: GapReport) -> str:
@@ -139,13 +168,15 @@ def _efficiency_line(report: GapReport) -> str:
     return line
 
 
-def _table(rows: tuple[RowTime, ...], top: int, noun: str) -> list[str]:
+def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str]) -> list[str]:
+    """The top rows. Operations: ``runs`` is how many times the row's operation executed
+    (``×8`` in an 8-trip loop). Scopes: ``executed ops`` is how many operations ran in the
+    scope, each once per execution — a layer of a matmul and a bias add, run once, reads 2."""
     shown = rows[:top]
     header = ("#", noun.rstrip("s"), "kind", "FLOPs", "bytes", "FLOP/B", "share")
     show_runs = any(r.executions > 1 for r in shown)
     body = []
-    for i, row in enumerate(shown, start=1):
-        name = row.name if noun == "scopes" or not row.scope else f"{row.scope}/{row.name}"
+    for i, (row, name) in enumerate(zip(shown, names, strict=False), start=1):
         intensity = f"{row.arithmetic_intensity:.2f}" if row.arithmetic_intensity is not None else "-"
         cells = [
             str(i),
@@ -157,11 +188,11 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str) -> list[str]:
             format_percent(row.share),
         ]
         if show_runs:
-            cells.insert(3, f"×{row.executions}")
+            cells.insert(3, f"×{format_int(row.executions)}" if noun == "operations" else format_int(row.executions))
         body.append(cells)
     head = list(header)
     if show_runs:
-        head.insert(3, "runs")
+        head.insert(3, "runs" if noun == "operations" else "executed ops")
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     left = {1, 2}
 
@@ -196,6 +227,7 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     lines += [f"{f.severity}: {f.message}" for f in report.findings if not f.header]
     rows = report.scope_rows if group_by_scope else report.operation_rows
     if rows and top > 0:
-        lines += _table(rows, top, "scopes" if group_by_scope else "operations")
+        names = [row.name for row in rows] if group_by_scope else operation_labels(report, rows)
+        lines += _table(rows, top, "scopes" if group_by_scope else "operations", names)
     # Names, devices and notes come from the report, which may come from a hostile file.
     return "\n".join([TITLE] + [INDENT + printable(line) for line in lines]) + "\n"

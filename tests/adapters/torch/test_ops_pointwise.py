@@ -367,16 +367,29 @@ def test_glu_backward_names_its_entry_and_writes_both_halves():
     assert op.cost.write_bytes == 96  # x's gradient, 24 floats, written as its two halves
 
 
-def test_fills_write_only_and_arange_computes_start_plus_i_step():
+def test_fills_and_index_fills_write_only():
     x = torch.randn(4, 6)
-    rec = record(lambda: (torch.zeros_like(x), torch.full((3, 5), 2.0), x.clone().zero_(), torch.arange(10)))
-    for name, elements, nbytes in (("zeros_like", 24, 96), ("full", 15, 60), ("zero_", 24, 96)):
+    rec = record(
+        lambda: (
+            torch.zeros_like(x),
+            torch.full((3, 5), 2.0),
+            x.clone().zero_(),
+            torch.arange(10),
+            torch.linspace(0.0, 1.0, 7),
+        )
+    )
+    # arange and linspace are index fills (start + i·step), 0 FLOPs as XLA counts iota
+    for name, elements, nbytes in (
+        ("zeros_like", 24, 96),
+        ("full", 15, 60),
+        ("zero_", 24, 96),
+        ("arange", 10, 80),  # 10 int64 = 80 bytes
+        ("linspace", 7, 28),  # 7 float32 = 28 bytes
+    ):
         op = rec.one(name)
         assert op.inputs == () and op.cost.flops == 0 and math.prod(op.output) == elements
         assert (op.cost.read_bytes, op.cost.write_bytes) == (0, nbytes)
-    arange = rec.one("arange")
-    assert arange.cost.flops_by_dtype == {"int64": 20}  # 10 * (start + i·step) = 20
-    assert arange.cost.write_bytes == 80
+    assert rec.one("arange").attrs["op"] == rec.one("linspace").attrs["op"] == "arange"
 
 
 # --- reductions -----------------------------------------------------------------------------

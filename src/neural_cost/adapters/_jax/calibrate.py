@@ -92,3 +92,34 @@ def jax_copy_probe(device: Any) -> Any:
         )
 
     return probe
+
+
+def jax_conv_probe(device: Any) -> Any:
+    """A stride-1, 'SAME' 3×3 convolution of random NCHW data (``hardware.kernels.CONV_SHAPE``),
+    jitted on ``device``, verified on sampled outputs against float64 sums."""
+    from ...hardware.kernels import CONV_FILTERS, CONV_KERNEL, CONV_SHAPE, check_conv, conv_flops, conv_positions
+
+    def probe(dtype: str, repeats: int) -> ProbeResult:
+        if dtype not in _JAX_DTYPES or dtype == "float64":
+            raise MeasurementError(f"JaxAdapter.calibrate: no convolution probe for dtype {dtype!r}")
+        key_x, key_w = jax.random.split(jax.random.key(2))
+        kind = _JAX_DTYPES[dtype]
+        x = jax.device_put(jax.random.normal(key_x, CONV_SHAPE, jnp.float32).astype(kind), device)
+        w_shape = (CONV_FILTERS, CONV_SHAPE[1], CONV_KERNEL, CONV_KERNEL)
+        w = jax.device_put(jax.random.normal(key_w, w_shape, jnp.float32).astype(kind), device)
+        refuse_constant(np.asarray(x[0, 0].astype(jnp.float32)), f"{dtype} convolution")
+        precision = _PRECISION.get(dtype)
+        conv = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), "SAME", precision=precision))
+        positions = conv_positions()
+        x_host, w_host = np.asarray(x.astype(jnp.float32)), np.asarray(w.astype(jnp.float32))
+        check_conv(np.asarray(_block(conv(x, w)).astype(jnp.float32)), x_host, w_host, dtype, positions)
+        samples: list[float] = []
+        result: Any = None
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = _block(conv(x, w))
+            samples.append(time.perf_counter() - start)
+        verified = check_conv(np.asarray(result.astype(jnp.float32)), x_host, w_host, dtype, positions)
+        return ProbeResult("conv", dtype, CONV_SHAPE[0], conv_flops(), tuple(samples), verified)
+
+    return probe

@@ -15,10 +15,12 @@ equations are counted as executed and modeled, part of that one record.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from ...core.records import LoopAssumption, Operation
+from .._labels import Origins
 from .._walk import Loops, WalkState, lower, take_costliest_branch
 from .composites import JIT_COMPOSITES, STARTS, NormCall, inline_record, jit_composite, match_inline, use_counts
 from .loops import infer_trip_count
@@ -54,6 +56,17 @@ def _location(eqn: Any) -> str | None:
         return str(source_info_util.summarize(eqn.source_info))
     except Exception:  # a private helper: its absence must not break tracing
         return None
+
+
+def _source(source_info: Any) -> str | None:
+    """``model.py:42``: the user's line that made an equation (JAX's own frames skipped)."""
+    try:
+        from jax._src import source_info_util
+
+        frame = source_info_util.user_frame(source_info.traceback)
+    except Exception:  # a private helper: its absence must not break tracing
+        return None
+    return f"{os.path.basename(frame.file_name)}:{frame.start_line}" if frame is not None else None
 
 
 #: Scopes JAX itself pushes (a checkpoint's recomputation), not the user's module path.
@@ -136,11 +149,13 @@ class Walker:
         self.scan_index = 0
         #: Flax norm layers by scope path (``composites.flax_norms``); each folds once.
         self.norms = {path: call for path, call in (norms or {}).items() if call is not None}
+        self.origins = Origins()
 
     def run(self, closed_jaxpr: Any) -> WalkState:
         state = WalkState()
         self.walk(_open(closed_jaxpr), 1, None, state)
         self.loops.check()
+        state.operations = self.origins.label(state.operations, _source)
         return state
 
     def walk(self, jaxpr: Any, count: int, prefix: str | None, state: WalkState) -> None:
@@ -155,6 +170,7 @@ class Walker:
         i = 0
         while i < len(eqns):
             eqn = eqns[i]
+            before = len(state.operations)
             taken = 0
             if eqn.primitive.name in STARTS:
                 taken = self._inline(eqns, i, counted, count, prefix, state)
@@ -163,6 +179,8 @@ class Walker:
             if not taken:
                 self.equation(eqn, count, prefix, state)
                 taken = 1
+            if len(state.operations) > before:
+                self.origins.mark(state.operations[before:], eqn.source_info)
             i += taken
 
     # -- library ops counted as the op (see ``composites``) -------------------------------
@@ -267,7 +285,8 @@ class Walker:
         self.scan_index += 1
         label = f"{scope}/scan_{index}" if scope else f"scan_{index}"
         state.loops.append(LoopAssumption(label, length, "static", scope=scope, location=_location(eqn)))
-        self.walk(_open(eqn.params["jaxpr"]), count * length, scope, state)
+        with self.origins.inside(f"scan_{index}"):
+            self.walk(_open(eqn.params["jaxpr"]), count * length, scope, state)
 
     def _while(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
         loop = self.loops.enter(scope, lambda: infer_trip_count(eqn), _location(eqn))
@@ -275,8 +294,9 @@ class Walker:
         state.free += count
         state.free_reasons["while"] = CALL_BOUNDARY
         state.loops.append(loop)
-        self.walk(_open(eqn.params["cond_jaxpr"]), count * (trips + 1), scope, state)
-        self.walk(_open(eqn.params["body_jaxpr"]), count * trips, scope, state)
+        with self.origins.inside(loop.label.rsplit("/", 1)[-1]):
+            self.walk(_open(eqn.params["cond_jaxpr"]), count * (trips + 1), scope, state)
+            self.walk(_open(eqn.params["body_jaxpr"]), count * trips, scope, state)
 
     def _cond(self, eqn: Any, count: int, scope: str | None, state: WalkState) -> None:
         walked = []

@@ -25,5 +25,6 @@ free(
 free("creates a resource handle; no tensor data", "VarHandleOp")
 free("reads shape metadata only", "Shape", "ShapeN", "Size", "Rank", "EnsureShape")
 free("same elements in a new shape: TensorFlow shares the input's buffer", "Reshape", "Squeeze", "ExpandDims")
+free("the same bytes read as another type: TensorFlow shares the input's buffer", "Bitcast")
 free("allocates a list of empty elements; the elements are written by TensorListSetItem", "TensorListReserve")
 free("reads list metadata only", "TensorListElementShape", "TensorListLength")

@@ -7,6 +7,12 @@ canonical layout (x (N, C, *spatial)); the arithmetic lives in ``neural_cost.cos
 pads as convolutions do (SAME, VALID or EXPLICIT; see ``common``).
 
 - ``FusedBatchNorm*`` always applies its scale and offset: ``batchnorm`` with affine=True.
+- Gradients, each PyTorch's record for the same backward: ``FusedBatchNormGrad*`` is
+  ``native_batch_norm_backward``'s ``norm_backward`` (all three gradients, the scale read);
+  ``AvgPoolGrad`` is ``avg_pool2d_backward``'s ``pooling_gradient``. ``MaxPoolGrad`` has no
+  saved indices (PyTorch's backward reads them): it finds each window's maximum again from the
+  input, as JAX's select-and-scatter does, a ``pooling_backward`` record (the forward's output,
+  an operand too, is not read by the CPU kernel).
 """
 
 from __future__ import annotations
@@ -69,3 +75,57 @@ def _fused_batch_norm(op: Any, ctx: TfContext) -> Sequence[Operation]:
 @lowers("Softmax", "LogSoftmax")
 def _softmax(op: Any, ctx: TfContext) -> Sequence[Operation]:
     return [ctx.op(op, "softmax", attrs={"axis": -1, "log": op.type == "LogSoftmax"})]
+
+
+# -- gradients -------------------------------------------------------------------------------
+
+
+@lowers("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
+def _fused_batch_norm_grad(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """(dy, x, scale, mean, variance or its inverse[, reserve]) → (dx, dscale, doffset): the batch
+    statistics saved by the forward in training, the moving ones otherwise."""
+    last = _channels_last(op)
+    x = _canonical(ctx.shape(op.inputs[1]), last)
+    per_channel = op.inputs[2:5]
+    attrs = {"norm": "batch", "training": bool(attr(op, "is_training", True)), "affine": True}
+    return [
+        ctx.op(
+            op, "norm_backward", op.inputs[:5], attrs=attrs, input_shapes=(x, x, *(ctx.shape(t) for t in per_channel)),
+            output_shape=x, extra_outputs=op.outputs[1:3],
+        )
+    ]  # fmt: skip
+
+
+def _window(op: Any, ctx: TfContext, x: Any, last: bool) -> dict[str, Any]:
+    ndim = len(ctx.shape(x)) - 2
+    if op.type == "MaxPoolGradV2":
+        ksize, strides = const_ints(op.inputs[3]), const_ints(op.inputs[4])
+        if ksize is None or strides is None:
+            raise UnmodeledOp("MaxPoolGradV2 with a window or strides that are not constants")
+    else:
+        ksize, strides = tuple(attr(op, "ksize", [])), tuple(attr(op, "strides", []))
+    kernel, stride = _spatial(ksize, last, ndim), _spatial(strides, last, ndim)
+    padding = _paddings(op, _canonical(ctx.shape(x), last)[2:], kernel, stride, (1,) * ndim, last)
+    return {"kernel": kernel, "stride": stride, "padding": padding}
+
+
+@lowers("MaxPoolGrad", "MaxPoolGradV2", "MaxPool3DGrad")
+def _max_pool_grad(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """(x, the forward's output, grad) → x's shape."""
+    last = _channels_last(op)
+    x, grad = op.inputs[0], op.inputs[2]
+    shapes = (_canonical(ctx.shape(grad), last), _canonical(ctx.shape(x), last))
+    attrs = {"mode": "max", **_window(op, ctx, x, last)}
+    return [ctx.op(op, "pooling_backward", (grad, x), attrs=attrs, input_shapes=shapes, output_shape=shapes[1])]
+
+
+@lowers("AvgPoolGrad", "AvgPool3DGrad")
+def _avg_pool_grad(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """(x's shape, a constant, grad) → x's shape: every gradient element spread over its window."""
+    last = _channels_last(op)
+    grad = op.inputs[1]
+    shape = _canonical(ctx.shape(grad), last)
+    ndim = len(shape) - 2
+    attrs = {"mode": "avg", "spatial_dims": ndim, "kernel": _spatial(tuple(attr(op, "ksize", [])), last, ndim)}
+    out = _canonical(ctx.shape(op.outputs[0]), last)
+    return [ctx.op(op, "pooling_gradient", (grad,), attrs=attrs, input_shapes=(shape,), output_shape=out)]

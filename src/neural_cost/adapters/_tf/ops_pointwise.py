@@ -18,6 +18,12 @@ tensor of another width or encoding is written); a Cast to the same dtype return
 (free, see ``EMPTY_REASONS``). ``BiasAdd`` in NCHW broadcasts its bias over the channel dim:
 the recorded bias shape is (C, 1, ..., 1). ``Select`` (v1) with a vector condition picks
 whole rows: the recorded condition is (N, 1, ..., 1).
+
+Activation gradients (``ReluGrad``, ``SigmoidGrad``, ``RsqrtGrad``...) name the catalog's
+backward entries, the ones PyTorch's backward ops name (``ReluGrad`` → ``threshold_backward``),
+so a training step's backward counts the same in both. ``AssignAddVariableOp`` and
+``AssignSubVariableOp`` (optimizer updates, step counters) are one add or subtract per
+element of the variable, updated in place; ``AssignVariableOp`` is a copy (``ops_movement``).
 """
 
 from __future__ import annotations
@@ -70,7 +76,26 @@ ALIASES: dict[str, str] = {
     "MulNoNan": "mul_no_nan",
     **dict.fromkeys(("Fill", "ZerosLike", "OnesLike"), "fill"),
     "Range": "arange",
+    # gradients: (dy, x) or (y, dy) in, dx out, each PyTorch's backward entry for the same op
+    "ReluGrad": "threshold_backward",
+    "Relu6Grad": "hardtanh_backward",
+    "LeakyReluGrad": "leaky_relu_backward",
+    "EluGrad": "elu_backward_from_result",
+    "SeluGrad": "elu_backward_from_result",
+    "SoftplusGrad": "softplus_backward",
+    "SigmoidGrad": "sigmoid_backward",
+    "TanhGrad": "tanh_backward",
+    "RsqrtGrad": "rsqrt_backward",
+    "SqrtGrad": "sqrt_backward",
+    **dict.fromkeys(("ReciprocalGrad", "InvGrad"), "reciprocal_backward"),
+    # a variable updated in place: reads it and the value, writes it (the handle is not data)
+    "AssignAddVariableOp": "add",
+    "AssignSubVariableOp": "sub",
 }  # fmt: skip
+
+#: coefficients the entry's formula leaves out, one multiply each (selu's scale, as PyTorch counts it)
+_EXTRA_MULTIPLIES = {"SeluGrad": 1}
+_ASSIGNS = ("AssignAddVariableOp", "AssignSubVariableOp")
 
 
 # Pow(x, y) with a constant y that Grappler's arithmetic optimizer rewrites → the entry it runs as
@@ -92,7 +117,7 @@ def _pow_entry(op: Any) -> str:
     return _GRAPPLER_POWERS.get(float(exponent.flat[0]), "pow")
 
 
-@lowers(*(name for name in ALIASES if name not in ("Fill", "ZerosLike", "OnesLike", "Range")), "Pow")
+@lowers(*(name for name in ALIASES if name not in ("Fill", "ZerosLike", "OnesLike", "Range", *_ASSIGNS)), "Pow")
 def _elementwise(op: Any, ctx: TfContext) -> Sequence[Operation]:
     shapes = [ctx.shape(t) for t in op.inputs]
     out = ctx.shape(op.outputs[0])
@@ -101,7 +126,18 @@ def _elementwise(op: Any, ctx: TfContext) -> Sequence[Operation]:
     if op.type == "Select" and len(shapes[0]) == 1 and len(out) > 1:
         shapes[0] = (*shapes[0], *(1,) * (len(out) - 1))
     entry = _pow_entry(op) if op.type == "Pow" else ALIASES[op.type]
-    return [ctx.op(op, "elementwise", attrs={"op": entry}, input_shapes=shapes)]
+    attrs: dict[str, Any] = {"op": entry}
+    if op.type in _EXTRA_MULTIPLIES:
+        attrs["extra_multiplies"] = _EXTRA_MULTIPLIES[op.type]
+    return [ctx.op(op, "elementwise", attrs=attrs, input_shapes=shapes)]
+
+
+@lowers(*_ASSIGNS)
+def _assign_update(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """(resource, value): TensorFlow requires the value to have the variable's shape and dtype,
+    so the variable is read and written at the value's size; the op has no output tensor."""
+    value = op.inputs[1]
+    return [ctx.op(op, "elementwise", (value, value), value, attrs={"op": ALIASES[op.type]})]
 
 
 @lowers("AddN")

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.errors import AdapterError
+from .._labels import Origins
 from .._walk import Loops, WalkState, closed_form_trips, lower, take_costliest_branch
 from .composites import NormLayer, fold_groups
 from .table import REGISTRY, TABLE, TfContext, constant_value
@@ -30,10 +31,22 @@ _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
 def _scope(prefix: str | None, op_name: str) -> str | None:
+    """An op's scope: its name's path under the calling op's scope ``prefix``.
+
+    The ops of a function body (a Keras LSTM's ``while`` body) may carry the full path of
+    the layer that built them (``sequential/lstm/while/lstm_cell/MatMul`` called from scope
+    ``sequential/lstm``): the path parts the prefix ends with and the name starts with are
+    written once, so the scope reads ``sequential/lstm/while/lstm_cell``, not the path twice.
+    """
     local = op_name.rsplit("/", 1)[0] if "/" in op_name else ""
-    if prefix and local:
-        return f"{prefix}/{local}"
-    return prefix or local or None
+    if not (prefix and local):
+        return prefix or local or None
+    outer, inner = prefix.split("/"), local.split("/")
+    for overlap in range(min(len(outer), len(inner)), 0, -1):
+        if outer[-overlap:] == inner[:overlap]:
+            inner = inner[overlap:]
+            break
+    return "/".join(outer + inner)
 
 
 def _function_graph(graph: Any, op: Any, attr_name: str) -> Any:
@@ -59,11 +72,14 @@ class Walker:
         self.loops = Loops(trip_counts, default_trip_count)
         self.layers = dict(layers or {})  # Keras norm layers by name (``composites.norm_layers``)
         self.training = training
+        self.origins = Origins()
 
     def run(self, graph: Any) -> WalkState:
         state = WalkState()
         self.walk(graph, 1, None, state)
         self.loops.check()
+        # Two records of one scope named MatMul: the graph op's own name (MatMul_1) tells them apart.
+        state.operations = self.origins.label(state.operations, lambda name: name.rsplit("/", 1)[-1])
         return state
 
     def walk(self, graph: Any, count: int, prefix: str | None, state: WalkState) -> None:
@@ -71,6 +87,7 @@ class Walker:
         groups = fold_groups(graph, live, self.layers, self.training, prefix, count)
         pruned = 0
         for op in graph.get_operations():
+            before = len(state.operations)
             if id(op) not in live:
                 pruned += 1
             elif id(op) in groups and op.type != "Placeholder":
@@ -83,6 +100,8 @@ class Walker:
                 state.modeled += count
             else:
                 self.operation(graph, op, count, prefix, state)
+            if len(state.operations) > before:
+                self.origins.mark(state.operations[before:], str(op.name))
         if pruned:
             state.notes.append(
                 f"{pruned} op(s) of {getattr(graph, 'name', 'the graph')} feed no output and are pruned by TensorFlow "
@@ -128,8 +147,9 @@ class Walker:
         state.free += count
         state.free_reasons[op.type] = "a loop: its condition and body are counted once per iteration"
         state.loops.append(loop)
-        self.walk(cond, count * (trips + 1), scope, state)
-        self.walk(body, count * trips, scope, state)
+        with self.origins.inside(loop.label.rsplit("/", 1)[-1]):
+            self.walk(cond, count * (trips + 1), scope, state)
+            self.walk(body, count * trips, scope, state)
 
 
 def _live_ops(graph: Any) -> set[int]:

@@ -91,3 +91,35 @@ def torch_copy_probe(device: torch.device) -> Any:
         )
 
     return probe
+
+
+def torch_conv_probe(device: torch.device) -> Any:
+    """A stride-1, padding-1 3×3 convolution of random NCHW data (``hardware.kernels.CONV_SHAPE``)
+    on ``device`` (oneDNN on a CPU), verified on sampled outputs against float64 sums."""
+    from ...hardware.kernels import CONV_FILTERS, CONV_KERNEL, CONV_SHAPE, check_conv, conv_flops, conv_positions
+
+    def probe(dtype: str, repeats: int) -> ProbeResult:
+        if dtype not in _TORCH_DTYPES:
+            raise MeasurementError(f"TorchAdapter.calibrate: no convolution probe for dtype {dtype!r}")
+        generator = torch.Generator(device="cpu").manual_seed(2)
+        x32 = torch.randn(*CONV_SHAPE, generator=generator)
+        w32 = torch.randn(CONV_FILTERS, CONV_SHAPE[1], CONV_KERNEL, CONV_KERNEL, generator=generator)
+        refuse_constant(x32[0, 0].numpy(), f"{dtype} convolution")
+        kind = _TORCH_DTYPES[dtype]
+        x, w = x32.to(device=device, dtype=kind), w32.to(device=device, dtype=kind)
+        positions = conv_positions()
+        x_ref, w_ref = x.float().cpu().numpy(), w.float().cpu().numpy()
+        with torch.no_grad():
+            result = torch.nn.functional.conv2d(x, w, padding=CONV_KERNEL // 2)
+            _sync(device)
+            check_conv(result.float().cpu().numpy(), x_ref, w_ref, dtype, positions)
+            samples = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                result = torch.nn.functional.conv2d(x, w, padding=CONV_KERNEL // 2)
+                _sync(device)
+                samples.append(time.perf_counter() - start)
+        verified = check_conv(result.float().cpu().numpy(), x_ref, w_ref, dtype, positions)
+        return ProbeResult("conv", dtype, CONV_SHAPE[0], conv_flops(), tuple(samples), verified)
+
+    return probe

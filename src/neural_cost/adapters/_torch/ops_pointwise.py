@@ -22,7 +22,8 @@ Scalar operands (Python numbers) are not inputs; a 0-d tensor operand is an inpu
 is the output, an in-place ``self`` is also read.
 
 - Fills (``fill_``, ``zero_``, ``zeros_like``, ``full``...) write their output with 0 FLOPs
-  and read nothing; ``arange``/``linspace`` compute start + i·step: 2 per element.
+  and read nothing; so do ``arange``/``linspace`` (start + i·step is index arithmetic, modeled
+  as a fill like XLA's iota: the catalog's ``arange`` entry).
 - ``.item()`` (``_local_scalar_dense``) is a one-element ``copy`` to the host.
 - Composite ops that dispatch whole under ``torch.inference_mode`` (``layer_norm``,
   ``batch_norm``, ``group_norm``, ``instance_norm``, ``rms_norm``, ``softmax``, ``dropout``,
