@@ -229,3 +229,19 @@ def test_two_cached_analyses_of_a_memory_bound_build_have_identical_bounds(monke
     assert (reports[0].bound_seconds, reports[0].hardware) == (reports[1].bound_seconds, reports[1].hardware)
     assert reports[0].render() == reports[1].render()
     assert host_cache.read_entry(host_calibration.live_machine_key()).entry["dram"] == _dram(1e9)
+
+
+def test_all_core_probe_measures_each_fresh_buffer_and_keeps_the_best():
+    # 3 allocations × (1 warm-up + 4 samples) × 2 chunks = 30 chunk copies; 12 timed samples in all
+    seen = []
+
+    def recording_copy(dst, src):
+        seen.append(len(src))
+        np.copyto(dst, src)
+
+    result = measure_dram_bandwidth(8 * MIB, samples=4, threads=2, copy=recording_copy, allocations=3)
+    assert len(seen) == 30 and len(result.samples_seconds) == 12 and result.repeats == 12
+    assert result.bytes_per_second == 16 * MIB / min(result.samples_seconds)
+    assert "best of 4 on each of 3 fresh buffers" in result.method
+    with pytest.raises(MeasurementError, match="allocations=0"):
+        measure_dram_bandwidth(8 * MIB, allocations=0)

@@ -243,7 +243,9 @@ class JaxAdapter(FrameworkAdapter):
         platform = str(device.platform)
         notes = []
         try:
-            reference, _ = detect_hardware(device, memory_bandwidth=1.0 if platform == "cpu" else None)
+            reference, _ = detect_hardware(
+                device, memory_bandwidth=1.0 if platform == "cpu" else None, calibrated=False
+            )
         except HardwareError as error:
             reference = None
             notes.append(f"no table or formula reference: {error}")

@@ -305,7 +305,9 @@ class TorchAdapter(FrameworkAdapter):
         target = torch.device("cpu" if ref.kind == "cpu" else f"{ref.platform}:{ref.index}")
         notes = []
         try:
-            reference, _ = detect_hardware(device, memory_bandwidth=1.0 if ref.kind == "cpu" else None)
+            reference, _ = detect_hardware(
+                device, memory_bandwidth=1.0 if ref.kind == "cpu" else None, calibrated=False
+            )
         except HardwareError as error:
             reference = None
             notes.append(f"no table or formula reference: {error}")
