@@ -10,7 +10,6 @@ each one record of the op's kind (``_jax/composites.py``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -34,6 +33,8 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_random_optim,
     ops_reduce,
 )
+from ._jax.compiled import Executables, failed_cross_check
+from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
 from ._jax.table import LowerContext
 from ._jax.walker import Walker, executed_bodies, scope_path
@@ -41,12 +42,6 @@ from ._walk import check_loop_options
 from .base import FrameworkAdapter, reject_options, require_modeled
 
 del _jax
-
-XLA_SOURCE = "XLA cost_analysis"
-CROSS_CHECK_NOTE = (
-    "XLA counts each loop body once, bytes after fusion, and only unpadded convolution taps; "
-    "neural-cost counts every iteration, unfused traffic, and full kernels"
-)
 
 
 def _name_of(fn: Any) -> str:
@@ -68,8 +63,14 @@ class JaxAdapter(FrameworkAdapter):
     ``trip_counts`` maps a while loop — its 0-based pre-order index, or the label the
     report prints (``"search/while_1"``) — to its trip count; loops not named are inferred
     when they count ``i < N`` from a constant, else take ``default_trip_count`` and are
-    reported as assumed. ``cross_check`` compiles the program once to show XLA's own
-    ``cost_analysis()`` beside our counts (never instead of them).
+    reported as assumed.
+
+    A program is compiled once: ``benchmark`` compiles the executable it times and keeps it,
+    and ``trace`` shows XLA's own ``cost_analysis()`` of that same executable beside our
+    counts (never instead of them). ``cross_check``: None (default) — XLA's figures when
+    this adapter already compiled the program to time it, and no compile for them;
+    True — also compile on request when it has not (the executable is then kept, and a later
+    ``benchmark`` times it without compiling again); False — never.
     """
 
     framework = "jax"
@@ -81,12 +82,15 @@ class JaxAdapter(FrameworkAdapter):
         self,
         trip_counts: Mapping[int | str, int] | None = None,
         default_trip_count: int = 8,
-        cross_check: bool = True,
+        cross_check: bool | None = None,
     ) -> None:
         check_loop_options("JaxAdapter", trip_counts, default_trip_count)
+        if cross_check not in (None, True, False):
+            raise AdapterError(f"JaxAdapter: cross_check={cross_check!r}; pass None (default), True or False")
         self.trip_counts = dict(trip_counts or {})
         self.default_trip_count = default_trip_count
         self.cross_check = cross_check
+        self.executables = Executables()
 
     # -- tracing ----------------------------------------------------------------------------
     def trace(
@@ -140,19 +144,23 @@ class JaxAdapter(FrameworkAdapter):
             framework="jax",
             boundary=_boundary(closed, dynamic, dynamic_index, kwargs, params),
             notes=tuple(dict.fromkeys(state.notes)),
-            cross_check=self._cross_check(fn, positional, kwargs, static) if self.cross_check else None,
+            cross_check=self._cross_check(fn, positional, kwargs, static),
         )
 
-    @staticmethod
     def _cross_check(
-        fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
-    ) -> dict[str, Any]:
-        try:
-            compiled = jax.jit(fn, static_argnums=static).lower(*args, **kwargs).compile()
-            analysis = compiled.cost_analysis()
-        except Exception as error:  # compilation or analysis unavailable: say so, never fail the trace
-            return {"source": XLA_SOURCE, "error": f"{type(error).__name__}: {error}"[:300]}
-        return parse_cost_analysis(analysis)
+        self, fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
+    ) -> dict[str, Any] | None:
+        """XLA's figures from the executable ``benchmark`` compiled for this program; compiled
+        here only when ``cross_check=True`` asks; None when there is none to read."""
+        if self.cross_check is False:
+            return None
+        executable = self.executables.find(fn, args, kwargs, static)
+        if executable is None and self.cross_check:
+            try:
+                executable = self.executables.compile(fn, args, kwargs, static)
+            except Exception as error:  # compilation unavailable: say so, never fail the trace
+                return failed_cross_check(error)
+        return executable.cross_check() if executable is not None else None
 
     # -- timing -----------------------------------------------------------------------------
     def benchmark(
@@ -165,23 +173,23 @@ class JaxAdapter(FrameworkAdapter):
         static_argnums: int | Sequence[int] = (),
         **options: Any,
     ) -> Measurement:
-        """Compile once (timed separately), put the arguments on the device, warm up, then
-        time ``repeats`` runs, waiting on the outputs with ``block_until_ready`` inside each
-        timed run."""
+        """Compile once (timed separately; the executable is kept for ``trace``'s cross-check,
+        and one this adapter already compiled for the same program is timed as it is), put
+        the arguments on the device, warm up, then time ``repeats`` runs, waiting on the
+        outputs with ``block_until_ready`` inside each timed run."""
         reject_options("JaxAdapter.benchmark", options, "static_argnums")
         fn = model
         kwargs = dict(kwargs or {})
         if not callable(fn):
             raise AdapterError(f"JaxAdapter.benchmark: fn={fn!r} is not callable; pass the function to time")
         static = _static(static_argnums)
-        start = time.perf_counter()
         try:
-            compiled = jax.jit(fn, static_argnums=static).lower(*args, **kwargs).compile()
+            executable = self.executables.compile(fn, args, kwargs, static)
         except Exception as error:
             raise AdapterError(
                 f"JaxAdapter.benchmark: compiling {_name_of(fn)} failed ({type(error).__name__}): {error}"
             ) from error
-        compile_seconds = time.perf_counter() - start
+        compiled = executable.compiled
         # On the device once: a NumPy argument would otherwise be copied over in every timed
         # run, a transfer the estimate does not contain.
         dynamic = _on_device(tuple(a for i, a in enumerate(args) if i not in static))
@@ -199,7 +207,7 @@ class JaxAdapter(FrameworkAdapter):
             warmup_seconds=measured.warmup_seconds,
             sync=measured.sync,
             clock=measured.clock,
-            compile_seconds=compile_seconds,
+            compile_seconds=executable.compile_seconds,
         )
 
     # -- hardware ---------------------------------------------------------------------------
@@ -274,20 +282,6 @@ def _on_device(tree: Any) -> Any:
     import numpy as np
 
     return jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf) if isinstance(leaf, np.ndarray) else leaf, tree)
-
-
-def parse_cost_analysis(analysis: Any) -> dict[str, Any]:
-    """XLA's ``cost_analysis()`` as plain figures: a dict, or (older JAX) a list of dicts;
-    ``-1`` means unknown to XLA and becomes None, never a count."""
-    if isinstance(analysis, (list, tuple)):
-        analysis = analysis[0] if analysis else None
-    if not isinstance(analysis, Mapping):
-        return {"source": XLA_SOURCE, "error": f"cost_analysis() returned {type(analysis).__name__}, not figures"}
-    figures: dict[str, Any] = {"source": XLA_SOURCE, "note": CROSS_CHECK_NOTE}
-    for ours, theirs in (("flops", "flops"), ("bytes", "bytes accessed"), ("transcendentals", "transcendentals")):
-        value = analysis.get(theirs)
-        figures[ours] = float(value) if isinstance(value, (int, float)) and value >= 0 else None
-    return figures
 
 
 def _output_device(outputs: Any) -> tuple[str, str, str]:

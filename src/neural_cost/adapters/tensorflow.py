@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
 
-from ..core.errors import AdapterError
+from ..core.errors import AdapterError, HardwareError
 from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark, display_name
@@ -196,6 +196,56 @@ class TensorFlowAdapter(FrameworkAdapter):
             device = "cuda:0" if tf.config.list_logical_devices("GPU") else "cpu"
         spec, _ = detect_hardware(device)
         return spec
+
+    def calibrate(
+        self,
+        device: Any = None,
+        *,
+        dtypes: Sequence[str] | None = None,
+        size: int | None = None,
+        copy_bytes: int | None = None,
+        repeats: int = 3,
+    ) -> tuple[HardwareSpec, Any]:
+        """Measure matmul FLOP/s per dtype through TensorFlow on ``device`` (default the CPU):
+        float32, and bfloat16 where the chip has a bfloat16 rate (AVX512_BF16 or AMX on a CPU),
+        with the copy bandwidth; compared with the table or formula figures."""
+        from ..hardware.calibrate import calibrate_with, numpy_copy_probe
+        from ..hardware.detect import detect_hardware, resolve_device
+        from ._tf.calibrate import tf_copy_probe, tf_matmul_probe
+
+        ref = resolve_device("cpu" if device is None else device)
+        on_cpu = ref.kind == "cpu"
+        target = "/CPU:0" if on_cpu else f"/GPU:{ref.index}"
+        notes = []
+        try:
+            reference, _ = detect_hardware(
+                "cpu" if on_cpu else f"{ref.platform}:{ref.index}",
+                memory_bandwidth=1.0 if on_cpu else None,  # a CPU has no bandwidth to compare: the copy is it
+                calibrated=False,
+            )
+        except HardwareError as error:
+            reference = None
+            notes.append(f"no table or formula reference: {error}")
+        if dtypes is None:
+            has_bf16 = reference is not None and reference.has_peak("bfloat16")
+            dtypes = ("float32", "bfloat16") if has_bf16 else ("float32",)
+        if on_cpu:  # TensorFlow's copy would time fresh pages on the host: the all-core numpy copy
+            notes.append("copy measured with numpy on all cores (a TensorFlow copy allocates fresh host pages)")
+        return calibrate_with(
+            device=target,
+            kind=ref.kind,
+            name=reference.name if reference is not None else target,
+            framework=f"tensorflow {tf.__version__}",
+            matmul=tf_matmul_probe(target),
+            copy=numpy_copy_probe() if on_cpu else tf_copy_probe(target),
+            dtypes=dtypes,
+            size=size or (2048 if on_cpu else 8192),
+            copy_bytes=copy_bytes or (0 if on_cpu else 1 << 30),
+            repeats=repeats,
+            reference=reference,
+            notes=notes,
+            compare_bandwidth=not on_cpu,
+        )
 
 
 # graph ops that write a variable: assignments, optimizer updates, scatters into a resource

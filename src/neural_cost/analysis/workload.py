@@ -109,7 +109,8 @@ def analyze_workload(
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
     if measurement is None:
-        # time first: JAX's trace cross-check compiles too, and a second compile is a cache hit
+        # time first: an adapter that compiles to time (JAX) keeps that executable, and the
+        # trace reads its cross-check from it: the program is compiled once, never twice
         measurement = time_workload(
             adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options
         )

@@ -41,6 +41,13 @@ def render_hardware(spec: HardwareSpec, detection: DetectionResult) -> str:
             f"  memory capacity {format_si(spec.memory_capacity, 'B')}  "
             f"({detection.sources.get('memory_capacity', spec.source)})"
         )
+    for level in spec.memory_levels:
+        sharing = "per core" if level.per_core else f"shared by {level.shared_by}"
+        rate = format_si(level.bandwidth, "B/s") if level.bandwidth is not None else "not measured"
+        lines.append(
+            f"  {level.name:14s} {format_si(level.capacity_bytes, 'B'):>9s} {sharing:13s} {rate:>12s}  "
+            f"({level.source}; {level.bandwidth_source or 'bandwidth: --calibrate measures it'})"
+        )
     lines += [f"  note: {note}" for note in detection.notes]
     return "\n".join(lines) + "\n"
 
@@ -65,6 +72,14 @@ def framework_kernels(dtypes: tuple[str, ...], size: int) -> Iterator[tuple[str,
         for dtype in dtypes:
             yield f"jax {jax.__version__}", jax_matmul_probe(cpu)(dtype, size, KERNEL_REPEATS)
             yield f"jax {jax.__version__}", jax_conv_probe(cpu)(dtype, KERNEL_REPEATS)
+    if importlib.util.find_spec("tensorflow") is not None:
+        import tensorflow as tf
+
+        from ..adapters._tf.calibrate import tf_conv_probe, tf_matmul_probe
+
+        for dtype in dtypes:
+            yield f"tensorflow {tf.__version__}", tf_matmul_probe("/CPU:0")(dtype, size, KERNEL_REPEATS)
+            yield f"tensorflow {tf.__version__}", tf_conv_probe("/CPU:0")(dtype, KERNEL_REPEATS)
 
 
 def _calibrate_host(args: argparse.Namespace, data: dict[str, Any]) -> None:
@@ -74,7 +89,9 @@ def _calibrate_host(args: argparse.Namespace, data: dict[str, Any]) -> None:
     from ..hardware.kernels import best_by_dtype, kernel_label
 
     dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
-    calibrated, result = calibrate(args.device, dtypes=dtypes, size=args.size)
+    # numpy has no fast bfloat16/float16 matmul: it measures the dtypes it runs, the frameworks the rest
+    numpy_dtypes = tuple(d for d in dtypes if d in ("float32", "float64")) or ("float32",)
+    calibrated, result = calibrate(args.device, dtypes=numpy_dtypes, size=args.size)
     print(result.render(), end="")
     kernels = [("numpy", probe) for probe in result.matmuls]
     for framework, probe in framework_kernels(tuple(d for d in dtypes if d != "float64"), args.size):
@@ -85,6 +102,7 @@ def _calibrate_host(args: argparse.Namespace, data: dict[str, Any]) -> None:
         )
     compute = best_by_dtype(kernels)
     path = write_entry(live_machine_key(), {"compute": compute})
+    data["levels"] = _calibrate_levels()
     for dtype, figure in compute.items():
         print(f"  fastest {dtype}: {format_si(figure['flops_per_second'], 'FLOP/s')} ({figure['kernel']})")
     print(f"  cached in {path}: later runs score against these figures (--recalibrate refreshes them)")
@@ -92,6 +110,27 @@ def _calibrate_host(args: argparse.Namespace, data: dict[str, Any]) -> None:
     data["calibration"] = result.to_dict()
     data["kernels"] = [{"framework": f, **probe.to_dict()} for f, probe in kernels]
     data["cache"] = {"path": str(path), "compute": compute}
+
+
+def _calibrate_levels() -> dict[str, Any]:
+    """Each cache level's bandwidth, in a compiled JAX loop where JAX is installed (a numpy loop
+    pays one Python call per pass, which at L1 sizes times the interpreter), cached by level."""
+    from ..hardware.host_calibration import calibrate_host_levels
+    from ..hardware.level_probes import NUMPY_KERNELS
+
+    kernels = NUMPY_KERNELS
+    if importlib.util.find_spec("jax") is not None:
+        from ..adapters._jax.level_probe import jax_level_kernels
+
+        kernels = jax_level_kernels()
+    section, _ = calibrate_host_levels(kernels)
+    for name, figure in section.items():
+        print(
+            f"  {name:17s} {format_si(figure['bytes_per_second'], 'B/s')}  [{figure['pattern']}, "
+            f"{figure['threads']} thread(s), {figure['bytes_per_thread'] // 1024} KiB each, best of "
+            f"{figure['samples']}; verified; {figure['method']}]"
+        )
+    return section
 
 
 def run_hardware(args: argparse.Namespace) -> int:

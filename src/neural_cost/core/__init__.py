@@ -15,6 +15,7 @@ from .errors import (
     UnknownKindError,
 )
 from .estimate import CostEstimate, OperationCost, ScopeCost
+from .kernels import Kernel
 from .kinds import OpCost, known_kinds, register_rule, rule_for
 from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, Trace, as_shape, num_elements
 
@@ -26,6 +27,7 @@ __all__ = [
     "FrameworkNotInstalledError",
     "FrozenAttrs",
     "HardwareError",
+    "Kernel",
     "LoopAssumption",
     "MeasurementError",
     "NeuralCostError",

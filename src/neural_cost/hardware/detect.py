@@ -7,6 +7,7 @@ importing a framework. No device means the host CPU.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -159,11 +160,37 @@ def _cpu(ref: DeviceRef, memory_bandwidth: float | None, calibrated: bool) -> tu
     if host.memory_capacity_source:
         sources["memory_capacity"] = host.memory_capacity_source
     notes = list(host.notes)
+    spec, level_notes = _with_host_levels(spec, host.logical_cpus)
+    notes += level_notes
     if "bfloat16" not in host.peak_flops_by_dtype:
         notes.append(
             "no bfloat16 peak: this CPU has neither AMX nor AVX512_BF16, so bfloat16 runs at FP32 rates or slower"
         )
     return spec, DetectionResult("cpu", "cpu", spec.name, sources, tuple(notes), host.to_dict())
+
+
+def _with_host_levels(spec: HardwareSpec, logical_cpus: int) -> tuple[HardwareSpec, tuple[str, ...]]:
+    """The host's caches (sysfs, measured bandwidths from the calibration cache) and DRAM."""
+    from pathlib import Path
+
+    from .host_cache import read_entry
+    from .host_calibration import live_machine_key
+    from .levels import host_levels
+
+    try:
+        meminfo: str | None = Path("/proc/meminfo").read_text()
+    except OSError:
+        meminfo = None
+    entry = read_entry(live_machine_key()).entry
+    measured = entry.get("levels") if entry is not None else None
+    levels, notes = host_levels(
+        meminfo_text=meminfo,
+        dram_bandwidth=spec.memory_bandwidth,
+        dram_source=spec.source_of("memory_bandwidth"),
+        logical_cpus=logical_cpus,
+        measured=measured if isinstance(measured, dict) else None,
+    )
+    return dataclasses.replace(spec, memory_levels=levels), notes
 
 
 def _nvidia(ref: DeviceRef) -> tuple[HardwareSpec, DetectionResult]:
@@ -208,6 +235,12 @@ def _nvidia(ref: DeviceRef) -> tuple[HardwareSpec, DetectionResult]:
     else:
         notes.append(f"named by the framework as {name!r}; not seen by NVML or nvidia-smi")
         sources["memory_capacity"] = spec.source
+    from .levels import gpu_levels
+
+    total = gpu.memory_total_bytes if gpu is not None else None
+    levels, level_notes = gpu_levels(row, total, f"{gpu.source}: memory total" if gpu is not None else "")
+    spec = dataclasses.replace(spec, memory_levels=levels)
+    notes += level_notes
     return spec, DetectionResult(f"cuda:{ref.index}", "gpu", spec.name, sources, tuple(notes), details)
 
 
@@ -257,6 +290,9 @@ def _apple_cpu(ref: DeviceRef) -> tuple[HardwareSpec, DetectionResult]:
         f"{row.e_cores} E cores × {(row.e_clock_hz or 0) / 1e9:.4g} GHz × {row.e_flops_per_cycle} FP32 FLOP/cycle "
         f"(NEON; table: {row.source})"
     )
+    from .levels import unified_memory_level
+
+    unified = unified_memory_level(info.memory_bytes, info.logical_cpus, gpu.memory_bandwidth, f"table: {gpu.source}")
     spec = HardwareSpec(
         name=row.name,
         peak_flops=peak,
@@ -265,6 +301,7 @@ def _apple_cpu(ref: DeviceRef) -> tuple[HardwareSpec, DetectionResult]:
         peak_flops_by_dtype={"float32": peak},
         memory_capacity=info.memory_bytes,
         source=formula,
+        memory_levels=(unified,) if unified is not None else (),
     )
     sources = {
         "peak_flops[float32]": formula,

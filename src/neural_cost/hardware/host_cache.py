@@ -9,8 +9,8 @@ One JSON file per machine under ``$NEURAL_COST_CACHE_DIR`` (tests point it at a 
 directory), else ``$XDG_CACHE_HOME/neural-cost``, else ``~/.cache/neural-cost``. The file is
 named by a hash of the machine key: the CPU model string alone can be just "AMD EPYC", so the
 key also holds the core counts, every cache level's size and the memory size. The entry is
-a dict with one section per kind of figure (``dram``, ``compute``; ``levels`` is left for
-the per-cache-level bandwidths another issue adds). Writes are atomic (a temporary file
+a dict with one section per kind of figure (``dram``, ``compute``, and ``levels``: each
+cache level's measured bandwidth by level name, ``level_probes.py``). Writes are atomic (a temporary file
 renamed over the old one); an unreadable or corrupt file is ignored with a note.
 """
 
@@ -134,6 +134,8 @@ def _entry_problem(entry: Any, key: Mapping[str, Any]) -> str | None:
                 return f"compute[{dtype!r}] has no positive flops_per_second"
             if not isinstance(figure.get("kernel"), str) or not isinstance(figure.get("date"), str):
                 return f"compute[{dtype!r}] names no kernel and date"
+    if entry.get("levels") is not None:
+        return check_section(entry["levels"])
     return None
 
 
@@ -158,3 +160,24 @@ def write_entry(key: Mapping[str, Any], sections: Mapping[str, Any], root: Path 
 def forget_entry(key: Mapping[str, Any], root: Path | None = None) -> None:
     """Drop this machine's entry (``--recalibrate``), so the next read measures afresh."""
     cache_path(key, root).unlink(missing_ok=True)
+
+
+def check_section(section: Any) -> str | None:
+    """Why a cached ``levels`` section is unusable, or None."""
+    if not isinstance(section, Mapping):
+        return "its levels section is not an object"
+    for name, figure in section.items():
+        if not isinstance(figure, Mapping):
+            return f"levels[{name!r}] is not an object"
+        for key, least in (("bytes_per_second", "positive"), ("spread", "non-negative")):
+            value = figure.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                return f"levels[{name!r}] has no {least} {key}"
+        for key in ("threads", "samples", "bytes_per_thread", "capacity_bytes"):
+            if type(figure.get(key)) is not int:
+                return f"levels[{name!r}] has no integer {key}"
+        if not all(isinstance(figure.get(key), str) for key in ("pattern", "method", "date")):
+            return f"levels[{name!r}] names no pattern, method and date"
+        if not figure["bytes_per_second"] > 0:
+            return f"levels[{name!r}] has no positive bytes_per_second"
+    return None

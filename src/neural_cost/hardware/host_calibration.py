@@ -18,6 +18,7 @@ from typing import Any
 from ..core.units import format_percent, format_si
 from .dram import default_threads, measure_dram_bandwidth, spread
 from .host_cache import machine_key, read_cache_levels, read_entry, today, write_entry
+from .level_probes import NUMPY_KERNELS, LevelKernels
 
 _CPUINFO = Path("/proc/cpuinfo")
 _MEMINFO = Path("/proc/meminfo")
@@ -121,3 +122,15 @@ def scored_peaks(
                 f"the formula scored"
             )
     return peaks, sources
+
+
+def calibrate_host_levels(kernels: LevelKernels = NUMPY_KERNELS, **options: Any) -> tuple[dict[str, Any], str]:
+    """Measure this host's cache levels (sysfs) and write them to its cache entry's ``levels``
+    section; the section and the entry's path. The DRAM figure is left as it is."""
+    from .level_probes import measure_levels
+    from .levels import read_cpu_levels
+
+    levels, _ = read_cpu_levels()
+    section = measure_levels(levels, kernels=kernels, **options)
+    path = write_entry(live_machine_key(), {"levels": section})
+    return section, str(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Mapping
@@ -29,6 +30,94 @@ def _positive(value: Any, field: str) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryLevel:
+    """One level of the memory hierarchy: its name, one instance's capacity, and its bandwidth.
+
+    ``capacity_bytes`` is one instance: a per-core L2 of 1 MiB is 1 MiB even on a 64-core
+    chip (``instances`` says how many there are), so a kernel's per-core footprint is
+    compared with it. ``per_core`` is True when an instance serves one physical core (its
+    SMT siblings included); ``shared_by`` counts the logical CPUs that share one instance.
+    ``bandwidth`` (bytes/s, all threads together) is None until measured or read from a
+    table; ``source`` cites the capacity and ``bandwidth_source`` the bandwidth.
+    """
+
+    name: str
+    capacity_bytes: int
+    bandwidth: float | None = None
+    source: str = "user-supplied"
+    per_core: bool = False
+    shared_by: int = 1
+    instances: int = 1
+    bandwidth_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise HardwareError(f"MemoryLevel.name={self.name!r} must be a non-empty string")
+        for field in ("capacity_bytes", "shared_by", "instances"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise HardwareError(f"MemoryLevel {self.name!r} {field}={value!r} must be a positive int")
+        if self.bandwidth is not None:
+            object.__setattr__(self, "bandwidth", _positive(self.bandwidth, f"MemoryLevel {self.name!r} bandwidth"))
+        if not isinstance(self.per_core, bool):
+            raise HardwareError(f"MemoryLevel {self.name!r} per_core={self.per_core!r} must be True or False")
+        if not isinstance(self.source, str) or not self.source:
+            raise HardwareError(f"MemoryLevel {self.name!r} source={self.source!r} must be a non-empty string")
+        if self.bandwidth_source is not None and (
+            not isinstance(self.bandwidth_source, str) or not self.bandwidth_source
+        ):
+            raise HardwareError(f"MemoryLevel {self.name!r} bandwidth_source must be a non-empty string or None")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "capacity_bytes": self.capacity_bytes,
+            "bandwidth": self.bandwidth,
+            "source": self.source,
+            "per_core": self.per_core,
+            "shared_by": self.shared_by,
+            "instances": self.instances,
+            "bandwidth_source": self.bandwidth_source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryLevel:
+        if not isinstance(data, Mapping):
+            raise HardwareError(f"a memory level must be an object, not {data!r}")
+        return cls(
+            name=data.get("name"),  # type: ignore[arg-type]  # checked in __post_init__
+            capacity_bytes=data.get("capacity_bytes"),  # type: ignore[arg-type]
+            bandwidth=data.get("bandwidth"),
+            source=data.get("source", "user-supplied"),
+            per_core=data.get("per_core", False),
+            shared_by=data.get("shared_by", 1),
+            instances=data.get("instances", 1),
+            bandwidth_source=data.get("bandwidth_source"),
+        )
+
+
+def _memory_levels(levels: Any, spec_name: str) -> tuple[MemoryLevel, ...]:
+    """Levels nearest first: no name twice, and no level smaller than the one before it
+    (the bound scores a kernel at the first level that holds its footprint)."""
+    if isinstance(levels, (str, bytes, Mapping)) or not hasattr(levels, "__iter__"):
+        raise HardwareError(f"HardwareSpec {spec_name!r} memory_levels must be a sequence of MemoryLevel")
+    result = tuple(levels)
+    for level in result:
+        if not isinstance(level, MemoryLevel):
+            raise HardwareError(f"HardwareSpec {spec_name!r} memory_levels holds {level!r}, not a MemoryLevel")
+    names = [level.name for level in result]
+    if len(set(names)) != len(names):
+        raise HardwareError(f"HardwareSpec {spec_name!r} memory_levels names a level twice: {names}")
+    for near, far in itertools.pairwise(result):
+        if far.capacity_bytes < near.capacity_bytes:
+            raise HardwareError(
+                f"HardwareSpec {spec_name!r} memory_levels must run nearest first: {far.name} "
+                f"({far.capacity_bytes} B) is smaller than {near.name} ({near.capacity_bytes} B) before it"
+            )
+    return result
+
+
+@dataclass(frozen=True, slots=True)
 class HardwareSpec:
     """Peak compute (FLOP/s, per dtype where known) and memory bandwidth (bytes/s) of a device.
 
@@ -37,7 +126,8 @@ class HardwareSpec:
     ``source`` says where the numbers came from ("user-supplied", a table row, a formula,
     a measurement) so a report can cite it. ``sources`` optionally cites each number on its
     own, keyed ``"peak_flops[float32]"`` or ``"memory_bandwidth"``; a number without an
-    entry is cited by ``source``.
+    entry is cited by ``source``. ``memory_levels`` is the hierarchy, nearest first and
+    DRAM/HBM last (empty where unknown); ``memory_bandwidth`` stays the DRAM figure.
     """
 
     name: str
@@ -48,6 +138,7 @@ class HardwareSpec:
     memory_capacity: int | None = None
     source: str = "user-supplied"
     sources: Mapping[str, str] | None = None
+    memory_levels: tuple[MemoryLevel, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -91,6 +182,7 @@ class HardwareSpec:
                     f"HardwareSpec {self.name!r} sources must map names like 'memory_bandwidth' to non-empty strings"
                 )
             object.__setattr__(self, "sources", FrozenAttrs(dict(sorted(self.sources.items()))) or None)
+        object.__setattr__(self, "memory_levels", _memory_levels(self.memory_levels, self.name))
 
     def source_of(self, number: str) -> str:
         """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``) came from."""
@@ -120,6 +212,8 @@ class HardwareSpec:
             "memory_capacity": self.memory_capacity,
             "source": self.source,
             **({"sources": dict(self.sources)} if self.sources else {}),
+            # absent when empty, so reports written before levels existed read back byte for byte
+            **({"memory_levels": [level.to_dict() for level in self.memory_levels]} if self.memory_levels else {}),
         }
 
     @classmethod
@@ -133,4 +227,5 @@ class HardwareSpec:
             memory_capacity=data.get("memory_capacity"),
             source=data.get("source", "user-supplied"),
             sources=data.get("sources"),
+            memory_levels=tuple(MemoryLevel.from_dict(level) for level in data.get("memory_levels") or ()),
         )

@@ -40,7 +40,7 @@ def test_a_failing_cross_check_never_fails_the_trace(monkeypatch):
         raise RuntimeError("no backend compiler here")
 
     monkeypatch.setattr(jax_adapter.jax, "jit", no_compiler)
-    trace = JaxAdapter().trace(lambda a: a * 2.0, (jnp.ones(4),))
+    trace = JaxAdapter(cross_check=True).trace(lambda a: a * 2.0, (jnp.ones(4),))  # compiles on request
     assert trace.cross_check["error"] == "RuntimeError: no backend compiler here"
     text = analyze_gap(estimate_trace(trace), Measurement((1e-6,) * 5), HardwareSpec("c", 1e12, 1e11)).render()
     assert "cross-check: XLA cost_analysis unavailable (RuntimeError: no backend compiler here)" in text

@@ -157,7 +157,10 @@ def test_benchmark_compiles_once_and_records_the_device():
 
 
 def test_cross_check_shows_xla_beside_ours():
-    trace = JaxAdapter().trace(lambda a, b: jnp.tanh(a @ b), (jnp.ones((32, 16)), jnp.ones((16, 8))))
+    fn, args = (lambda a, b: jnp.tanh(a @ b)), (jnp.ones((32, 16)), jnp.ones((16, 8)))
+    adapter = JaxAdapter()
+    adapter.benchmark(fn, *args, warmup=1, repeats=2)  # the trace reads XLA's figures from this executable
+    trace = adapter.trace(fn, args)
     check = trace.cross_check
     assert check["source"] == "XLA cost_analysis" and check["flops"] >= 8192  # XLA: 2·32·16·8 (+ its tanh count)
     report = analyze_gap(

@@ -1,0 +1,275 @@
+"""The kernels a compiled JAX program runs, read from its optimized HLO.
+
+``compiled_kernels(jax.jit(f).lower(*args).compile(), trace.operations, loops=...)`` walks the
+entry computation and every computation reached through ``while``, ``conditional`` and
+``call``; every other instruction that does work is a kernel: fusions, custom calls, dots and
+convolutions outside fusions, copies, (dynamic-)update-slices, sorts, collectives. Aliasing
+and bookkeeping instructions (parameters, constants, tuples, get-tuple-element, bitcasts) are
+not, and an asynchronous pair is one kernel, at its start.
+
+Per execution, a kernel's traffic is the bytes of its operands (each as often as it is
+passed) and results, as the HLO shapes them — a fusion's operands are its inputs, so what
+stays inside it moves nothing — and its footprint is the same distinct buffers, once each.
+An in-place update (a dynamic-update-slice or scatter, alone or at the root of a fusion whose
+buffer is a fusion operand) moves only its update: the buffer aliases the result.
+
+Executions multiply down the loop nest: a while body runs ``trips`` times, its condition
+``trips + 1``. ``trips`` is XLA's ``known_trip_count`` when the loop carries one; otherwise
+(a bound that is a traced value) ``trip_count(loop)`` when given, else the trip count the
+walker used for the jaxpr loop at the same scope, in program order (``loops``: the trace's
+loop assumptions), else ``default_trip_count`` with a note. A conditional runs its heaviest
+branch (by traffic), as the walker costs its costliest one; the others are listed with 0
+executions. The records each kernel executes come from ``hlo_map.assign``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.errors import AdapterError
+from ...core.kernels import Kernel
+from ...core.records import LoopAssumption, Operation
+from .hlo_map import MARKER_OPCODES, Mark, Site, assign, parse_op_name
+from .hlo_text import HloModule, Instruction, parse_hlo
+
+__all__ = ["CompiledKernels", "WhileLoop", "compiled_kernels", "hlo_text", "read_sites"]
+
+_NOT_KERNELS = frozenset(
+    {
+        "parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "add-dependency",
+        "opt-barrier", "domain", "partition-id", "replica-id", "async-update",
+    }
+)  # fmt: skip
+_IN_PLACE = frozenset({"dynamic-update-slice", "scatter"})
+
+
+@dataclass(frozen=True, slots=True)
+class WhileLoop:
+    """An HLO while loop, as a ``trip_count`` callback sees it."""
+
+    name: str
+    op_name: str | None
+    scope: str | None
+    #: Its place among the module's while loops, in program order (pre-order).
+    index: int
+    known_trip_count: int | None
+
+
+TripCount = Callable[[WhileLoop], "int | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledKernels:
+    """The kernels of one compiled program and how our records map onto them."""
+
+    kernels: tuple[Kernel, ...]
+    #: Indices of records no kernel claims (XLA removed or folded them beyond recognition).
+    unmapped: tuple[int, ...]
+    #: ``(record, other kernels holding its key)``: XLA duplicated it; it counts in the first.
+    duplicated: tuple[tuple[int, tuple[str, ...]], ...]
+    #: ``(HLO while, trip count, where it came from, the trace's loop label or None)``.
+    loops: tuple[tuple[str, int, str, str | None], ...]
+    notes: tuple[str, ...]
+
+    @property
+    def traffic_bytes(self) -> int:
+        """Compiled traffic: every kernel's bytes over all its executions."""
+        return sum(k.total_traffic_bytes for k in self.kernels)
+
+
+def hlo_text(compiled: Any) -> str:
+    """The optimized HLO text of a compiled JAX executable, or AdapterError saying why not."""
+    if isinstance(compiled, str):
+        return compiled
+    as_text = getattr(compiled, "as_text", None)
+    if as_text is None:
+        raise AdapterError(f"{type(compiled).__name__} has no as_text(): pass jax.jit(f).lower(*args).compile()")
+    try:
+        text = as_text()
+    except Exception as error:  # a backend without text: the caller falls back to unfused traffic
+        raise AdapterError(
+            f"the compiled program's HLO text cannot be read ({type(error).__name__}: {error})"
+        ) from error
+    if not isinstance(text, str) or not text.startswith("HloModule"):
+        raise AdapterError("the compiled program's as_text() is not an HLO module; its kernels cannot be read")
+    return text
+
+
+class _Walk:
+    def __init__(self, module: HloModule, trip_count: TripCount | None, loops: Sequence[LoopAssumption], default: int):
+        self.module = module
+        self.trip_count = trip_count
+        self.default = default
+        self.candidates: dict[str | None, deque[LoopAssumption]] = defaultdict(deque)
+        for loop in loops:
+            self.candidates[loop.scope].append(loop)
+        self.sites: list[Site] = []
+        self.loops: list[tuple[str, int, str, str | None]] = []
+        self.notes: list[str] = []
+        self.while_index = 0
+
+    def computation(self, name: str, executions: int) -> None:
+        instructions = self.module.computations[name]
+        defined = {i.name: i for i in instructions}
+        for instruction in instructions:
+            opcode = instruction.opcode
+            if opcode == "while":
+                trips = self._trips(instruction)
+                self.computation(instruction.calls("condition")[0], executions * (trips + 1))
+                self.computation(instruction.calls("body")[0], executions * trips)
+            elif opcode == "conditional":
+                branches = instruction.calls("branch_computations") or (
+                    instruction.calls("true_computation") + instruction.calls("false_computation")
+                )
+                heaviest = max(range(len(branches)), key=lambda b: (self._weight(branches[b]), -b))
+                for b, branch in enumerate(branches):
+                    self.computation(branch, executions if b == heaviest else 0)
+            elif opcode == "call":
+                for called in instruction.calls("to_apply"):
+                    self.computation(called, executions)
+            elif opcode not in _NOT_KERNELS and not opcode.endswith("-done"):
+                self.sites.append(self._site(instruction, defined, executions))
+
+    def _site(self, kernel: Instruction, defined: dict[str, Instruction], executions: int) -> Site:
+        sizes = [defined[o].nbytes for o in kernel.operands]
+        distinct = {o: size for o, size in zip(kernel.operands, sizes, strict=True)}
+        written, reads_old, buffer = kernel.nbytes, 0, self._in_place(kernel)
+        if buffer is not None:
+            position, update_bytes, reads_old_too = buffer
+            distinct.pop(kernel.operands[position], None)
+            sizes[position] = 0
+            written, reads_old = update_bytes, update_bytes if reads_old_too else 0
+        traffic = sum(sizes) + written + reads_old
+        footprint = sum(distinct.values()) + written
+        site = Site(
+            kernel.name, kernel.opcode, traffic, footprint, executions, self.module.source(kernel), kernel.nbytes
+        )
+        if kernel.op_name:
+            site.marks.append(Mark(*parse_op_name(kernel.op_name), kernel.opcode != "fusion", kernel.nbytes))
+        if kernel.opcode == "fusion":
+            self._marks(kernel.calls("calls"), site.marks)
+        return site
+
+    def _marks(self, computations: Sequence[str], marks: list[Mark]) -> None:
+        """Every instruction's key inside a fusion, nested fusions included (not a reduction's
+        combiner: its scalar parameters carry the bare primitive name)."""
+        for name in computations:
+            for instruction in self.module.computations.get(name, ()):
+                if instruction.op_name and instruction.opcode != "parameter":
+                    scope, names = parse_op_name(instruction.op_name)
+                    marks.append(Mark(scope, names, instruction.opcode not in MARKER_OPCODES, instruction.nbytes))
+                if instruction.opcode == "fusion":
+                    self._marks(instruction.calls("calls"), marks)
+
+    def _in_place(self, kernel: Instruction) -> tuple[int, int, bool] | None:
+        """``(buffer operand, update bytes, reads the old values too)`` for an in-place update."""
+        root, defined = kernel, {}
+        if kernel.opcode == "fusion":
+            called = kernel.calls("calls")
+            found = self.module.root(called[0]) if called else None
+            if found is None:
+                return None
+            root = found
+            defined = {i.name: i for i in self.module.computations[called[0]]}
+        if root.opcode not in _IN_PLACE or len(root.operands) < 2:
+            return None
+        position = 0
+        if root is not kernel:
+            buffer = defined.get(root.operands[0])
+            if buffer is None or buffer.parameter_number is None:
+                return None  # the fusion builds its buffer itself: it writes all of it
+            position = buffer.parameter_number
+        update = root.operands[1] if root.opcode == "dynamic-update-slice" else root.operands[-1]
+        update_bytes = defined[update].nbytes if update in defined else self._operand_bytes(kernel, update)
+        combiner = root.calls("to_apply")
+        combiner_root = self.module.root(combiner[0]) if combiner else None
+        reads_old = root.opcode == "scatter" and not (combiner_root and combiner_root.opcode == "parameter")
+        return position, update_bytes, reads_old
+
+    def _operand_bytes(self, kernel: Instruction, operand: str) -> int:
+        for instructions in self.module.computations.values():
+            for instruction in instructions:
+                if instruction.name == operand:
+                    return instruction.nbytes
+        raise AdapterError(f"HLO {kernel.name}: operand {operand} is not defined in the module")
+
+    def _weight(self, name: str) -> int:
+        """Per-execution traffic of a computation and what it calls (loops at their known
+        count, else once): what picks a conditional's heaviest branch."""
+        total = 0
+        instructions = self.module.computations[name]
+        defined = {i.name: i for i in instructions}
+        for instruction in instructions:
+            if instruction.opcode == "while":
+                body = instruction.calls("body")[0]
+                total += self._weight(body) * (instruction.known_trip_count or 1)
+            elif instruction.opcode in ("conditional", "call"):
+                total += max((self._weight(c) for _, names in instruction.called for c in names), default=0)
+            elif instruction.opcode not in _NOT_KERNELS and not instruction.opcode.endswith("-done"):
+                total += sum(defined[o].nbytes for o in instruction.operands if o in defined) + instruction.nbytes
+        return total
+
+    def _trips(self, instruction: Instruction) -> int:
+        scope, _names = parse_op_name(instruction.op_name) if instruction.op_name else (None, ())
+        loop = WhileLoop(instruction.name, instruction.op_name, scope, self.while_index, instruction.known_trip_count)
+        self.while_index += 1
+        queue = self.candidates.get(scope)
+        matched = queue.popleft() if queue else None
+        label = matched.label if matched is not None else None
+        asked = self.trip_count(loop) if self.trip_count is not None else None
+        if loop.known_trip_count is not None:
+            trips, source = loop.known_trip_count, "known_trip_count"
+            if matched is not None and matched.trip_count != trips:
+                self.notes.append(
+                    f"XLA knows {instruction.name} ({label}) runs {trips} times; the trace assumed "
+                    f"{matched.trip_count} ({matched.source})"
+                )
+        elif asked is not None:
+            trips, source = asked, "callback"
+        elif matched is not None:
+            trips, source = matched.trip_count, matched.source
+        else:
+            trips, source = self.default, "default"
+            self.notes.append(
+                f"while loop {instruction.name} ({instruction.op_name or 'no op_name'}) has no known trip count and "
+                f"matches no loop of the trace: assumed {trips} iterations (default_trip_count)"
+            )
+        self.loops.append((instruction.name, trips, source, label))
+        return trips
+
+
+def read_sites(
+    module: HloModule,
+    *,
+    loops: Sequence[LoopAssumption] = (),
+    trip_count: TripCount | None = None,
+    default_trip_count: int = 8,
+) -> tuple[list[Site], list[tuple[str, int, str, str | None]], list[str]]:
+    """The module's kernels in program order, before records are assigned (see the module docstring)."""
+    walk = _Walk(module, trip_count, loops, default_trip_count)
+    walk.computation(module.entry, 1)
+    return walk.sites, walk.loops, walk.notes
+
+
+def compiled_kernels(
+    compiled: Any,
+    operations: Sequence[Operation] = (),
+    *,
+    loops: Sequence[LoopAssumption] = (),
+    trip_count: TripCount | None = None,
+    default_trip_count: int = 8,
+) -> CompiledKernels:
+    """The kernels of ``compiled`` (a ``jax.stages.Compiled`` or its ``as_text()``), with
+    ``operations`` (the trace's records) assigned to them. AdapterError when the HLO cannot be
+    read: the caller falls back to unfused traffic and says why."""
+    text = hlo_text(compiled)
+    try:
+        module = parse_hlo(text)
+    except ValueError as error:
+        raise AdapterError(f"the compiled program's HLO cannot be read: {error}") from error
+    sites, trips, notes = read_sites(module, loops=loops, trip_count=trip_count, default_trip_count=default_trip_count)
+    kernels, unmapped, duplicated = assign(sites, operations)
+    return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes))

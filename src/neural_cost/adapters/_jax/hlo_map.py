@@ -1,0 +1,248 @@
+"""Which of our records each HLO kernel executes, read from XLA's ``op_name`` metadata.
+
+JAX writes each equation's name stack and primitive into the ``op_name`` of the HLO it
+lowers to: ``jit(f)/jit(main)/layer1/dot_general``, ``jit(f)/transpose(jvp(layer1))/mul``,
+``jit(f)/while/body/closed_call/cell/sin``. Our records carry the same name stack as their
+``scope`` — without JAX's wrappers — and the primitive (or the library op) as their name. So
+an ``op_name`` is read back into ``(scope, names)``: jit segments are dropped (their names
+kept as candidate record names: a ``jax.nn.relu`` record is ``relu``, its HLO ``jit(relu)/max``),
+transforms are unwrapped to the scope they wrap (``transpose(jvp(layer1))`` → ``layer1``), and
+the segments control flow pushes (``while/body``, ``while/cond``, ``cond/branch_0_fun``,
+``closed_call``, ``checkpoint``) are dropped. A user scope spelled like one of those is lost
+to the mapping, and its records end unmapped, never miscounted.
+
+Records are assigned in program order, in three passes: (1) each kernel claims, per
+``(scope, name)``, as many records as it holds instructions of that key that compute (a
+broadcast or constant carrying the key marks it present, claiming at most one), each the
+first of that key whose output has the instruction's size, else the first; (2) records
+left over whose key some kernel holds go to a kernel XLA made without metadata that computes
+the same thing (a convolution or dot of the record's output size), else to the first kernel
+holding the key (XLA duplicated a producer into several fusions, or folded two equations into
+one instruction), and the other kernels holding it are listed; (3) a record whose name
+matches no instruction (a library op counted as one record: gelu, a norm) goes to the first
+kernel holding an instruction at its scope that no record explains, else to the first holding
+its scope. Anything else is unmapped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ...core.kernels import Kernel
+from ...core.records import Operation
+
+__all__ = ["MARKER_OPCODES", "Mark", "Site", "assign", "parse_op_name"]
+
+_WRAPPED = re.compile(r"^([A-Za-z_][\w.\-]*)\((.*)\)$", re.DOTALL)
+_JIT = frozenset({"jit", "pjit", "xla_pmap", "pmap"})
+_CONTROL = frozenset(
+    {"closed_call", "checkpoint", "remat", "rematted_computation", "core_call", "custom_jvp_call", "custom_vjp_call"}
+)
+#: How far down a key's queue a record of the instruction's size is looked for.
+_LOOKAHEAD = 64
+#: Kernels without metadata that may still be matched to a record by what they compute.
+_ORPHAN_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",)}
+_BRANCH = re.compile(r"^branch_\d+_fun$")
+#: Opcodes that only carry an equation's key along (the broadcast of a ``mul``'s constant).
+MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-element", "tuple", "reshape", "iota"})
+
+
+def _segments(op_name: str) -> list[str]:
+    """``op_name`` split on ``/`` outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(op_name):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "/" and depth == 0:
+            parts.append(op_name[start:i])
+            start = i + 1
+    parts.append(op_name[start:])
+    return parts
+
+
+def parse_op_name(op_name: str) -> tuple[str | None, tuple[str, ...]]:
+    """``(scope, names)``: the record scope ``op_name`` stands for, and the record names it
+    may carry (the primitive first, then the enclosing jit calls' names, innermost first)."""
+    *path, last = _segments(op_name)
+    kept: list[str] = []
+    jits: list[str] = []
+    skip_next: frozenset[str] | None = None
+    for raw in path:
+        segment: str | None = raw
+        while segment and (wrapped := _WRAPPED.match(segment)) is not None:
+            if wrapped.group(1) in _JIT:
+                jits.append(wrapped.group(2))
+                segment = None
+            else:
+                segment = wrapped.group(2)  # a transform wraps the scope it was applied in
+        if not segment:
+            continue
+        expected, skip_next = skip_next, None
+        if expected is not None and segment in expected:
+            continue
+        if segment == "while":
+            skip_next = frozenset({"body", "cond"})
+        elif _BRANCH.match(segment) and kept and kept[-1] == "cond":  # lax.cond's own segments
+            kept.pop()
+        elif segment not in _CONTROL:
+            kept.append(segment)
+    wrapped_last = _WRAPPED.match(last)
+    if wrapped_last is not None and wrapped_last.group(1) in _JIT:  # a jit call's own constant
+        jits.append(wrapped_last.group(2))
+    names = ([] if wrapped_last or not last else [last]) + jits[::-1]
+    return ("/".join(kept) or None), tuple(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One instruction's key inside a kernel; ``computes`` is False for a marker opcode."""
+
+    scope: str | None
+    names: tuple[str, ...]
+    computes: bool
+    #: The instruction's result bytes, to tell records sharing a key apart; None: unknown.
+    nbytes: int | None = None
+
+
+@dataclass(slots=True)
+class Site:
+    """A kernel as read from the HLO, before records are assigned to it."""
+
+    name: str
+    kind: str
+    traffic_bytes: int
+    footprint_bytes: int
+    executions: int
+    source: str | None
+    result_bytes: int = 0
+    marks: list[Mark] = field(default_factory=list)
+
+    def scopes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.scope for m in self.marks if m.scope))
+
+
+Key = tuple[str | None, str]
+
+
+def assign(
+    sites: Sequence[Site], operations: Sequence[Operation]
+) -> tuple[tuple[Kernel, ...], tuple[int, ...], tuple[tuple[int, tuple[str, ...]], ...]]:
+    """``(kernels, unmapped record indices, duplicated)``: each record index lands in exactly one
+    kernel or in ``unmapped``; ``duplicated`` lists ``(record, other kernels holding its key)``."""
+    queues: dict[Key, deque[int]] = defaultdict(deque)
+    for index, op in enumerate(operations):
+        queues[(op.scope, op.name)].append(index)
+    known = set(queues)
+    claimed: list[list[int]] = [[] for _ in sites]
+    first_holder: dict[Key, int] = {}
+    last_claimed: dict[Key, int] = {}
+    also_in: dict[int, list[str]] = defaultdict(list)
+    explained: list[set[int]] = [set() for _ in sites]  # marks some record's key explains
+    for s, site in enumerate(sites):
+        wants: dict[Key, list[Mark]] = {}
+        for m, mark in enumerate(site.marks):
+            key = next(((mark.scope, n) for n in mark.names if (mark.scope, n) in known), None)
+            if key is None:
+                continue
+            explained[s].add(m)
+            first_holder.setdefault(key, s)
+            wants.setdefault(key, [])
+            if mark.computes:
+                wants[key].append(mark)
+        for key, marks in wants.items():
+            queue = queues[key]
+            if not queue and key in last_claimed:
+                also_in[last_claimed[key]].append(site.name)
+            sizes: list[int | None] = [m.nbytes for m in marks] or [None]  # only present: one record
+            for nbytes in sizes:
+                if not queue:
+                    break
+                last_claimed[key] = _take(queue, operations, nbytes)
+                claimed[s].append(last_claimed[key])
+    for key, queue in queues.items():  # pass 2: leftovers of a key some kernel holds
+        for index in list(queue) if key in first_holder else ():
+            orphan = _orphan(sites, claimed, operations[index])
+            claimed[first_holder[key] if orphan is None else orphan].append(index)
+            queue.remove(index)
+    unmapped: list[int] = []
+    for key, queue in queues.items():  # pass 3: one record for a library op's several equations
+        for index in queue:
+            holder = _scope_holder(sites, explained, key[0])
+            (unmapped if holder is None else claimed[holder]).append(index)
+    kernels = tuple(
+        Kernel(
+            site.name,
+            tuple(sorted(claimed[s])),
+            _flops(operations, claimed[s]),
+            site.traffic_bytes,
+            site.footprint_bytes,
+            site.executions,
+            _scopes(site, operations, claimed[s]),
+            kind=site.kind,
+            source=site.source,
+        )
+        for s, site in enumerate(sites)
+    )
+    duplicated = tuple((index, tuple(names)) for index, names in sorted(also_in.items()))
+    return kernels, tuple(sorted(unmapped)), duplicated
+
+
+def _scopes(site: Site, operations: Sequence[Operation], indices: Sequence[int]) -> tuple[str, ...]:
+    """The scopes a kernel serves: its instructions' and its records' (a kernel XLA made
+    without metadata serves the scopes of the records it computes)."""
+    found = dict.fromkeys(site.scopes())
+    for index in sorted(indices):
+        scope = operations[index].scope
+        if scope:
+            found.setdefault(scope)
+    return tuple(found)
+
+
+def _take(queue: deque[int], operations: Sequence[Operation], nbytes: int | None) -> int:
+    """The first record in ``queue`` whose output has the instruction's size, else the first:
+    two ``add``s at one scope (a loop counter's and the body's) are told apart by their shapes."""
+    if nbytes is not None:
+        for position, index in enumerate(queue):
+            if position >= _LOOKAHEAD:
+                break
+            if operations[index].output_bytes == nbytes:
+                del queue[position]
+                return index
+    return queue.popleft()
+
+
+def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation) -> int | None:
+    """A kernel XLA made without metadata (a backward convolution it rewrote) that computes what
+    ``op`` computes: its opcode does ``op``'s primitive and its result has ``op``'s size."""
+    for s, site in enumerate(sites):
+        computes = op.name in _ORPHAN_OPCODES.get(site.kind, ())
+        if computes and not site.marks and not claimed[s] and site.result_bytes == op.output_bytes:
+            return s
+    return None
+
+
+def _scope_holder(sites: Sequence[Site], explained: list[set[int]], scope: str | None) -> int | None:
+    if scope is None:
+        return None
+    fallback = None
+    for s, site in enumerate(sites):
+        for m, mark in enumerate(site.marks):
+            if mark.scope == scope:
+                if m not in explained[s] and mark.computes:
+                    return s
+                fallback = s if fallback is None else fallback
+    return fallback
+
+
+def _flops(operations: Sequence[Operation], indices: Sequence[int]) -> dict[str, int]:
+    flops: dict[str, int] = {}
+    for index in indices:
+        op = operations[index]
+        for dtype, value in op.cost.flops_by_dtype.items():
+            flops[dtype] = flops.get(dtype, 0) + value * op.count
+    return flops

@@ -1,0 +1,137 @@
+"""The executed units of a compiled program: kernels.
+
+A kernel is what the program runs as one unit — an XLA fusion, custom call or copy, an aten
+op in eager PyTorch, a TensorFlow graph op. Its FLOPs are *our* records' FLOPs (the records
+it executes, by index into ``Trace.operations``), never the compiler's; its traffic is what
+the compiled program moves: the bytes of its operands and results, once per execution.
+
+Conventions, so that a bound can be scored from the record alone:
+
+- ``traffic_bytes`` and ``footprint_bytes`` are per execution; ``total_traffic_bytes`` is
+  ``traffic_bytes × executions``.
+- ``flops_by_dtype`` is the total over all executions: the sum of its records' FLOPs, each
+  already multiplied by its own count (a record's count comes from the walker's trip counts,
+  a kernel's executions from the compiled program's, and the two need not agree).
+- ``footprint_bytes`` counts each distinct buffer the kernel touches once: a kernel whose
+  operand is also its result (in place) has a footprint smaller than its traffic.
+- ``level`` is the memory level the kernel was scored at; None until a bound scores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .attrs import EMPTY_ATTRS, FrozenAttrs
+from .dtypes import canonical_dtype
+from .errors import RecordError
+from .shapes import check_name
+
+__all__ = ["Kernel"]
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RecordError(f"{where}={value!r} must be a non-negative integer")
+    return value
+
+
+def _indices(value: Any, where: str) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise RecordError(f"{where}={value!r} must be a sequence of operation indices")
+    indices = tuple(_count(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if len(set(indices)) != len(indices):
+        raise RecordError(f"{where}={indices!r} lists an operation twice; each record belongs to a kernel once")
+    return indices
+
+
+def _flops(value: Any, where: str) -> FrozenAttrs:
+    if not isinstance(value, Mapping):
+        raise RecordError(f"{where}={value!r} must map dtype names to FLOP counts")
+    flops: dict[str, int] = {}
+    for dtype, count in value.items():
+        name = canonical_dtype(dtype, f"{where} key {dtype!r}")
+        flops[name] = flops.get(name, 0) + _count(count, f"{where}[{dtype!r}]")
+    return FrozenAttrs.trusted(dict(sorted(flops.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One executed unit of a compiled program (see the module docstring for the conventions).
+
+    ``Kernel("fusion.3", (0, 1), {"float32": 2048}, 8192, 8192, executions=10, scopes=("layer1",))``
+    is a fusion that executes records 0 and 1 (2,048 FLOPs over its 10 executions) and moves
+    8,192 bytes each time it runs.
+    """
+
+    name: str
+    operations: tuple[int, ...] = ()
+    flops_by_dtype: Mapping[str, int] = EMPTY_ATTRS
+    traffic_bytes: int = 0
+    footprint_bytes: int = 0
+    executions: int = 1
+    scopes: tuple[str, ...] = ()
+    level: str | None = None
+    #: What the compiler calls it: an HLO opcode (``fusion``, ``copy``, ``custom-call``), an aten op.
+    kind: str | None = None
+    #: The user's line that made it (``model.py:42``), when the compiled program says.
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "Kernel.name")
+        where = f"Kernel {self.name!r}"
+        setattr_ = object.__setattr__
+        setattr_(self, "operations", _indices(self.operations, f"{where} operations"))
+        setattr_(self, "flops_by_dtype", _flops(self.flops_by_dtype, f"{where} flops_by_dtype"))
+        for name in ("traffic_bytes", "footprint_bytes", "executions"):
+            _count(getattr(self, name), f"{where} {name}")
+        raw_scopes: Any = self.scopes
+        if isinstance(raw_scopes, (str, bytes)) or not isinstance(raw_scopes, Iterable):
+            raise RecordError(f"{where} scopes={raw_scopes!r} must be a sequence of scope paths")
+        scopes = tuple(raw_scopes)
+        for i, scope in enumerate(scopes):
+            check_name(scope, f"{where} scopes[{i}]")
+        setattr_(self, "scopes", scopes)
+        check_name(self.level, f"{where} level", optional=True)
+        check_name(self.kind, f"{where} kind", optional=True)
+        check_name(self.source, f"{where} source", optional=True)
+
+    @property
+    def flops(self) -> int:
+        """FLOPs over all executions, every dtype."""
+        return sum(self.flops_by_dtype.values())
+
+    @property
+    def total_traffic_bytes(self) -> int:
+        """Bytes moved over all executions."""
+        return self.traffic_bytes * self.executions
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "operations": list(self.operations),
+            "flops_by_dtype": dict(self.flops_by_dtype),
+            "traffic_bytes": self.traffic_bytes,
+            "footprint_bytes": self.footprint_bytes,
+            "executions": self.executions,
+            "scopes": list(self.scopes),
+            "level": self.level,
+            "kind": self.kind,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Kernel:
+        return cls(
+            data["name"],
+            tuple(data.get("operations", ())),
+            data.get("flops_by_dtype", {}),
+            data.get("traffic_bytes", 0),
+            data.get("footprint_bytes", 0),
+            data.get("executions", 1),
+            tuple(data.get("scopes", ())),
+            data.get("level"),
+            data.get("kind"),
+            data.get("source"),
+        )

@@ -1,0 +1,307 @@
+"""Kernels of a compiled JAX program, read from its optimized HLO, with our records mapped on.
+
+Arrays are ``jax.ShapeDtypeStruct``s: compiling needs shapes only, so the 64 MiB programs of
+issue 14's must-show allocate nothing.
+"""
+
+import os
+
+import pytest
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+lax = pytest.importorskip("jax.lax")
+
+from neural_cost import AdapterError  # noqa: E402
+from neural_cost.adapters import JaxAdapter  # noqa: E402
+from neural_cost.adapters._jax.hlo import compiled_kernels, hlo_text  # noqa: E402
+from neural_cost.adapters._jax.hlo_map import parse_op_name  # noqa: E402
+from neural_cost.adapters._jax.hlo_text import parse_hlo, shape_bytes  # noqa: E402
+
+MiB = 2**20
+X = jax.ShapeDtypeStruct((16 * MiB,), jnp.float32)  # 16 Mi float32 elements = 64 MiB
+
+
+def chain(v):
+    return jnp.sin(v) * 2 + 1
+
+
+def kernels_of(fn, args, donate=(), adapter=None, **options):
+    compiled = jax.jit(fn, donate_argnums=donate).lower(*args).compile()
+    trace = (adapter or JaxAdapter(cross_check=False)).trace(fn, args)
+    return compiled, trace, compiled_kernels(compiled, trace.operations, loops=trace.loop_assumptions, **options)
+
+
+def total_flops(trace):
+    return sum(op.cost.flops * op.count for op in trace.operations)
+
+
+def mapped_flops(trace, result):
+    return sum(k.flops for k in result.kernels) + sum(
+        trace.operations[i].cost.flops * trace.operations[i].count for i in result.unmapped
+    )
+
+
+def assert_partition(trace, result):
+    """Every record lands in exactly one kernel or in ``unmapped``."""
+    placed = [i for k in result.kernels for i in k.operations] + list(result.unmapped)
+    assert sorted(placed) == list(range(len(trace.operations)))
+
+
+def test_three_elementwise_ops_are_one_kernel_moving_input_plus_output():
+    _compiled, trace, result = kernels_of(chain, (X,))
+    (kernel,) = result.kernels
+    assert kernel.kind == "fusion" and kernel.executions == 1
+    assert kernel.traffic_bytes == 128 * MiB  # 64 MiB read + 64 MiB written, not 3× the intermediates
+    assert kernel.footprint_bytes == 128 * MiB
+    assert [trace.operations[i].name for i in kernel.operations] == ["sin", "mul", "add"]
+    assert kernel.flops == 50_331_648  # 3 ops × 1 FLOP × 16,777,216 elements
+    assert kernel.source is not None and kernel.source.startswith("test_hlo_kernels.py:")
+
+
+def _loop(v):
+    return lax.fori_loop(0, 10, lambda i, a: chain(a), v)
+
+
+def _big(result):
+    return [k for k in result.kernels if k.traffic_bytes >= 64 * MiB]
+
+
+def test_fori_loop_body_runs_ten_times_and_the_undonated_carry_is_copied_once():
+    compiled, trace, result = kernels_of(_loop, (X,))
+    copy, fusion = _big(result)
+    assert (copy.kind, copy.executions, copy.traffic_bytes) == ("copy", 1, 128 * MiB)  # XLA's entry copy of x
+    assert (fusion.kind, fusion.executions, fusion.traffic_bytes) == ("fusion", 10, 128 * MiB)
+    assert fusion.total_traffic_bytes == 1_280 * MiB  # 10 × (64 MiB in + 64 MiB out)
+    # The scalar counter: a 4-byte copy of its start (4 in + 4 out = 8 B), its compare
+    # (s32, s32 → pred: 9 B) 11 times, its increment (s32 + s32 → s32: 12 B) 10 times.
+    small = sorted((k.traffic_bytes, k.executions) for k in result.kernels if k.traffic_bytes < 64 * MiB)
+    assert small == [(8, 1), (9, 11), (12, 10)]
+    assert result.traffic_bytes == 1_408 * MiB + 8 + 99 + 120
+    assert result.loops[0][1:3] == (10, "known_trip_count")
+    # XLA's own cost_analysis counts the loop body once: 64 MiB copy read + written, 128 MiB body.
+    xla_bytes = compiled.cost_analysis()["bytes accessed"]
+    assert int(xla_bytes) // MiB == 256  # beside our 1,408 MiB
+    assert mapped_flops(trace, result) == total_flops(trace) == 503_316_490  # 10 × 50,331,648 + 10 counter adds
+    assert_partition(trace, result)
+
+
+def test_donated_carry_is_not_copied():
+    compiled, _trace, result = kernels_of(_loop, (X,), donate=0)
+    (fusion,) = _big(result)
+    assert (fusion.executions, fusion.total_traffic_bytes) == (10, 1_280 * MiB)
+    assert not [k for k in result.kernels if k.kind == "copy" and k.traffic_bytes >= 64 * MiB]
+    assert result.traffic_bytes == 1_280 * MiB + 8 + 99 + 120  # only the counter's scalars beside it
+    assert int(compiled.cost_analysis()["bytes accessed"]) // MiB == 128  # XLA: the body once
+
+
+def _traced_bound(v, n):
+    return lax.fori_loop(0, n, lambda i, a: chain(a), v)
+
+
+def test_traced_trip_count_comes_from_the_walker_or_a_callback():
+    args = (X, jax.ShapeDtypeStruct((), jnp.int32))
+    _compiled, trace, result = kernels_of(_traced_bound, args, adapter=JaxAdapter(trip_counts={"while_0": 5}))
+    (_copy, fusion) = _big(result)
+    assert fusion.executions == 5  # no known_trip_count: trip_counts={"while_0": 5} through the trace
+    assert result.loops[0][1:] == (5, "explicit", "while_0")
+    assert mapped_flops(trace, result) == total_flops(trace)
+    compiled = jax.jit(_traced_bound).lower(*args).compile()
+    by_callback = compiled_kernels(compiled, trip_count=lambda loop: 7 if loop.known_trip_count is None else None)
+    assert _big(by_callback)[1].executions == 7 and by_callback.loops[0][2] == "callback"
+    defaulted = compiled_kernels(compiled, default_trip_count=3)
+    assert _big(defaulted)[1].executions == 3
+    assert "has no known trip count" in defaulted.notes[0] and "default_trip_count" in defaulted.notes[0]
+
+
+def mlp(x, w1, w2):
+    with jax.named_scope("layer1"):
+        h = jax.nn.relu(x @ w1 + 1.0)
+    with jax.named_scope("layer2"):
+        return jnp.tanh(h @ w2)
+
+
+MLP_ARGS = (
+    jax.ShapeDtypeStruct((32, 64), jnp.float32),
+    jax.ShapeDtypeStruct((64, 128), jnp.float32),
+    jax.ShapeDtypeStruct((128, 16), jnp.float32),
+)
+
+
+def test_mlp_dot_kernels_carry_the_dot_general_records():
+    _compiled, trace, result = kernels_of(jax.jit(mlp), MLP_ARGS)
+    dots = {}
+    for kernel in result.kernels:
+        for i in kernel.operations:
+            if trace.operations[i].name == "dot_general":
+                dots[trace.operations[i].scope] = (kernel.flops, kernel.scopes)
+    assert dots == {
+        "layer1": (524_288, ("layer1",)),  # 2·32·64·128
+        "layer2": (131_072, ("layer2",)),  # 2·32·128·16
+    }
+    # 524,288 + 4,096 (bias add) + 4,096 (relu) + 131,072 + 512 (tanh), to the FLOP
+    assert mapped_flops(trace, result) == total_flops(trace) == 664_064
+    assert result.unmapped == ()
+    assert_partition(trace, result)
+
+
+def test_gradient_flops_are_kept_to_the_flop():
+    def loss_grad(x, w1, w2):
+        return jax.grad(lambda a: mlp(a, w1, w2).sum())(x)
+
+    _compiled, trace, result = kernels_of(loss_grad, MLP_ARGS)
+    assert mapped_flops(trace, result) == total_flops(trace)
+    # The forward sum's value is never used by the gradient: XLA removes it, and its record is
+    # unmapped (counted, named), never dropped.
+    assert {trace.operations[i].name for i in result.unmapped} <= {"reduce_sum", "broadcast_in_dim"}
+    dot_records = [i for i, op in enumerate(trace.operations) if op.name == "dot_general"]
+    assert not set(dot_records) & set(result.unmapped)  # all four matmuls sit in kernels
+    assert_partition(trace, result)
+
+
+def test_flax_convnet_gradient_maps_nearly_all_flops_to_named_kernels():
+    nn = pytest.importorskip("flax.linen")
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Conv(16, (3, 3))(x))
+            x = nn.gelu(nn.LayerNorm()(nn.Conv(16, (3, 3))(x)))
+            return nn.Dense(8)(x.mean((1, 2)))
+
+    net = Net()
+    image = jnp.ones((4, 16, 16, 3))
+    params = net.init(jax.random.PRNGKey(0), image)
+    grad = jax.grad(lambda p, x: net.apply(p, x).sum())
+    _compiled, trace, result = kernels_of(grad, (params, image))
+    named = sum(k.flops for k in result.kernels if k.scopes)
+    share = named / total_flops(trace)
+    print(f"FLOPs in kernels with a scope: {share:.2%}")
+    assert share >= 0.95
+    assert mapped_flops(trace, result) == total_flops(trace)
+    convolutions = [k for k in result.kernels if k.kind == "convolution"]
+    assert all(len(k.operations) >= 1 for k in convolutions)  # XLA's metadata-less backward convs too
+    assert_partition(trace, result)
+
+
+@pytest.mark.parametrize(
+    ("op_name", "expected"),
+    [
+        ("jit(f)/jit(main)/layer1/dot_general", ("layer1", ("dot_general", "main", "f"))),
+        ("jit(f)/transpose(jvp(layer1))/mul", ("layer1", ("mul", "f"))),
+        ("jit(f)/jvp()/sin", (None, ("sin", "f"))),
+        ("jit(g)/while/body/closed_call/cell/sin", ("cell", ("sin", "g"))),
+        ("jit(g)/while/cond/lt", (None, ("lt", "g"))),
+        ("jit(f)/cond/branch_1_fun/mul", (None, ("mul", "f"))),
+        ("jit(f)/M/Dense_0/jit(relu)/max", ("M/Dense_0", ("max", "relu", "f"))),
+        ("jit(f)/checkpoint/cos", (None, ("cos", "f"))),
+        ("jit(f)/layer1/jit(relu)", ("layer1", ("relu", "f"))),
+    ],
+)
+def test_op_names_read_back_into_record_keys(op_name, expected):
+    assert parse_op_name(op_name) == expected
+
+
+@pytest.mark.parametrize(
+    ("shape", "nbytes"),
+    [
+        ("f32[1024]{0}", 4096),
+        ("(s32[], f32[1024]{0})", 4 + 4096),
+        ("pred[3]", 3),
+        ("s4[3]", 2),  # 12 bits round up to 2 bytes
+        ("f32[<=16]", 64),  # a bounded dynamic dimension at its bound
+        ("bf16[2,3]{1,0:T(8,128)(2,1)}", 12),
+        ("token[]", 0),
+    ],
+)
+def test_shape_bytes(shape, nbytes):
+    assert shape_bytes(shape) == nbytes
+
+
+HAND_WRITTEN = """HloModule jit_h, entry_computation_layout={(f32[1024]{0}, pred[])->f32[1024]{0}}
+
+%fused_update (param_0: f32[1024], param_1: f32[16], param_2: s32[]) -> f32[1024] {
+  %param_0 = f32[1024]{0} parameter(0)
+  %param_1 = f32[16]{0} parameter(1)
+  %param_2 = s32[] parameter(2)
+  ROOT %dus = f32[1024]{0} dynamic-update-slice(%param_0, %param_1, %param_2), metadata={op_name="h/dus"}
+}
+
+%body (arg: (s32[], f32[1024])) -> (s32[], f32[1024]) {
+  %arg = (s32[], f32[1024]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%arg), index=0
+  %buf = f32[1024]{0} get-tuple-element(%arg), index=1
+  %slice = f32[16]{0} slice(f32[1024]{0} %buf), slice={[0:16]}, metadata={op_name="jit(h)/while/body/slice"}
+  %update = f32[1024]{0} fusion(%buf, %slice, %i), calls=%fused_update, metadata={source_file="/model.py" source_line=7}
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[1024]{0}) tuple(%next, %update)
+}
+
+%cond (arg: (s32[], f32[1024])) -> pred[] {
+  %arg = (s32[], f32[1024]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%arg), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%small (a: f32[1024]) -> f32[1024] {
+  %a = f32[1024]{0} parameter(0)
+  ROOT %neg = f32[1024]{0} negate(%a)
+}
+
+%big (a: f32[1024]) -> f32[1024] {
+  %a = f32[1024]{0} parameter(0)
+  %b = f32[1024]{0} multiply(%a, %a)
+  ROOT %c2 = f32[1024]{0} add(%b, %a)
+}
+
+ENTRY %main (x: f32[1024], p: pred[]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %t0 = (s32[], f32[1024]{0}) tuple(%zero, %x)
+  %w = (s32[], f32[1024]{0}) while(%t0), condition=%cond, body=%body, metadata={op_name="jit(h)/while"}
+  %out = f32[1024]{0} get-tuple-element(%w), index=1
+  %p = pred[] parameter(1)
+  %c = f32[1024]{0} conditional(%p, %out, %out), branch_computations={%small, %big}
+  ROOT %r = f32[1024]{0} copy(%c)
+}
+"""
+
+
+def test_hand_written_module():
+    module = parse_hlo(HAND_WRITTEN)
+    assert module.entry == "main" and set(module.computations) >= {"body", "cond", "fused_update"}
+    result = compiled_kernels(HAND_WRITTEN, trip_count=lambda loop: 3)
+    rows = [(k.name, k.traffic_bytes, k.footprint_bytes, k.executions) for k in result.kernels]
+    assert rows == [
+        ("lt", 9, 9, 4),  # s32 + s32 → pred; the condition runs trips + 1 times
+        ("slice", 4096 + 64, 4096 + 64, 3),  # reads the f32[1024] operand (as shaped), writes 16 floats
+        # In place: the f32[1024] buffer aliases the result; it reads the 64-byte update and the
+        # 4-byte index and writes the 64-byte update.
+        ("update", 64 + 4 + 64, 64 + 4 + 64, 3),
+        ("next", 12, 8 + 4, 3),  # %one is a constant operand, read like any other
+        ("neg", 8192, 8192, 0),  # the lighter branch: listed, never executed
+        ("b", 3 * 4096, 2 * 4096, 1),  # multiply(a, a) passes a twice: one buffer, two reads
+        ("c2", 3 * 4096, 3 * 4096, 1),
+        ("r", 8192, 8192, 1),
+    ]
+    assert result.kernels[2].source == "model.py:7"  # source_file/source_line, where a jaxlib prints them
+    assert result.loops == (("w", 3, "callback", None),)
+
+
+def test_unreadable_programs_raise_adapter_errors():
+    with pytest.raises(AdapterError, match="has no as_text"):
+        hlo_text(object())
+
+    class NoText:
+        def as_text(self):
+            raise RuntimeError("this backend prints nothing")
+
+    with pytest.raises(AdapterError, match=r"cannot be read \(RuntimeError: this backend prints nothing"):
+        hlo_text(NoText())
+    with pytest.raises(AdapterError, match="not an HLO module"):
+        compiled_kernels(type("Empty", (), {"as_text": lambda self: None})())
+    with pytest.raises(AdapterError, match="cannot read HLO instruction"):
+        compiled_kernels("HloModule m\n\nENTRY %main () -> f32[] {\n  this is not HLO\n}\n")

@@ -1,0 +1,56 @@
+"""The Kernel record: validation with clear errors and an exact JSON round trip."""
+
+import json
+
+import pytest
+
+from neural_cost.core import Kernel, RecordError
+
+
+def roundtrip(record):
+    return type(record).from_dict(json.loads(json.dumps(record.to_dict())))
+
+
+def test_kernel_totals_and_round_trip():
+    kernel = Kernel(
+        "broadcast_add_fusion", (2, 0, 1), {"float32": 30, "bf16": 6}, 8192, 4096, executions=10,
+        scopes=("layer1", "layer1/relu"), kind="fusion", source="model.py:42",
+    )  # fmt: skip
+    assert kernel.flops == 36  # 30 + 6, over all executions
+    assert kernel.total_traffic_bytes == 81_920  # 8,192 bytes per execution × 10
+    assert dict(kernel.flops_by_dtype) == {"bfloat16": 6, "float32": 30}  # canonical names
+    assert kernel.level is None  # until a bound scores it
+    assert roundtrip(kernel) == kernel
+    assert hash(roundtrip(kernel)) == hash(kernel)
+    scored = Kernel.from_dict({**kernel.to_dict(), "level": "L2"})
+    assert scored.level == "L2" and roundtrip(scored) == scored
+
+
+def test_kernel_defaults_are_an_unmapped_single_execution():
+    kernel = Kernel("copy.6")
+    assert (kernel.operations, kernel.flops, kernel.executions, kernel.traffic_bytes) == ((), 0, 1, 0)
+    assert roundtrip(kernel) == kernel
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"traffic_bytes": -1}, "traffic_bytes=-1 must be a non-negative integer"),
+        ({"executions": 1.5}, "executions=1.5 must be a non-negative integer"),
+        ({"footprint_bytes": True}, "footprint_bytes=True must be a non-negative integer"),
+        ({"operations": (1, 1)}, "lists an operation twice"),
+        ({"operations": (-1,)}, r"operations\[0\]=-1"),
+        ({"flops_by_dtype": {"float32": -2}}, "must be a non-negative integer"),
+        ({"flops_by_dtype": [1]}, "must map dtype names to FLOP counts"),
+        ({"scopes": "layer1"}, "must be a sequence of scope paths"),
+        ({"level": ""}, "level=''"),
+    ],
+)
+def test_kernel_rejects_bad_fields(fields, message):
+    with pytest.raises(RecordError, match=message):
+        Kernel("fusion", **fields)
+
+
+def test_kernel_executions_may_be_zero():
+    # A conditional's branch not taken, a loop that runs no iteration: listed, never executed.
+    assert Kernel("fusion.1", traffic_bytes=64, executions=0).total_traffic_bytes == 0
