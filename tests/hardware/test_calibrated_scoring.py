@@ -98,10 +98,11 @@ def test_header_prints_each_scored_number_beside_its_source():
 
 
 def test_header_names_a_dtype_that_falls_back_to_peak_flops():
+    # peak_flops 100e9 is float32's own peak: float16 is scored at it, and says so.
     spec = HardwareSpec("X", 100e9, 10e9, kind="cpu", peak_flops_by_dtype={"float32": 100e9}, source="table")
     assert _device_line(spec) == (
         "  device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for X (cpu; table): "
-        "float16 100 GFLOP/s, no float16 peak of its own: peak_flops; bandwidth 10.0 GB/s"
+        "float16 100 GFLOP/s scored at the float32 peak (no float16 peak of its own); bandwidth 10.0 GB/s"
     )
 
 

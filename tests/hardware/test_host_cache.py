@@ -177,6 +177,21 @@ def test_all_core_probe_rejects_a_copy_that_skips_a_chunk():
         measure_dram_bandwidth(8 * MIB, threads=3, copy=skips_the_first_chunk)
 
 
+def test_all_core_probe_verifies_the_warm_up_copy_like_the_single_thread_probe():
+    # both probes share one verified-sample loop: a copy that does nothing fails at the warm-up
+    with pytest.raises(MeasurementError, match="after the warm-up copy"):
+        measure_dram_bandwidth(8 * MIB, threads=2, copy=lambda dst, src: None)
+    stops_after_warm_up = []
+
+    def copies_once(dst, src):  # 2 threads: the warm-up is the first two chunk copies
+        if len(stops_after_warm_up) < 2:
+            np.copyto(dst, src)
+        stops_after_warm_up.append(1)
+
+    with pytest.raises(MeasurementError, match="after sample 1,"):
+        measure_dram_bandwidth(8 * MIB, threads=2, copy=copies_once)
+
+
 def test_all_core_probe_rejects_bad_arguments():
     with pytest.raises(MeasurementError, match="samples"):
         measure_dram_bandwidth(8 * MIB, samples=0)

@@ -96,6 +96,35 @@ def test_diff_shows_deltas_and_what_makes_reports_incomparable():
     assert "FLOPs" in text and "=" in text.split("FLOPs")[1].splitlines()[0]  # same program: no FLOP change
 
 
+def test_diff_shows_both_coverage_figures_rounded_down_with_work_as_a_ceiling():
+    # Was (report/diff.py): one "coverage" row, the operations share rounded to nearest (9,999 of
+    # 10,000 → "100.0%"); a collapse of the work share appeared nowhere.
+    # After: 9,999 of 10,000 operations → 99.9% (down), a change of -0.01 pp → "-<0.1 pp". The
+    # unmodeled matrix_exp at a floor of 0 FLOPs and 1,649,152 bytes (the seed's own traffic):
+    # byte share 1,649,152 / 3,298,304 = 50.0%, FLOP share 100% → work "≤ 50.0%", -50.0 pp.
+    before = analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO)
+    coverage = Coverage(
+        total=10_000, modeled=9_999, unmodeled=(("matrix_exp", 1),), unmodeled_work=(("matrix_exp", 0, 1_649_152),)
+    )
+    lines = diff_reports(before, analyze_gap(seed_estimate(coverage), cpu_measurement(), M3_PRO)).splitlines()
+    assert lines[1] == (
+        "  NOTE: different coverage: operations 100.0% of 1 operation, work 100.0% → operations 99.9% of "
+        "10,000 operations, work ≤ 50.0%; FLOP and byte deltas include what became (un)modeled"
+    )
+    assert lines[7:9] == [
+        "  coverage (operations)        100.0% →        99.9%   -<0.1 pp",
+        "  coverage (work)              100.0% →      ≤ 50.0%   -50.0 pp",
+    ]
+    # The operations share held (9 of 10) while the work share became unknown (a size not
+    # recorded): still a difference in coverage, noted; no change can be computed for work.
+    held = Coverage(total=10, modeled=9, unmodeled=(("m", 1),), unmodeled_work=(("m", 0, 0),))
+    unknown = Coverage(total=10, modeled=9, unmodeled=(("m", 1),))
+    text = diff_reports(*(analyze_gap(seed_estimate(c), cpu_measurement(), M3_PRO) for c in (held, unknown)))
+    assert "NOTE: different coverage: operations 90.0% of 10 operations, work ≤ 100.0% → " in text
+    assert "  coverage (operations)         90.0% →        90.0%   =\n" in text
+    assert "  coverage (work)            ≤ 100.0% →      unknown   n/a\n" in text
+
+
 def test_a_malformed_analysis_section_is_a_schema_error_not_a_traceback(tmp_path):
     data = analyze_gap(seed_estimate(), cpu_measurement(), M3_PRO).to_dict()
     data["analysis"] = None  # the threshold falls back to the default; the records are intact

@@ -23,7 +23,8 @@ def test_pipeline_coverage_column_is_rounded_down():
     # (format_percent rounds up); the single-report header says 99.9%. Right: "99.9%".
     report = Pipeline({"s": Stage(lambda: None)}).run(adapter=_AlmostCovered(), hardware=SPEC, warmup=0, repeats=1)
     row = next(line for line in report.render().splitlines() if line.strip().startswith("s "))
-    assert row.rstrip().endswith("99.9%") and "100.0%" not in row
+    # operations · work: the hand-built coverage records no unmodeled sizes, so work is unknown
+    assert row.rstrip().endswith("99.9% · unknown") and "100.0%" not in row
 
 
 def test_pipeline_with_a_failed_stage_says_its_sum_is_partial():
@@ -69,9 +70,9 @@ def test_pipeline_table_golden():
     assert text == render_pipeline(report)
     assert text == (
         "Neural cost pipeline analysis\n"
-        "  stage  calls    per call  ± stdev     × calls  share  bound × calls  efficiency  coverage\n"
-        "  a          2  250.000 ms      0 s  500.000 ms  50.0%              -           -         -\n"
-        "  b          1  500.000 ms      0 s  500.000 ms  50.0%              -           -         -\n"
+        "  stage  calls    per call  ± stdev     × calls  share  bound × calls  efficiency  coverage (ops · work)\n"
+        "  a          2  250.000 ms      0 s  500.000 ms  50.0%              -           -                      -\n"
+        "  b          1  500.000 ms      0 s  500.000 ms  50.0%              -           -                      -\n"
         "  stages: 1.000 s per pipeline run\n"
         "  end-to-end: 1.000 s (end-to-end)\n"
         "  unexplained: 0 s (0.0% of end-to-end) — time outside the stages: work between them, and Python dispatch "

@@ -20,7 +20,7 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 from matplotlib.image import imread  # noqa: E402
 
-from neural_cost import HardwareSpec, Measurement, Operation, analyze_gap, estimate_operations  # noqa: E402
+from neural_cost import Coverage, HardwareSpec, Measurement, Operation, analyze_gap, estimate_operations  # noqa: E402
 from neural_cost.analysis.pipeline import PipelineReport, StageResult  # noqa: E402
 from neural_cost.core.errors import FrameworkNotInstalledError, NeuralCostError  # noqa: E402
 from neural_cost.report.plot_labels import numbers_text, qualified_name, short_names  # noqa: E402
@@ -46,6 +46,18 @@ def gap_report():
     return analyze_gap(estimate_operations(OPS), measurement, SPEC)
 
 
+def test_title_shows_both_coverage_figures_rounded_down_with_work_as_a_ceiling():
+    # Was (report/plot.py): "coverage 80.0%", the operations share only. 4 of 5 operations modeled
+    # → 80.0%. The unmodeled "mystery" at its floor of 999 FLOPs and 0 bytes: byte share 100%, FLOP
+    # share F / (F + 999) with F = 33,554,432 + 8,388,608 + 16,384 + 0 = 41,959,424 → 99.9976% →
+    # "≤ 99.9%" (rounded down, where rounding would print 100.0%; a ceiling, as mystery is unmodeled)
+    coverage = Coverage(total=5, modeled=4, unmodeled=(("mystery", 1),), unmodeled_work=(("mystery", 999, 0),))
+    measurement = Measurement(SAMPLES, device="Intel Xeon", device_kind="cpu", device_source="test")
+    report = analyze_gap(estimate_operations(OPS, coverage=coverage), measurement, SPEC)
+    (axes,) = report.plot().axes
+    assert axes.get_title() == "Test GPU (gpu) · ran on Intel Xeon (cpu) · coverage: operations 80.0% · work ≤ 99.9%"
+
+
 def labelled(axes, label):
     return [c for c in axes.collections if c.get_label() == label]
 
@@ -61,7 +73,7 @@ def test_roofline_axes_points_and_title():
     assert axes.get_xscale() == "log" and axes.get_yscale() == "log"
     assert axes.get_xlabel() == "arithmetic intensity (FLOP/byte)"
     assert axes.get_ylabel() == "performance (FLOP/s)"
-    assert axes.get_title() == "Test GPU (gpu) · ran on Intel Xeon (cpu) · coverage 100.0%"
+    assert axes.get_title() == "Test GPU (gpu) · ran on Intel Xeon (cpu) · coverage: operations 100.0% · work 100.0%"
 
     # 4 operations in the top 8; cast has 0 FLOPs, so 3 points
     (ops,) = labelled(axes, "top 3 operations (bound-implied rate)")

@@ -19,7 +19,8 @@ floor (inputs read once, outputs written once, 1 FLOP per output element). Low-c
   sort x4 on float16 (32, 768): FLOPs 4·24,576 = 98,304; bytes 4·(49,152 read + 49,152 written) = 393,216
   threefry2x32 x3, four uint32 (1000,) in, two out: FLOPs 3·2,000 = 6,000; bytes 3·(16,000 + 8,000) = 72,000
   FLOP share 49,152,000 / (49,152,000 + 104,304) = 99.78%; byte share 1,649,152 / (1,649,152 + 465,216)
-  = 1,649,152 / 2,114,368 = 77.997% → work 77.9% (rounded down)
+  = 1,649,152 / 2,114,368 = 77.997% → work ≤ 77.9% (rounded down; a ceiling: sort and threefry2x32 do more
+  than their floor, so the modeled share is at most that)
 """
 
 from neural_cost import Coverage, HardwareSpec, analyze_gap
@@ -48,10 +49,11 @@ costs: profile the largest rows (classifier first) for slow kernels, layout chan
 
 LOW_COVERAGE = """\
 Neural cost gap analysis
-  coverage: operations 30.0% · work 77.9% (of 10 equations: modeled 1, free 2, unmodeled 7: sort x4, threefry2x32 x3)
-  WARNING: Low coverage: only 30.0% of the traced equations were modeled or free; only 77.9% of the work (FLOPs \
-and bytes, unmodeled equations at their elementwise floor) is in modeled equations; the roofline bound and \
-efficiency describe part of the workload, not all of it.
+  coverage: operations 30.0% · work ≤ 77.9% (of 10 equations: modeled 1, free 2, unmodeled 7: sort x4, \
+threefry2x32 x3)
+  WARNING: Low coverage: only 30.0% of the traced equations were modeled or free; at most 77.9% of the work \
+(FLOPs and bytes, unmodeled equations at their elementwise floor, the least they can do) is in modeled \
+equations; the roofline bound and efficiency describe part of the workload, not all of it.
   device: ran on Intel Xeon Platinum 8480C (cpu) · peaks for M3 Pro (kind unknown; user-supplied): float16 \
 7.40 TFLOP/s; bandwidth 150 GB/s
   inputs: x (32, 768) · batch 32 (leading dim of x)

@@ -117,7 +117,7 @@ class JaxAdapter(FrameworkAdapter):
         norms: dict[str, NormCall | None] = {}
         try:
             with flax_norms(norms, scope_path):
-                closed = jax.make_jaxpr(fn, static_argnums=static)(*positional, **kwargs)
+                closed, returned = jax.make_jaxpr(fn, static_argnums=static, return_shape=True)(*positional, **kwargs)
         except Exception as error:
             raise AdapterError(
                 f"JaxAdapter.trace: tracing {_name_of(fn)} with jax.make_jaxpr failed ({type(error).__name__}): {error}"
@@ -139,7 +139,7 @@ class JaxAdapter(FrameworkAdapter):
         return Trace(
             operations=tuple(state.operations),
             coverage=coverage,
-            input_shapes=_input_shapes(positional, kwargs, skip),
+            input_shapes=_input_shapes(positional, kwargs, skip, returned),
             loop_assumptions=tuple(state.loops),
             framework="jax",
             boundary=_boundary(closed, dynamic, dynamic_index, kwargs, params),
@@ -296,11 +296,42 @@ def _output_device(outputs: Any) -> tuple[str, str, str]:
     return info.name, info.kind, info.source
 
 
-def _input_shapes(args: tuple[Any, ...], kwargs: Mapping[str, Any], skip: set[int]) -> tuple[tuple[str, Shape], ...]:
-    """Top-level array arguments (not parameters or static ones): what the report's inputs line shows."""
-    shapes = [(f"arg{i}", tuple(a.shape)) for i, a in enumerate(args) if i not in skip and hasattr(a, "shape")]
-    shapes += [(k, tuple(v.shape)) for k, v in kwargs.items() if hasattr(v, "shape")]
+def _input_shapes(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], skip: set[int], returned: Any
+) -> tuple[tuple[str, Shape], ...]:
+    """What the report's inputs line shows and the batch is read from: every array leaf of the
+    arguments, inside tuples, lists, dicts and other pytrees too, named by its path (``arg2[0]``,
+    ``arg0['w1']``, ``mask['a']``). Not listed: static arguments, parameters (``param_argnums``),
+    and state the function hands back — a container argument with the pytree structure and
+    shapes of one of its outputs, as a training step ``(params, opt_state, batch) -> (params,
+    opt_state, loss)`` returns its params and optimizer state. Those are carried from step to
+    step, never a batch (their leading dims are a weight's); unless nothing else is left."""
+    outputs = [_tree_shapes(out) for out in (returned if isinstance(returned, (tuple, list)) else (returned,))]
+    named = [(f"arg{i}", a) for i, a in enumerate(args) if i not in skip] + list(kwargs.items())
+    carried = {name for name, value in named if _container(value) and _tree_shapes(value) in outputs}
+    if len(carried) == len(named):
+        carried = set()
+    shapes = []
+    for name, value in named:
+        if name in carried:
+            continue
+        leaves, _ = jax.tree_util.tree_flatten_with_path(value)
+        shapes += [
+            (f"{name}{jax.tree_util.keystr(path)}", leaf.shape) for path, leaf in leaves if hasattr(leaf, "shape")
+        ]
     return tuple((name, tuple(int(d) for d in shape)) for name, shape in shapes)
+
+
+def _container(value: Any) -> bool:
+    """A pytree that is more than one leaf (a dict of weights, an optimizer state)."""
+    return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(value))
+
+
+def _tree_shapes(tree: Any) -> tuple[Any, tuple[tuple[int, ...], ...]]:
+    """A pytree's structure and its leaves' shapes: what an argument and an output share when
+    the function hands the argument back updated."""
+    leaves, structure = jax.tree_util.tree_flatten(tree)
+    return structure, tuple(tuple(int(d) for d in getattr(leaf, "shape", ())) for leaf in leaves)
 
 
 def _boundary(

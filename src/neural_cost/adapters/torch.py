@@ -96,7 +96,10 @@ class TorchAdapter(FrameworkAdapter):
         Inference runs under ``no_grad`` in the model's current train/eval mode. With
         ``training=True`` it traces forward, backward (of ``loss_fn(output)``, default the
         sum of the output) and ``optimizer.step()`` as the scopes ``forward``, ``backward``
-        and ``optimizer``; everything is restored afterwards.
+        and ``optimizer``; everything is restored afterwards. With an optimizer, one untraced
+        step runs first and the trace is of the second: the step the timed runs repeat after
+        warmup, with the optimizer's state in place (a first SGD-momentum step only copies the
+        gradient into its buffer; a first Adam step zero-fills its moments).
         """
         reject_options("TorchAdapter.trace", options, TRACE_OPTIONS)
         if not callable(model):
@@ -111,6 +114,8 @@ class TorchAdapter(FrameworkAdapter):
         optimizer_ = optimizer if training else None
         try:
             with preserved(model, optimizer_, guard, training, inputs) as kept, module_scopes(model, scopes):
+                if optimizer_ is not None:  # the timed runs after warmup are steady-state steps
+                    self._untraced_step(model, args, kwargs, guard, loss_fn, optimizer_, kept.grads)
                 if training:
                     output = self._training_step(model, args, kwargs, recorder, loss_fn, optimizer_, notes, kept.grads)
                 else:
@@ -175,6 +180,29 @@ class TorchAdapter(FrameworkAdapter):
             else:
                 notes.append("no optimizer given: the trace has no optimizer step")
         return output
+
+    @staticmethod
+    def _untraced_step(
+        model: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        guard: WriteGuard,
+        loss_fn: Callable[[Any], Any] | None,
+        optimizer: Any,
+        grads: Grads,
+    ) -> None:
+        """One training step, not recorded, so that the traced step finds the optimizer state a
+        timed step finds; under the write guard (an input it writes into is put back) and with
+        the gradients it leaves cleared, so the traced backward writes fresh ones as before."""
+        with torch.enable_grad(), WriteWatch(guard):
+            loss = _loss(model(*args, **kwargs), loss_fn)
+            leaves = graph_leaves(loss)
+            grads.set_aside(leaves)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        for leaf in leaves:  # an input or closed-over tensor the optimizer does not hold
+            leaf.grad = None
 
     @staticmethod
     def _boundary(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], output: Any) -> tuple[TensorSpec, ...]:

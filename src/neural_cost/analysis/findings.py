@@ -122,8 +122,8 @@ def _low_coverage(report: GapReport) -> Iterator[str]:
         low.append(f"only {covered} of the traced {coverage.unit} were modeled or free")
     if share is not None and share[0] / share[1] < report.coverage_threshold:
         low.append(
-            f"only {format_percent_down(*share)} of the work (FLOPs and bytes, unmodeled {coverage.unit} at their "
-            f"elementwise floor) is in modeled {coverage.unit}"
+            f"at most {format_percent_down(*share)} of the work (FLOPs and bytes, unmodeled {coverage.unit} at "
+            f"their elementwise floor, the least they can do) is in modeled {coverage.unit}"
         )
     if low:
         yield (

@@ -9,7 +9,7 @@ here by the framework's name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..costs.estimate import estimate_trace
 from ..hardware.spec import HardwareSpec
@@ -45,27 +45,35 @@ def time_workload(
     return adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords, **dict(options or {}))
 
 
+class WorkloadTiming(TypedDict, total=False):
+    """The keywords ``time_compiled_or_as_written`` passes on to ``time_workload``."""
+
+    warmup: int
+    repeats: int
+    jit: bool
+    clock: Callable[[], float] | None
+
+
 def time_compiled_or_as_written(
     adapter: FrameworkAdapter | None,
     fn: Callable[..., Any],
     args: tuple[Any, ...] = (),
     kwargs: Mapping[str, Any] | None = None,
-    *,
-    warmup: int = 10,
-    repeats: int = 30,
-    jit: bool = True,
-    clock: Callable[[], float] | None = None,
+    **timing: Unpack[WorkloadTiming],
 ) -> tuple[Measurement, str | None]:
     """``time_workload``, and a function the adapter cannot compile (a JAX function branching
     in Python on array values, say) timed as written instead: ``(measurement, note)``, the
     note saying why, or None. A function that also fails as written raises that error."""
     try:
-        return time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, jit=jit, clock=clock), None
+        return time_workload(adapter, fn, args, kwargs, **timing), None
     except Exception as error:
-        if adapter is None or clock is not None or not jit or not adapter.compiles_when_timing:
+        # only a compiled run falls back: no injected clock, jit left on (time_workload's default)
+        compiled = timing.get("clock") is None and timing.get("jit", True)
+        if adapter is None or not compiled or not adapter.compiles_when_timing:
             raise
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-    measurement = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, jit=False)
+    as_written: WorkloadTiming = {**timing, "jit": False}
+    measurement = time_workload(adapter, fn, args, kwargs, **as_written)
     return measurement, f"not compiled ({reason}): timed as written, op by op"
 
 

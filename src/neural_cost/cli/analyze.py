@@ -130,7 +130,9 @@ def _below_gate(report: GapReport, minimum: float) -> str | None:
     name, part, whole = min(figures, key=lambda f: f[1] / f[2] if f[2] else 1.0)
     if not whole or part / whole >= minimum:
         return None
-    message = f"coverage ({name}) {format_percent_down(part, whole)} is below --min-coverage {minimum:.1%}"
+    # the work share is a ceiling (unmodeled operations at their elementwise floor): "at most"
+    at_most = "at most " if name == "work" else ""
+    message = f"coverage ({name}) {at_most}{format_percent_down(part, whole)} is below --min-coverage {minimum:.1%}"
     if name == "work" and coverage.unmodeled_work:
         # the same order as the report's coverage line: most bytes moved first
         largest = max(coverage.unmodeled_work, key=lambda entry: (entry[2], entry[1]))[0]

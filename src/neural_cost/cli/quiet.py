@@ -14,7 +14,22 @@ Python warnings and ``logging`` records of the frameworks. Three layers silence 
   during the framework's import, before anything reads ``TF_CPP_MIN_LOG_LEVEL`` (TensorFlow
   2.16 and later print the oneDNN line whatever it says). Only the C++ log format's INFO and
   WARNING records are dropped; errors (``E…``/``F…`` records) and anything else the
-  program writes pass through.
+  program writes pass through, in order.
+
+A filter must never lose a real error, however the process ends, so it runs in a process of
+its own (``_stderr_filter.py``), never in a thread of the CLI: fd 2 becomes a pipe's write end,
+the filter reads the pipe and writes to the original stderr. A C++ ``Check failed`` then
+``abort()``, a segmentation fault, ``os._exit`` or a kill leave what is still in the pipe to the
+filter, which reads it to the end of file that the writer's death brings, passes it on and
+exits; a thread would die with the process, the pipe's content with it (4 runs in 15 lost the
+fatal message). On a normal exit (a return, ``sys.exit``, an exception) fd 2 is restored and
+the CLI waits for the filter to finish, so its last lines come before the shell's prompt and
+the filter is reaped; a filter that outlives a crashed CLI is reaped by init once it has
+passed everything on. The filter ignores the signals a terminal or a process-group kill sends
+(Ctrl-C): it stays while anything can still write to the pipe, and the end of file ends it.
+It starts isolated and imports next to nothing (5 ms); the CLI does not wait for it to
+start (the pipe holds what comes first): entering costs the CLI a fork and an exec (0.3 ms),
+and only a run shorter than the filter's start (``kinds``) waits, at its end, for the rest.
 
 Nothing here changes what runs: oneDNN stays as the framework configured it (its numerics
 are what the user gets), only its message is hidden.
@@ -26,11 +41,19 @@ import contextlib
 import logging
 import os
 import re
+import select
+import signal
+import subprocess
 import sys
 import threading
 import warnings
 from collections.abc import Iterator
 from typing import TextIO
+
+from . import _stderr_filter
+from ._stderr_filter import is_noise
+
+__all__ = ["FRAMEWORK_PACKAGES", "filtered_stderr", "is_noise", "quiet_frameworks"]
 
 #: Packages whose warnings and log records are noise to a neural-cost user.
 FRAMEWORK_PACKAGES = (
@@ -48,19 +71,10 @@ FRAMEWORK_PACKAGES = (
     "google.protobuf",
 )
 
-# C++ log records in absl's format ("I0000 00:00:1796140672.024660   20375 port.cc:153] ...")
-# and TensorFlow's older one ("2025-09-17 14:44:05.157831: I external/.../cudart_stub.cc:32] ..."),
-# INFO and WARNING only; absl's notice that logging was not initialized; and the second line
-# of TensorFlow's cpu_feature_guard notice, which absl writes as its own line.
-NOISE = re.compile(
-    r"[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [^\s:]+:\d+\] "
-    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] [^\s:]+:\d+\] "
-    r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"
-    r"|To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$"
-)
 #: Streams ``filtered_stderr`` gave ``sys.stderr``: referenced, so never closed behind a handler's back.
 _kept_open: list[TextIO] = []
-#: Seconds to wait, on leaving ``filtered_stderr``, for a process the workload started that still holds fd 2.
+#: Seconds to wait, on leaving ``filtered_stderr``, for the filter to exit. It outlives the wait only
+#: while a process the workload started still holds the pipe: it stays to pass that output on.
 _DRAIN_SECONDS = 1.0
 
 
@@ -74,11 +88,6 @@ def quiet_frameworks() -> None:
         logging.getLogger(package).setLevel(logging.ERROR)
 
 
-def is_noise(line: str) -> bool:
-    """A framework's C++ INFO/WARNING log line (the text of one line, without its newline)."""
-    return NOISE.match(line.strip()) is not None
-
-
 def _owns_fd2(stream: TextIO) -> bool:
     """True when ``stream`` is this process's real stderr (not pytest's capture, not a StringIO)."""
     if os.name != "posix" or stream is not sys.__stderr__:
@@ -89,45 +98,83 @@ def _owns_fd2(stream: TextIO) -> bool:
         return False
 
 
-def _copy_filtered(read_fd: int, write_fd: int) -> None:
-    """Copy lines from ``read_fd`` to ``write_fd`` until end of file, leaving out noise. It
-    reads to the end even when writing fails (stderr closed, `| head` gone): a writer to a
-    full pipe that nobody drains would block the program."""
-    pending = b""
-    writable = True
+def _start_filter(read_fd: int, write_fd: int) -> subprocess.Popen[bytes]:
+    """The filter's process, reading ``read_fd`` and writing to ``write_fd``. It starts with the
+    signals it outlives blocked, so none can end it before it ignores them; ``close_fds`` keeps
+    every other descriptor out of it (a pipe's write end held there would never see its end)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _stderr_filter.OUTLIVED)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", _stderr_filter.__file__],
+            stdin=read_fd,
+            stdout=write_fd,
+            stderr=write_fd,
+            close_fds=True,
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
-    def write(data: bytes) -> None:
-        nonlocal writable
-        if writable and data:
-            try:
-                os.write(write_fd, data)
-            except OSError:
-                writable = False
 
-    with open(read_fd, "rb", buffering=0, closefd=True) as source:
-        while chunk := source.read(65536):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            write(b"".join(line + b"\n" for line in lines if not is_noise(line.decode("utf-8", "replace"))))
-    if not is_noise(pending.decode("utf-8", "replace")):
-        write(pending)
+def _exited_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether ``process`` exits within ``seconds`` (then reaped). A pidfd wakes this the moment it
+    exits, where ``Popen.wait``'s timeout polls in growing sleeps (milliseconds on every run)."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux 5.3 or later
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        exited, _, _ = select.select([pidfd], [], [], seconds)
+    finally:
+        os.close(pidfd)
+    if exited:
+        process.wait()
+    return bool(exited)
+
+
+def _wait_for(process: subprocess.Popen[bytes]) -> None:
+    """Wait for the filter to pass on the last lines and exit; say so if it failed."""
+    if not _exited_within(process, _DRAIN_SECONDS):
+        # a process the workload started still holds the pipe: the filter serves it, and is reaped after
+        threading.Thread(target=process.wait, name="neural-cost-stderr-reaper", daemon=True).start()
+        return
+    code = process.returncode
+    if code != 0:
+        print(
+            f"neural-cost: the stderr filter ended with status {code}; C/C++ output may be missing"
+            " (--verbose runs without it)",
+            file=sys.stderr,
+        )
 
 
 @contextlib.contextmanager
 def filtered_stderr() -> Iterator[None]:
     """While the block runs, what C and C++ code write to file descriptor 2 passes through a
-    filter that drops framework log noise (``is_noise``); Python's ``sys.stderr`` writes
+    filter process that drops framework log noise (``is_noise``); Python's ``sys.stderr`` writes
     straight to the original stderr, so it stays a terminal when it was one (the progress
-    line) and its order is kept. A no-op unless ``sys.stderr`` is the process's own stderr."""
-    if not _owns_fd2(sys.stderr):
+    line) and its order is kept. A no-op unless ``sys.stderr`` is the process's own stderr, or
+    when the filter cannot be started (then nothing is filtered, nothing lost)."""
+    # a package run from a zip has no file to start the filter from: nothing filtered, nothing lost
+    if not _owns_fd2(sys.stderr) or not os.path.isfile(_stderr_filter.__file__):
         yield
         return
     python_stderr = sys.stderr
     python_stderr.flush()
     original = os.dup(2)
     read_fd, write_fd = os.pipe()
-    copier = threading.Thread(target=_copy_filtered, args=(read_fd, original), name="neural-cost-stderr", daemon=True)
-    copier.start()
+    try:
+        process = _start_filter(read_fd, original)
+    except OSError:  # no interpreter to run it (an embedded Python), no process left
+        process = None
+    os.close(read_fd)  # the filter's now: its end of file must not wait for this process's copy
+    if process is None:
+        for fd in (write_fd, original):
+            os.close(fd)
+        yield
+        return
     os.dup2(write_fd, 2)
     os.close(write_fd)
     direct = open(  # noqa: SIM115 - kept open for the process's lifetime, see below
@@ -140,7 +187,6 @@ def filtered_stderr() -> Iterator[None]:
     finally:
         sys.stderr = python_stderr
         direct.flush()  # left open: a logging handler made in the block may still hold it
-        os.dup2(original, 2)  # closes the pipe's last write end in this process: the copier reaches its end
-        copier.join(_DRAIN_SECONDS)
-        if not copier.is_alive():  # else a child the workload started still writes through it
-            os.close(original)
+        os.dup2(original, 2)  # closes the pipe's last write end in this process: the filter reaches its end
+        os.close(original)
+        _wait_for(process)

@@ -104,7 +104,10 @@ class Coverage:
         """The work share as an exact ratio ``(part, whole)``: the lower of the FLOP share and
         the byte share (an unmodeled op can hide in either), with the unmodeled operations at
         their elementwise floor; None when an unmodeled size is unknown. Free operations do
-        no work, so a program without unmodeled operations has all of its work modeled."""
+        no work, so a program without unmodeled operations has all of its work modeled. The
+        floor is the least an unmodeled operation does, so with anything unmodeled this share
+        is a ceiling (the report prints it with ``≤``); an unmodeled pure data movement that
+        reads less than its inputs (a gather) is the exception, over-sized by the floor."""
         unmodeled_flops, unmodeled_bytes = self.unmodeled_flops, self.unmodeled_bytes
         if unmodeled_flops is None or unmodeled_bytes is None:
             return None

@@ -4,7 +4,9 @@ tensor's work charged to its own dtype. (A list of one dtype and shape is one fl
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Iterable
 
 from ..core.errors import ShapeError
 from ..core.kinds import OpCost
@@ -16,6 +18,16 @@ from .registry import NonNegative, broadcasts_to, cost_rule, expect_inputs, read
 def _outputs(op: Operation) -> list[tuple[tuple[int, ...], str]]:
     extra = op.extra_output_dtypes or (op.dtype,) * len(op.extra_outputs)
     return [(op.output, op.dtype), *zip(op.extra_outputs, extra, strict=True)]
+
+
+def _charged_by_dtype(op: Operation, flops_by_tensor: Iterable[tuple[str, int]], transcendentals: int) -> OpCost:
+    """Each tensor's (dtype, FLOPs) charged to its own dtype; every input read once, the outputs written."""
+    flops: dict[str, int] = {}
+    for dtype, count in flops_by_tensor:
+        flops[dtype] = flops.get(dtype, 0) + count
+    return OpCost(
+        {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
+    )
 
 
 @cost_rule(
@@ -40,16 +52,12 @@ def foreach_reduce(
         raise ShapeError(
             f"{where(op)} reduces {len(op.inputs)} tensors into {1 + len(op.extra_outputs)} outputs; give one each"
         )
-    flops: dict[str, int] = {}
-    transcendentals = 0
-    for i, shape in enumerate(op.inputs):
-        n = math.prod(shape)
-        dtype = op.input_dtype(i)
-        flops[dtype] = flops.get(dtype, 0) + max(n - 1, 0) + flops_per_element * n + flops_per_output
-        transcendentals += transcendentals_per_element * n + transcendentals_per_output
-    return OpCost(
-        {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
-    )
+    sizes = [math.prod(shape) for shape in op.inputs]
+    flops_by_tensor = [
+        (op.input_dtype(i), max(n - 1, 0) + flops_per_element * n + flops_per_output) for i, n in enumerate(sizes)
+    ]
+    transcendentals = sum(transcendentals_per_element * n + transcendentals_per_output for n in sizes)
+    return _charged_by_dtype(op, flops_by_tensor, transcendentals)
 
 
 @cost_rule(
@@ -83,7 +91,7 @@ def foreach_elementwise(
             given = op.inputs[j * len(outputs) + i]
             if not broadcasts_to(given, shape):
                 raise ShapeError(f"{where(op)}: list {j}'s tensor {i} {given} does not broadcast to its output {shape}")
-    per_element, per_element_transcendentals = per_element_counts(
+    per_element, per_element_transcendentals, note = per_element_counts(
         op,
         flops_per_element=flops_per_element,
         transcendental=transcendental,
@@ -91,11 +99,7 @@ def foreach_elementwise(
         exponent=exponent,
         extra_multiplies=extra_multiplies,
     )
-    flops: dict[str, int] = {}
-    for shape, dtype in outputs:
-        flops[dtype] = flops.get(dtype, 0) + per_element * math.prod(shape)
+    flops_by_tensor = [(dtype, per_element * math.prod(shape)) for shape, dtype in outputs]
     elements = sum(math.prod(shape) for shape, _ in outputs)
-    transcendentals = per_element_transcendentals * elements
-    return OpCost(
-        {d: n for d, n in flops.items() if n}, read_inputs(op), op.output_bytes, transcendentals=transcendentals
-    )
+    cost = _charged_by_dtype(op, flops_by_tensor, per_element_transcendentals * elements)
+    return cost if note is None else dataclasses.replace(cost, notes=(*cost.notes, note))

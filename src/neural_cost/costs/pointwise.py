@@ -7,7 +7,7 @@ import math
 
 from ..core.errors import RecordError, ShapeError
 from ..core.kinds import OpCost
-from ..core.records import Operation
+from ..core.records import Operation, Shape
 from .catalog import CATALOG, integer_pow_flops
 from .registry import (
     NonNegative,
@@ -32,26 +32,41 @@ def per_element_counts(
     exponent: int | None,
     extra_multiplies: int,
     default_flops: int = 1,
-) -> tuple[int, int]:
-    """(FLOPs, transcendentals) per element of a pointwise record, from the catalog entry
+) -> tuple[int, int, str | None]:
+    """(FLOPs, transcendentals, note) per element of a pointwise record, from the catalog entry
     ``attrs['op']`` names unless the record states them (``elementwise`` and
     ``foreach_elementwise`` share it). Explicit per-element attrs win whole (reports saved
     before the catalog carry them), and a name outside the catalog keeps the explicit form's
-    defaults (``default_flops`` per element, no transcendental)."""
+    defaults (``default_flops`` per element, no transcendental) and comes with a note saying
+    so; the note is None otherwise."""
     name = op.attrs.get("op")
     explicit = flops_per_element is not None or transcendental is not None or transcendentals_per_element is not None
     if isinstance(name, str) and not explicit:
         if name == "integer_pow":
             if exponent is None:
                 raise RecordError(f"{where(op)} is an integer_pow: give its attrs['exponent']")
-            return integer_pow_flops(exponent), 0
+            return integer_pow_flops(exponent), 0, None
         entry = CATALOG.get(name)
         if entry is not None:
-            return entry.flops + extra_multiplies, entry.transcendentals
+            return entry.flops + extra_multiplies, entry.transcendentals, None
     flops = default_flops if flops_per_element is None else flops_per_element
     if transcendentals_per_element is None:
         transcendentals_per_element = 1 if transcendental else 0
-    return flops, transcendentals_per_element
+    note = None
+    if isinstance(name, str) and not explicit:
+        # a typo in a table or a user's own name must not pass for a counted op unnoticed
+        note = (
+            f"attrs['op']={name!r} names no catalog entry: counted as {flops} FLOP(s) per element, the default; "
+            f"name a catalog entry or give attrs['flops_per_element']"
+        )
+    return flops, transcendentals_per_element, note
+
+
+def rows_along(op: Operation, x: Shape, axis: int) -> tuple[int, int]:
+    """(rows, length) of ``x`` cut into rows along attrs['axis'], for the row-wise rules."""
+    if not x:
+        raise ShapeError(f"{where(op)} needs an input of rank >= 1 (a scalar is a row of one: shape (1,))")
+    return rows_of(x, axis_index(op, axis, len(x)))
 
 
 @cost_rule(
@@ -84,7 +99,7 @@ def elementwise(
         # A larger output than the inputs broadcast to is a materialised broadcast: a copy, not arithmetic.
         expect_output(op, broadcast_shapes(op, op.inputs), "the inputs' broadcast shape")
     elements = math.prod(op.output)
-    flops, transcendentals = per_element_counts(
+    flops, transcendentals, note = per_element_counts(
         op,
         flops_per_element=flops_per_element,
         transcendental=transcendental,
@@ -94,16 +109,7 @@ def elementwise(
         default_flops=1 if op.inputs else 0,  # no inputs: a fill or iota writes
     )
     cost = default_cost(op, flops * elements, transcendentals * elements)
-    name = op.attrs.get("op")
-    explicit = flops_per_element is not None or transcendental is not None or transcendentals_per_element is not None
-    if isinstance(name, str) and name != "integer_pow" and name not in CATALOG and not explicit:
-        # a typo in a table or a user's own name must not pass for a counted op unnoticed
-        note = (
-            f"attrs['op']={name!r} names no catalog entry: counted as {flops} FLOP(s) per element, the default; "
-            f"name a catalog entry or give attrs['flops_per_element']"
-        )
-        cost = dataclasses.replace(cost, notes=(*cost.notes, note))
-    return cost
+    return cost if note is None else dataclasses.replace(cost, notes=(*cost.notes, note))
 
 
 @cost_rule(
@@ -150,9 +156,7 @@ def softmax(op: Operation, *, axis: int = -1, log: bool = False) -> OpCost:
     expect_inputs(op, 1, 1, "x")
     (x,) = op.inputs
     expect_output(op, x, "softmax keeps the input's shape")
-    if not x:
-        raise ShapeError(f"{where(op)} needs an input of rank >= 1")
-    rows, length = rows_of(x, axis_index(op, axis, len(x)))
+    rows, length = rows_along(op, x, axis)
     if length == 0:
         return default_cost(op, 0)
     if log:
@@ -179,8 +183,6 @@ def cumulative(
     expect_inputs(op, 1, 1, "x")
     (x,) = op.inputs
     expect_output(op, x, "a cumulative op keeps the input's shape")
-    if not x:
-        raise ShapeError(f"{where(op)} needs an input of rank >= 1")
-    rows, length = rows_of(x, axis_index(op, axis, len(x)))
+    rows, length = rows_along(op, x, axis)
     steps = rows * max(length - 1, 0)
     return default_cost(op, steps * flops_per_combine, steps * transcendentals_per_combine)

@@ -10,24 +10,17 @@ from ..core.errors import ShapeError
 from ..core.kinds import OpCost
 from ..core.records import Operation, Shape
 from .intmath import adaptive_window_elements
+from .pointwise import rows_along
 from .registry import (
     PerDim,
     Positive,
-    axis_index,
     cost_rule,
     default_cost,
     expect_inputs,
     expect_output,
-    rows_of,
     spatial,
     where,
 )
-
-
-def _rows(op: Operation, x: Shape, axis: int) -> tuple[int, int]:
-    if not x:
-        raise ShapeError(f"{where(op)} needs an input of rank >= 1 (a scalar is a row of one: shape (1,))")
-    return rows_of(x, axis_index(op, axis, len(x)))
 
 
 @cost_rule(
@@ -42,7 +35,7 @@ def safe_softmax(op: Operation, *, axis: int = -1) -> OpCost:
     expect_inputs(op, 1, 1, "x")
     (x,) = op.inputs
     expect_output(op, x, "softmax keeps the input's shape")
-    rows, length = _rows(op, x, axis)
+    rows, length = rows_along(op, x, axis)
     return default_cost(op, rows * max(8 * length - 3, 0), rows * length)
 
 
@@ -59,7 +52,7 @@ def softmax_backward(op: Operation, *, axis: int = -1, log: bool = False) -> OpC
     if dy != y:
         raise ShapeError(f"{where(op)}: dy {dy} and y {y} must have the same shape")
     expect_output(op, dy, "the input gradient has the output's shape")
-    rows, length = _rows(op, dy, axis)
+    rows, length = rows_along(op, dy, axis)
     transcendentals = rows * length if log else 0
     return default_cost(op, rows * max(4 * length - 1, 0), transcendentals)
 

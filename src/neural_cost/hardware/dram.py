@@ -10,14 +10,15 @@ a sample is the wall time from the shared start until the last chunk lands. The 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,9 +34,11 @@ _FALLBACK_COPY_BYTES = 256 * _MIB
 # 4099 elements (a prime, ~16 KB apart) so the sample lands on varied offsets within pages.
 _SAMPLE_STRIDE = 4099
 # Source data is uniform in [0, 1): a negative value in the destination is never a copied one.
-_POISON = np.float32(-1.0)
+POISON = np.float32(-1.0)
 
-CopyFunction = Callable[[NDArray[np.float32], NDArray[np.float32]], object]
+Array = NDArray[np.float32]
+CopyFunction = Callable[[Array, Array], object]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +104,71 @@ def _default_copy_bytes() -> tuple[int, str]:
     return nbytes, f"4 × L{level} cache {size // 1024} KiB, within [64 MiB, 1 GiB]"
 
 
-def _check_sample(dst: NDArray[np.float32], src: NDArray[np.float32], when: str) -> None:
+def require_positive_int(value: object, what: str) -> int:
+    """``value`` when it is an int of at least 1 (a bool is not one); else ``MeasurementError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MeasurementError(f"{what}={value!r} must be a positive int")
+    return value
+
+
+def _copy_size(nbytes: int | None, function: str) -> tuple[int, str]:
+    """(bytes copied, a whole number of float32, and where the size came from)."""
+    if nbytes is None:
+        nbytes, size_source = _default_copy_bytes()
+    else:
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 4096:
+            raise MeasurementError(f"{function} nbytes={nbytes!r} must be an int of at least 4096 bytes")
+        size_source = "passed in"
+    return nbytes // 4 * 4, size_source
+
+
+def _check_sample(dst: Array, src: Array, when: str) -> None:
     if not np.array_equal(dst[::_SAMPLE_STRIDE], src[::_SAMPLE_STRIDE]):
         raise MeasurementError(
-            f"bandwidth probe: after the {when}, the destination differs from the source at sampled "
+            f"bandwidth probe: after {when}, the destination differs from the source at sampled "
             f"elements; the copy function did not copy, so its time is not a bandwidth"
         )
+
+
+def _verified_copy_samples(
+    nbytes: int, seed: int, samples: int, timed_copy: Callable[[Array, Array], float], sample_name: str
+) -> list[float]:
+    """``samples`` timings of ``timed_copy(dst, src)`` over one fresh random buffer, after an
+    untimed warm-up. The destination is poisoned whole first (touching every page, so no
+    sample pays for page faults) and on a strided sample before every copy, checked on that
+    sample after it, and compared whole at the end: a copy that does not copy raises."""
+    src = np.random.default_rng(seed).random(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    dst.fill(POISON)
+    timed_copy(dst, src)
+    _check_sample(dst, src, "the warm-up copy")
+    timed: list[float] = []
+    for sample in range(samples):
+        dst[::_SAMPLE_STRIDE] = POISON
+        timed.append(timed_copy(dst, src))
+        _check_sample(dst, src, f"{sample_name} {sample + 1}")
+    if not np.array_equal(dst, src):
+        raise MeasurementError(
+            "bandwidth probe: the destination differs from the source after the timed copies; "
+            "the copy function did not copy the whole buffer, so its time is not a bandwidth"
+        )
+    return timed
+
+
+def _measurement(nbytes: int, timed: list[float], method: str, size_source: str) -> BandwidthMeasurement:
+    best = min(timed)
+    if best <= 0:
+        raise MeasurementError(f"bandwidth probe: a {nbytes}-byte copy took no measurable time; pass a larger nbytes")
+    return BandwidthMeasurement(
+        bytes_per_second=2 * nbytes / best,
+        nbytes=nbytes,
+        bytes_moved=2 * nbytes,
+        repeats=len(timed),
+        samples_seconds=tuple(timed),
+        best_seconds=best,
+        method=method,
+        size_source=size_source,
+    )
 
 
 def measure_copy_bandwidth(
@@ -130,47 +192,17 @@ def measure_copy_bandwidth(
     socket's bandwidth (one core cannot keep enough misses in flight); on a laptop or a
     small VM it is close.
     """
-    if nbytes is None:
-        nbytes, size_source = _default_copy_bytes()
-    else:
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 4096:
-            raise MeasurementError(f"measure_copy_bandwidth nbytes={nbytes!r} must be an int of at least 4096 bytes")
-        size_source = "passed in"
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise MeasurementError(f"measure_copy_bandwidth repeats={repeats!r} must be a positive int")
-    count = nbytes // 4
-    nbytes = count * 4
+    nbytes, size_source = _copy_size(nbytes, "measure_copy_bandwidth")
+    repeats = require_positive_int(repeats, "measure_copy_bandwidth repeats")
 
-    src = np.random.default_rng(seed).random(count, dtype=np.float32)
-    dst = np.empty_like(src)
-    dst.fill(_POISON)  # touches every page, so no timed copy pays for page faults
-    copy(dst, src)
-    _check_sample(dst, src, "warm-up copy")
-    samples: list[float] = []
-    for repeat in range(repeats):
-        dst[::_SAMPLE_STRIDE] = _POISON
+    def timed_copy(dst: Array, src: Array) -> float:
         start = time.perf_counter()
         copy(dst, src)
-        samples.append(time.perf_counter() - start)
-        _check_sample(dst, src, f"timed copy {repeat + 1}")
-    if not np.array_equal(dst, src):
-        raise MeasurementError(
-            "bandwidth probe: the destination differs from the source after the timed copies; "
-            "the copy function did not copy the whole buffer, so its time is not a bandwidth"
-        )
-    best = min(samples)
-    if best <= 0:
-        raise MeasurementError(f"bandwidth probe: a {nbytes}-byte copy took no measurable time; pass a larger nbytes")
-    return BandwidthMeasurement(
-        bytes_per_second=2 * nbytes / best,
-        nbytes=nbytes,
-        bytes_moved=2 * nbytes,
-        repeats=repeats,
-        samples_seconds=tuple(samples),
-        best_seconds=best,
-        method="single-thread numpy copy of random float32, read + written, best of repeats",
-        size_source=size_source,
-    )
+        return time.perf_counter() - start
+
+    timed = _verified_copy_samples(nbytes, seed, repeats, timed_copy, "the timed copy")
+    method = "single-thread numpy copy of random float32, read + written, best of repeats"
+    return _measurement(nbytes, timed, method, size_source)
 
 
 def default_threads() -> int:
@@ -181,19 +213,22 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _timed_parallel(chunks: list[tuple[NDArray[np.float32], NDArray[np.float32]]], copy: CopyFunction) -> float:
-    """Start every chunk's copy at one barrier; the time until the last one finishes."""
-    start_line = threading.Barrier(len(chunks) + 1)
+def timed_together(work: Sequence[Callable[[], T]]) -> tuple[float, list[T]]:
+    """Start every piece of ``work`` on its own thread at one barrier: the wall time until the
+    last one ends, and the results that are not None, in order. An error in any is re-raised
+    here, on the caller's thread."""
+    start_line = threading.Barrier(len(work) + 1)
+    results: list[T | None] = [None] * len(work)
     errors: list[BaseException] = []
 
-    def work(dst: NDArray[np.float32], src: NDArray[np.float32]) -> None:
+    def run(slot: int) -> None:
         start_line.wait()
         try:
-            copy(dst, src)
+            results[slot] = work[slot]()
         except BaseException as error:  # re-raised on the caller's thread below
             errors.append(error)
 
-    threads = [threading.Thread(target=work, args=pair, daemon=True) for pair in chunks]
+    threads = [threading.Thread(target=run, args=(slot,), daemon=True) for slot in range(len(work))]
     for thread in threads:
         thread.start()
     start_line.wait()
@@ -203,7 +238,7 @@ def _timed_parallel(chunks: list[tuple[NDArray[np.float32], NDArray[np.float32]]
     elapsed = time.perf_counter() - start
     if errors:
         raise errors[0]
-    return elapsed
+    return elapsed, [result for result in results if result is not None]
 
 
 def measure_dram_bandwidth(
@@ -227,67 +262,25 @@ def measure_dram_bandwidth(
     Every sample is verified on a strided sample poisoned before it, and the whole buffer is
     compared at the end; a copy that does not copy raises ``MeasurementError``.
     """
-    if nbytes is None:
-        nbytes, size_source = _default_copy_bytes()
-    else:
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 4096:
-            raise MeasurementError(f"measure_dram_bandwidth nbytes={nbytes!r} must be an int of at least 4096 bytes")
-        size_source = "passed in"
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise MeasurementError(f"measure_dram_bandwidth samples={samples!r} must be a positive int")
-    workers = threads if threads is not None else default_threads()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise MeasurementError(f"measure_dram_bandwidth threads={threads!r} must be a positive int")
-    if isinstance(allocations, bool) or not isinstance(allocations, int) or allocations < 1:
-        raise MeasurementError(f"measure_dram_bandwidth allocations={allocations!r} must be a positive int")
-    count = nbytes // 4
-    nbytes = count * 4
+    nbytes, size_source = _copy_size(nbytes, "measure_dram_bandwidth")
+    samples = require_positive_int(samples, "measure_dram_bandwidth samples")
+    workers = default_threads() if threads is None else require_positive_int(threads, "measure_dram_bandwidth threads")
+    allocations = require_positive_int(allocations, "measure_dram_bandwidth allocations")
+    bounds = [int(b) for b in np.linspace(0, nbytes // 4, workers + 1)]
+    chunks = [(low, high) for low, high in itertools.pairwise(bounds) if high > low]
+
+    def timed_copy(dst: Array, src: Array) -> float:
+        return timed_together([functools.partial(copy, dst[low:high], src[low:high]) for low, high in chunks])[0]
+
     timed: list[float] = []
-    chunk_count = 0
     for allocation in range(allocations):
-        chunk_count = _measure_one_allocation(count, workers, samples, copy, seed + allocation, timed)
-    best = min(timed)
-    if best <= 0:
-        raise MeasurementError(f"bandwidth probe: a {nbytes}-byte copy took no measurable time; pass a larger nbytes")
-    return BandwidthMeasurement(
-        bytes_per_second=2 * nbytes / best,
-        nbytes=nbytes,
-        bytes_moved=2 * nbytes,
-        repeats=samples * allocations,
-        samples_seconds=tuple(timed),
-        best_seconds=best,
-        method=f"numpy copy of random float32 on {chunk_count} threads (all cores), read + written, best of {samples}"
-        + (f" on each of {allocations} fresh buffers" if allocations > 1 else ""),
-        size_source=size_source,
-    )
+        timed += _verified_copy_samples(nbytes, seed + allocation, samples, timed_copy, "sample")
+    method = f"numpy copy of random float32 on {len(chunks)} threads (all cores), read + written, best of {samples}"
+    if allocations > 1:
+        method += f" on each of {allocations} fresh buffers"
+    return _measurement(nbytes, timed, method, size_source)
 
 
 def spread(measurement: BandwidthMeasurement) -> float:
     """(slowest − fastest) / fastest sample: how much the machine moved while it was measured."""
     return (max(measurement.samples_seconds) - measurement.best_seconds) / measurement.best_seconds
-
-
-def _measure_one_allocation(
-    count: int, workers: int, samples: int, copy: CopyFunction, seed: int, timed: list[float]
-) -> int:
-    """Time ``samples`` copies of one fresh random buffer into ``timed``; the number of chunks."""
-    src = np.random.default_rng(seed).random(count, dtype=np.float32)
-    dst = np.empty_like(src)
-    dst.fill(_POISON)  # every page touched before timing, so no sample pays for page faults
-    bounds = [int(b) for b in np.linspace(0, count, workers + 1)]
-    chunks = [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
-    _timed_parallel(chunks, copy)  # warm-up
-    for sample in range(samples):
-        dst[::_SAMPLE_STRIDE] = _POISON
-        timed.append(_timed_parallel(chunks, copy))
-        if not np.array_equal(dst[::_SAMPLE_STRIDE], src[::_SAMPLE_STRIDE]):
-            raise MeasurementError(
-                f"bandwidth probe: after sample {sample + 1} the destination differs from the source at sampled "
-                f"elements; the copy function did not copy, so its time is not a bandwidth"
-            )
-    if not np.array_equal(dst, src):
-        raise MeasurementError(
-            "bandwidth probe: the destination differs from the source after the timed copies; "
-            "the copy function did not copy the whole buffer, so its time is not a bandwidth"
-        )
-    return len(chunks)

@@ -19,25 +19,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ..core.errors import MeasurementError
-from .dram import default_threads
+from .dram import POISON, default_threads, require_positive_int, timed_together
+from .dram import Array as Array  # re-exported: the JAX adapter's loops are typed by it
 from .host_cache import check_section, today  # noqa: F401  (check_section: re-exported)
 from .spec import MemoryLevel
 
 MIN_SAMPLE_SECONDS = 0.010
 DEFAULT_SAMPLES = 5
-_POISON = np.float32(-1.0)
 _INTEGER_LIMIT = 2**22  # x0 + passes stays an exact float32 integer below 2**24
 
-Array = NDArray[np.float32]
 CopyLoop = Callable[[Array, Array, int], Array]  # (dst, src, passes) → dst after the passes
 InPlaceLoop = Callable[[Array, int], Array]  # (x, passes) → x after x = x * 1 + 1, passes times
 
@@ -68,32 +64,6 @@ def _numpy_in_place(x: Array, passes: int) -> Array:
 NUMPY_KERNELS = LevelKernels("numpy loop (one call per pass)", _numpy_copy, _numpy_in_place)
 
 
-def _timed_threads(work: Sequence[Callable[[], Array]]) -> tuple[float, list[Array]]:
-    """Start every thread's loop at one barrier; the wall time until the last ends, and the results."""
-    start_line = threading.Barrier(len(work) + 1)
-    results: list[Array | None] = [None] * len(work)
-    errors: list[BaseException] = []
-
-    def run(slot: int) -> None:
-        start_line.wait()
-        try:
-            results[slot] = work[slot]()
-        except BaseException as error:  # re-raised on the caller's thread below
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(slot,), daemon=True) for slot in range(len(work))]
-    for thread in threads:
-        thread.start()
-    start_line.wait()
-    start = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - start
-    if errors:
-        raise errors[0]
-    return elapsed, [r for r in results if r is not None]
-
-
 def _probe(
     kernels: LevelKernels, pattern: str, bytes_per_thread: int, threads: int, samples: int, seed: int
 ) -> tuple[float, list[float], int]:
@@ -102,7 +72,7 @@ def _probe(
     if pattern == "copy":
         count = max(bytes_per_thread // 8, 1)  # src and dst share the working set
         sources = [rng.random(count, dtype=np.float32) for _ in range(threads)]
-        buffers = [np.full(count, _POISON, dtype=np.float32) for _ in range(threads)]
+        buffers = [np.full(count, POISON, dtype=np.float32) for _ in range(threads)]
     else:
         count = max(bytes_per_thread // 4, 1)
         sources = [rng.integers(0, _INTEGER_LIMIT, count).astype(np.float32) for _ in range(threads)]
@@ -112,7 +82,7 @@ def _probe(
     def sample(passes: int) -> float:
         for buffer, source in zip(buffers, sources, strict=True):
             if pattern == "copy":
-                buffer.fill(_POISON)
+                buffer.fill(POISON)
             else:
                 np.copyto(buffer, source)
         work: list[Callable[[], Array]] = [
@@ -121,7 +91,7 @@ def _probe(
             else functools.partial(kernels.in_place, d, passes)
             for d, s in zip(buffers, sources, strict=True)
         ]
-        elapsed, results = _timed_threads(work)
+        elapsed, results = timed_together(work)
         _verify(pattern, results, sources, passes, kernels.name)
         return elapsed
 
@@ -174,8 +144,7 @@ def measure_level(
     ``below`` is the nearer level: a thread count whose working set would fit in it (less
     than twice its per-thread capacity) is not run, since it would measure that level.
     """
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise MeasurementError(f"measure_level samples={samples!r} must be a positive int")
+    require_positive_int(samples, "measure_level samples")
     top = max_threads if max_threads is not None else default_threads()
     rates: dict[str, float] = {}
     best: tuple[float, str, int, int, list[float]] | None = None

@@ -126,8 +126,9 @@ class HardwareSpec:
     ``source`` says where the numbers came from ("user-supplied", a table row, a formula,
     a measurement) so a report can cite it. ``sources`` optionally cites each number on its
     own, keyed ``"peak_flops[float32]"`` or ``"memory_bandwidth"``; a number without an
-    entry is cited by ``source``. ``memory_levels`` is the hierarchy, nearest first and
-    DRAM/HBM last (empty where unknown); ``memory_bandwidth`` stays the DRAM figure.
+    entry is cited by ``source`` (a dtype without a peak of its own: see ``source_of``).
+    ``memory_levels`` is the hierarchy, nearest first and DRAM/HBM last (empty where
+    unknown); ``memory_bandwidth`` stays the DRAM figure.
     """
 
     name: str
@@ -185,8 +186,26 @@ class HardwareSpec:
         object.__setattr__(self, "memory_levels", _memory_levels(self.memory_levels, self.name))
 
     def source_of(self, number: str) -> str:
-        """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``) came from."""
-        return self.sources.get(number, self.source) if self.sources else self.source
+        """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``) came from. A dtype
+        without a peak of its own is scored at ``peak_flops``, so it cites that number's source:
+        ``sources["peak_flops"]``, else that of the dtype whose own peak the fallback is
+        (``fallback_dtype``); the spec-wide ``source``, which may cite the bandwidth too, only
+        when neither is given."""
+        if not self.sources:
+            return self.source
+        if number in self.sources:
+            return self.sources[number]
+        own = self.peak_flops_by_dtype or {}
+        if number.startswith("peak_flops[") and number.endswith("]") and number[11:-1] not in own:
+            twin = self.fallback_dtype()
+            return self.sources.get("peak_flops") or self.sources.get(f"peak_flops[{twin}]") or self.source
+        return self.source
+
+    def fallback_dtype(self) -> str | None:
+        """The dtype whose own peak ``peak_flops`` (the fallback) is, float32 first; None when
+        no own peak equals it. A host spec's fallback is its float32 peak."""
+        twins = [d for d, peak in (self.peak_flops_by_dtype or {}).items() if peak == self.peak_flops]
+        return "float32" if "float32" in twins else (twins[0] if twins else None)
 
     def has_peak(self, dtype: str) -> bool:
         """True when ``dtype`` has its own peak (not the ``peak_flops`` fallback)."""

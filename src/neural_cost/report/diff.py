@@ -5,19 +5,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.units import format_percent, format_seconds, format_si
+from ..core.units import format_percent, format_seconds, format_si, plural
 from .printable import printable
+from .text import coverage_figures
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
+    from ..core.estimate import CostEstimate
     from ..hardware.spec import HardwareSpec
+
+
+def _points(before: float, after: float) -> str:
+    """A change of a fraction in percentage points; one too small to show says so, never ``-0.0``."""
+    if before == after:
+        return "="
+    points = (after - before) * 100
+    return f"{points:+.1f} pp" if abs(points) >= 0.05 else f"{'+' if points > 0 else '-'}<0.1 pp"
 
 
 def _delta(before: float, after: float, fmt: Callable[[float], str]) -> str:
     if before == after:
         return "="
     if fmt is format_percent:  # fractions differ by percentage points, not by a relative change
-        return f"{(after - before) * 100:+.1f} pp"
+        return _points(before, after)
     change = f" ({(after - before) / before:+.1%})" if before else ""
     sign = "+" if after > before else "-"
     return f"{sign}{fmt(abs(after - before))}{change}"
@@ -72,6 +82,21 @@ def _bytes(value: float) -> str:
     return format_si(value, "B")
 
 
+def _coverage_rows(before: CostEstimate, after: CostEstimate) -> list[tuple[str, str, str, str]]:
+    """Both coverage figures as the report prints them (rounded down; work ``≤`` once anything
+    is unmodeled), each with its change in percentage points of the exact shares (which may
+    differ by 0.1 from the difference of the two figures, each rounded down on its own)."""
+    shown = list(zip(coverage_figures(before), coverage_figures(after), strict=True))
+    exact = [
+        (before.coverage.fraction, after.coverage.fraction),
+        (before.work_fraction, after.work_fraction),
+    ]
+    rows = []
+    for label, (a, b), (x, y) in zip(("coverage (operations)", "coverage (work)"), shown, exact, strict=True):
+        rows.append((label, a, b, "n/a" if x is None or y is None else _points(x, y)))
+    return rows
+
+
 def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
     rows = [
         ("FLOPs", before.estimate.flops, after.estimate.flops, _flops),
@@ -79,8 +104,9 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
         ("bound", before.bound_seconds, after.bound_seconds, format_seconds),
         ("observed", before.observed_seconds, after.observed_seconds, format_seconds),
         ("efficiency", before.efficiency, after.efficiency, format_percent),
-        ("coverage", before.estimate.coverage.fraction, after.estimate.coverage.fraction, format_percent),
     ]
+    table = [(label, fmt(a), fmt(b), _delta(a, b, fmt)) for label, a, b, fmt in rows]
+    table += _coverage_rows(before.estimate, after.estimate)
     lines = ["Neural cost diff (before → after)"]
     notes = []
     if (before.measurement.device, before.measurement.device_kind) != (
@@ -104,16 +130,18 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
             f"the change of size, not only a change of code"
         )
     cov_before, cov_after = before.estimate.coverage, after.estimate.coverage
-    if (cov_before.fraction, cov_before.total) != (cov_after.fraction, cov_after.total):
+    figures = [coverage_figures(before.estimate), coverage_figures(after.estimate)]
+    held = [(e.coverage.fraction, e.coverage.total, e.work_fraction) for e in (before.estimate, after.estimate)]
+    if held[0] != held[1]:
         notes.append(
-            f"different coverage: {format_percent(cov_before.fraction)} of {cov_before.total} {cov_before.unit} → "
-            f"{format_percent(cov_after.fraction)} of {cov_after.total} {cov_after.unit}; FLOP and byte deltas "
-            f"include what became (un)modeled"
+            f"different coverage: operations {figures[0][0]} of {plural(cov_before.total, cov_before.unit)}, work "
+            f"{figures[0][1]} → operations {figures[1][0]} of {plural(cov_after.total, cov_after.unit)}, work "
+            f"{figures[1][1]}; FLOP and byte deltas include what became (un)modeled"
         )
     lines += [f"  NOTE: {n}" for n in notes]
-    width = max(len(r[0]) for r in rows)
-    for label, a, b, fmt in rows:
-        lines.append(f"  {label:{width}s}  {fmt(a):>12s} → {fmt(b):>12s}   {_delta(a, b, fmt)}")
+    width = max(len(r[0]) for r in table)
+    for label, a, b, delta in table:
+        lines.append(f"  {label:{width}s}  {a:>12s} → {b:>12s}   {delta}")
     scopes_a = {s.scope: s for s in before.estimate.by_scope}
     scopes_b = {s.scope: s for s in after.estimate.by_scope}
     names = sorted(

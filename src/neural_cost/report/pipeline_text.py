@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.units import format_percent, format_percent_down, format_seconds
+from ..core.units import format_percent, format_seconds
 from .printable import printable
+from .text import coverage_figures
 
 if TYPE_CHECKING:
     from ..analysis.pipeline import PipelineReport, StageResult
 
 TITLE = "Neural cost pipeline analysis"
-HEADER = ("stage", "calls", "per call", "± stdev", "× calls", "share", "bound × calls", "efficiency", "coverage")
+HEADER = (
+    "stage",
+    "calls",
+    "per call",
+    "± stdev",
+    "× calls",
+    "share",
+    "bound × calls",
+    "efficiency",
+    "coverage (ops · work)",
+)
 
 
 def _row(stage: StageResult, end_to_end: float | None) -> list[str]:
@@ -28,13 +39,8 @@ def _row(stage: StageResult, end_to_end: float | None) -> list[str]:
         format_percent(total / end_to_end) if end_to_end else "-",
         format_seconds(stage.bound_seconds) if stage.bound_seconds is not None else "-",
         format_percent(report.efficiency) if report is not None else "-",
-        # rounded down, as the single report's coverage line: 9,999 of 10,000 is 99.9%, never 100.0%
-        format_percent_down(
-            report.estimate.coverage.modeled + report.estimate.coverage.free,
-            report.estimate.coverage.total,
-        )
-        if report is not None
-        else "-",
+        # operations · work, as the single report's coverage line prints them (rounded down; work a ceiling)
+        " · ".join(coverage_figures(report.estimate)) if report is not None else "-",
     ]
 
 

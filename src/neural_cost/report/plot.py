@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
-from ..core.units import format_percent, format_percent_down, format_seconds, format_si
+from ..core.units import format_percent, format_seconds, format_si
 from .figure import FORMATS, file_mode, format_of, new_figure, renderer_of, save_figure
 from .plot_labels import ABOVE_LEFT, BELOW_RIGHT, Placer, clusters, numbers_text, qualified_name, short_names
 from .plot_pipeline import plot_pipeline
 from .printable import printable
+from .text import coverage_figures
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -41,12 +42,11 @@ def _plottable(row: RowTime) -> bool:
 
 def _title(report: GapReport) -> str:
     hardware, measurement = report.hardware, report.measurement
-    coverage = report.estimate.coverage
     ran_on = measurement.device_kind
     if measurement.device not in ("", "unknown"):
         ran_on = f"{measurement.device} ({measurement.device_kind})"
-    covered = format_percent_down(coverage.modeled + coverage.free, coverage.total)
-    return f"{hardware.name} ({hardware.kind}) · ran on {ran_on} · coverage {covered}"
+    operations, work = coverage_figures(report.estimate)
+    return f"{hardware.name} ({hardware.kind}) · ran on {ran_on} · coverage: operations {operations} · work {work}"
 
 
 #: A dtype gets its own roof when it carries at least this share of the FLOPs: a roof drawn

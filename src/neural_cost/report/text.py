@@ -16,6 +16,7 @@ from .printable import printable
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
     from ..analysis.rows import RowTime
+    from ..core.estimate import CostEstimate
 
 TITLE = "Neural cost gap analysis"
 #: A compile faster than this most likely came from JAX's in-process compilation cache.
@@ -23,15 +24,27 @@ CACHED_COMPILE_SECONDS = 0.01
 INDENT = "  "
 
 
-def _coverage_line(report: GapReport) -> str:
-    """``coverage: operations 96.7% · work 26.6% (of 31 aten ops: modeled 30, free 0, unmodeled 1:
-    aten._linalg_svd x1)``. Operations: (modeled + free) / executed. Work: the lower of the
-    FLOP and byte shares in modeled operations, unmodeled ones at their elementwise floor
-    (``Coverage.work_share``); unknown when an unmodeled operation's size was not recorded
-    (a version-1 report). Both round down, so 99.96% never prints as a complete 100.0%."""
-    coverage, share = report.estimate.coverage, report.estimate.work_share
+def coverage_figures(estimate: CostEstimate) -> tuple[str, str]:
+    """The operation and work shares as every view prints them (report, diff, plot), both
+    rounded down, so 99.96% never prints as a complete 100.0%. Operations: (modeled + free) /
+    executed. Work: the lower of the FLOP and byte shares in modeled operations, unmodeled ones
+    at their elementwise floor (``Coverage.work_share``), ``unknown`` when an unmodeled size was
+    not recorded (a version-1 report). The floor is the least an unmodeled operation can move
+    and, unless it only moves data, compute: a 512×512 matrix_exp (~10 matmuls, 2.7 GFLOP) is
+    sized at 262,144 FLOPs. So once anything is unmodeled the work share is a ceiling, and is
+    printed ``≤ 77.7%``; exactly ``100.0%`` only when nothing is unmodeled."""
+    coverage, share = estimate.coverage, estimate.work_share
     operations = format_percent_down(coverage.modeled + coverage.free, coverage.total)
-    work = format_percent_down(*share) if share is not None else "unknown"
+    if share is None:
+        return operations, "unknown"
+    return operations, ("≤ " if coverage.unmodeled else "") + format_percent_down(*share)
+
+
+def _coverage_line(report: GapReport) -> str:
+    """``coverage: operations 96.7% · work ≤ 26.6% (of 31 aten ops: modeled 30, free 0,
+    unmodeled 1: aten._linalg_svd x1)``; the figures are ``coverage_figures``."""
+    coverage, share = report.estimate.coverage, report.estimate.work_share
+    operations, work = coverage_figures(report.estimate)
     executed = plural(coverage.total, coverage.unit)
     if coverage.static_total is not None and coverage.static_total != coverage.total:
         executed = (
@@ -61,15 +74,28 @@ def _device_line(report: GapReport) -> str:
     kind = "kind unknown" if h.kind == "unknown" else h.kind
     # The numbers the bound was scored with, each beside its source: a spec whose numbers share
     # one source names it once; per-number sources (a formula, a cached measurement) each.
-    figures: list[tuple[str, str]] = []
+    # A dtype without a peak of its own says whose peak scored it and cites that peak's source,
+    # unless that peak is on the line already, beside the same source.
+    figures: list[tuple[str, str, str]] = []  # (figure, note, source)
+    cited_already: set[int] = set()
     for dtype in report.estimate.flops_by_dtype:
-        own = h.has_peak(dtype) or h.peak_flops_by_dtype is None
-        fallback = "" if own else f", no {dtype} peak of its own: peak_flops"
-        figures.append((f"{dtype} {format_si(h.peak(dtype), 'FLOP/s')}{fallback}", h.source_of(f"peak_flops[{dtype}]")))
-    figures.append((f"bandwidth {format_si(h.memory_bandwidth, 'B/s')}", h.source_of("memory_bandwidth")))
-    if all(source == h.source for _, source in figures):
-        return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source}): " + "; ".join(f for f, _ in figures)
-    return f"device: ran on {ran} · peaks for {h.name} ({kind}): " + "; ".join(f"{f} ({s})" for f, s in figures)
+        figure, note, source = f"{dtype} {format_si(h.peak(dtype), 'FLOP/s')}", "", h.source_of(f"peak_flops[{dtype}]")
+        if not (h.has_peak(dtype) or h.peak_flops_by_dtype is None):
+            twin = h.fallback_dtype()
+            figure += f" scored at the {f'{twin} peak' if twin else 'default peak_flops'}"
+            note = f"no {dtype} peak of its own"
+            if twin in report.estimate.flops_by_dtype and h.source_of(f"peak_flops[{twin}]") == source:
+                cited_already.add(len(figures))
+        figures.append((figure, note, source))
+    figures.append((f"bandwidth {format_si(h.memory_bandwidth, 'B/s')}", "", h.source_of("memory_bandwidth")))
+    if all(source == h.source for _, _, source in figures):
+        shown = [f"{figure} ({note})" if note else figure for figure, note, _ in figures]
+        return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source}): " + "; ".join(shown)
+    shown = [
+        f"{figure} ({note if i in cited_already else '; '.join(filter(None, (note, source)))})"
+        for i, (figure, note, source) in enumerate(figures)
+    ]
+    return f"device: ran on {ran} · peaks for {h.name} ({kind}): " + "; ".join(shown)
 
 
 def _inputs_line(report: GapReport) -> str:

@@ -303,3 +303,94 @@ def test_trace_under_an_outer_inference_mode_with_inference_inputs():
         x = torch.ones(4, 8)
         trace = TorchAdapter().trace(model, (x,))
     assert sum(op.cost.flops * op.count for op in trace.operations if op.kind in ("matmul", "linear")) == 192
+
+
+# --- tensors that share a storage (views) --------------------------------------------------------
+# The guard keyed protected tensors by storage, one tensor per storage: the last view registered
+# won, so a write into another view saved and restored the wrong one (and named it in the note).
+
+
+class FlatParameters(nn.Module):
+    """Two parameters that are views of one flat buffer (flat-parameter optimizers, FSDP);
+    the forward clamps the first in place."""
+
+    def __init__(self):
+        super().__init__()
+        flat = torch.arange(24.0) - 12.0
+        self.w1 = nn.Parameter(flat[:16].view(4, 4))
+        self.w2 = nn.Parameter(flat[16:].view(4, 2))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.w1.clamp_(-0.1, 0.1)
+        return x @ self.w1 @ self.w2
+
+
+def _views_of_one_input(runner, model, args):
+    if runner == "trace":
+        return ADAPTER.trace(model, args).notes
+    if runner == "profile_model":
+        return profile_model(model, args, ADAPTER).estimate.notes
+    ADAPTER.benchmark(model, *args, warmup=2, repeats=3)
+    return None  # a Measurement carries no notes
+
+
+@pytest.mark.parametrize("runner", ["trace", "benchmark", "profile_model"])
+def test_views_of_one_input_are_put_back_and_the_written_one_is_named(runner):
+    # before: after trace q was still ×2 and the note named arg2 ("put back") and arg0, arg1
+    # ("kept"); after benchmark (1 probe + 2 warmup + 3 timed runs) q was ×2⁶ = 64
+    qkv = torch.randn(3, 4, 8)
+    original = qkv.clone()
+    q, k, v = qkv.unbind(0)
+
+    def attention(q, k, v):
+        q.mul_(2.0)  # an in-place update of one input, as a RoPE might do
+        return q @ k.transpose(0, 1) @ v
+
+    notes = _views_of_one_input(runner, attention, (q, k, v))
+    assert torch.equal(qkv, original)  # q, k and v bit-identical
+    if notes is not None:
+        assert [note for note in notes if "its input" in note] == [
+            "the model wrote in place into its input arg0: the values were put back afterwards"
+        ]
+
+
+@pytest.mark.parametrize("runner", list(RUNNERS))
+def test_parameters_that_are_views_of_one_buffer_are_put_back(runner):
+    # before: w2 (registered last) was saved and put back instead of w1: w1 stayed clamped
+    torch.manual_seed(0)
+    model = FlatParameters()
+    before = state_of(model)
+    flat = model.w1.detach().clone(), model.w2.detach().clone()
+    RUNNERS[runner](model)
+    assert_unchanged(before, model)
+    assert torch.equal(model.w1, flat[0]) and torch.equal(model.w2, flat[1])
+
+
+@pytest.mark.parametrize("runner", ["trace", "benchmark", "profile_model"])
+def test_an_input_that_is_a_view_of_a_parameter(runner):
+    # x is row 0 of the weight; the forward clamps the weight. before: x (registered after the
+    # parameters) was saved instead of the weight, so rows 1-3 stayed clamped
+    model = Clamp()
+    weight = model.lin.weight.detach().clone()
+    x = model.lin.weight.detach()[0]  # shares the weight's storage
+    notes = _views_of_one_input(runner, model, (x,))
+    assert torch.equal(model.lin.weight, weight) and torch.equal(x, weight[0])
+    if notes is not None:  # x's values changed through the weight, and were put back
+        assert "the model wrote in place into its input arg0: the values were put back afterwards" in notes
+
+
+def test_an_input_view_beside_the_written_one_is_not_named():
+    # two disjoint halves of one tensor: only the half written is named
+    base = torch.ones(2, 4)
+    first, second = base[0], base[1]
+
+    def model(a, b):
+        b.add_(1)
+        return a * b
+
+    notes = ADAPTER.trace(model, (first, second)).notes
+    assert torch.equal(base, torch.ones(2, 4))
+    assert [note for note in notes if "its input" in note] == [
+        "the model wrote in place into its input arg1: the values were put back afterwards"
+    ]

@@ -8,20 +8,37 @@ would count JAX's way of writing it (``softplus`` as ``logaddexp``'s ten primiti
 write every intermediate. Recognised, it is one record of the op's kind: one read of its
 input, one write of its output — also what XLA fuses it into.
 
-Three ways a library op is recognised, each exact, never by a name alone:
+Three ways a library op is recognised, each checked against what the equations compute,
+never by a name alone:
 
 - ``JIT_COMPOSITES``: ``jax.nn`` functions that are jitted appear as a ``jit``/``pjit``
-  equation named after the function. Recognised only when the call fits the op: one array
-  in, one array out of the same shape and a floating dtype, any other input a scalar (a
-  coefficient such as ``alpha``). A user's function that happens to share a name but not
-  this signature is walked as usual.
+  equation named after the function. The name only nominates the call; it folds when
+  (1) the call fits the op: one array in, one array out of the same shape and a floating
+  dtype, any other input a scalar (a coefficient such as ``alpha``); (2) its body, every
+  sub-jaxpr included, is made only of the primitives such an op is written in
+  (``body_fits``: elementwise arithmetic, compares, selects, casts, broadcasts, and for
+  ``log_softmax`` its two reductions — no ``dot_general``, convolution, gather, scatter,
+  loop or custom call); and (3) the body walked primitive by primitive counts within a
+  band of the record (``flops_fit``: at least half, at most 4× plus 64 FLOPs). The band
+  holds every ``jax.nn`` function with room to spare (walked/folded is 1 to 3: ``mish``
+  writes softplus's ten primitives), and scales with the element count, so it does not
+  depend on the shape; a user's function that merely shares a name and a signature —
+  four matmuls named ``softplus`` — fails (2), and an elementwise one that is a different
+  computation of another size fails (3). A call that fails is walked as usual, so it is
+  counted exactly as written.
 - ``INLINE``: ``jax.nn.gelu`` and ``jax.nn.softmax`` are not jitted (JAX notes a numerics
-  difference), so their equations are matched as a sequence, with the constants that make
-  them the op (gelu's 0.5 and √½, softmax's ``initial=-inf``), and only when every
-  intermediate is used inside the sequence.
+  difference), so their equations are matched as a sequence: every primitive, every
+  operand's origin, the constants that make them the op (gelu's 0.5 and √½, softmax's
+  ``initial=-inf``), the broadcast back along the reduced axis, and only when every
+  intermediate is used inside the sequence. The dataflow is the definition, so a match is
+  the op; no name is involved.
 - Flax's norm layers (``flax_norms``): not jitted either; ``flax.linen.intercept_methods``
   tells which scope is which norm layer while the jaxpr is made, and the walker folds that
-  scope's equations into one norm record (``walker.Walker``).
+  scope's equations into one norm record (``walker.Walker``). Only a plain call folds: not
+  under a transform. So the forward half of a ``jax.grad`` (or ``vmap``) step walks a
+  norm layer's primitives — a training report's forward FLOPs for a LayerNorm are JAX's
+  primitives (5L+2 folded in inference, a little more walked), where inference and PyTorch
+  count the catalog's; the matmuls, which dominate, are the same either way.
 """
 
 from __future__ import annotations
@@ -77,6 +94,51 @@ def _reduce_axis(body: Any) -> int | None:
     return None
 
 
+#: What the jitted ``jax.nn`` activations are written in (a superset of JAX 0.10's: a later
+#: rewrite in other elementwise primitives still folds; anything else is walked).
+_ELEMENTWISE = frozenset(
+    {
+        "abs", "add", "sub", "mul", "div", "neg", "sign", "max", "min", "pow", "integer_pow", "sqrt",
+        "rsqrt", "square", "exp", "exp2", "expm1", "log", "log1p", "logistic", "tanh", "erf", "erfc",
+        "gt", "ge", "lt", "le", "eq", "ne", "and", "or", "not", "is_finite", "select_n", "clamp",
+        "convert_element_type", "broadcast_in_dim", "stop_gradient", "copy", "copy_p",
+        "jit", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+    }
+)  # fmt: skip
+#: ``log_softmax`` also reduces along its axis: a max and a sum.
+_SOFTMAX_FAMILY = _ELEMENTWISE | {"reduce_max", "reduce_sum", "reshape", "squeeze", "expand_dims"}
+#: walked FLOPs of a recognised body, against its record's: at least 1/2, at most 4× + 64.
+BAND = (0.5, 4, 64)
+
+
+def _bodies(eqn: Any) -> list[Any]:
+    found = []
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns") and hasattr(inner, "invars"):
+                found.append(inner)
+    return found
+
+
+def body_fits(entry: str, body: Any) -> bool:
+    """Whether every primitive of ``body``, sub-jaxprs included, is one ``entry``'s op is made of."""
+    allowed = _SOFTMAX_FAMILY if entry == "log_softmax" else _ELEMENTWISE
+    pending = [body]
+    while pending:
+        for eqn in pending.pop().eqns:
+            if str(eqn.primitive.name) not in allowed:
+                return False
+            pending += _bodies(eqn)
+    return True
+
+
+def flops_fit(walked: int, folded: int) -> bool:
+    """Whether a body walked primitive by primitive counts like the op it is folded into."""
+    low, factor, constant = BAND
+    return low * folded <= walked <= factor * folded + constant
+
+
 def jit_composite(eqn: Any, body: Any, ctx: LowerContext) -> Operation | None:
     """One record for a recognised ``jax.nn`` jit call, or None to walk its body."""
     name = eqn.params.get("name")
@@ -88,6 +150,8 @@ def jit_composite(eqn: Any, body: Any, ctx: LowerContext) -> Operation | None:
     if x is None:
         return None
     entry = found[0]
+    if not body_fits(entry, body):
+        return None
     if entry == "log_softmax":
         axis = _reduce_axis(body)
         if axis is None:
@@ -246,6 +310,13 @@ def inline_record(eqns: Sequence[Any], start: int, taken: int, entry: str, ctx: 
         summed = next(e for e in eqns[start : start + taken] if e.primitive.name == "reduce_sum")
         if len(axes) != 1 or tuple(summed.params["axes"]) != axes:
             raise ValueError(f"max over {axes}, sum over {summed.params['axes']}: not one softmax axis")
+        rank = len(x.aval.shape)
+        kept = tuple(d for d in range(rank) if d not in axes)
+        for step in eqns[start : start + taken]:  # each broadcast puts the reduced value back along its axis
+            if step.primitive.name == "broadcast_in_dim" and (
+                tuple(step.params["broadcast_dimensions"]) != kept or len(step.outvars[0].aval.shape) != rank
+            ):
+                raise ValueError("a broadcast that does not restore the reduced axis: not a softmax")
         return ctx.op(first, "softmax", [x], last.outvars[0], attrs={"axis": int(axes[0]), "log": False}, name=entry)
     return ctx.op(first, "elementwise", [x], last.outvars[0], attrs={"op": entry}, name=entry)
 

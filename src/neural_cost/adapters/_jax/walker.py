@@ -9,7 +9,8 @@ primitive carrying a jaxpr — are call boundaries: free themselves, their bodie
 
 A library op counts as the op (``composites``): a recognised ``jax.nn`` jit call, an inline
 gelu or softmax sequence, or a Flax norm layer's scope is one record of the op's kind; its
-equations are counted as executed and modeled, part of that one record.
+equations are counted as executed and modeled, part of that one record. A jit call folds
+only when its body, walked on the side, counts like the op (``Walker._walks_like``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from typing import Any
 from ...core.records import LoopAssumption, Operation
 from .._labels import Origins
 from .._walk import Loops, WalkState, lower, take_costliest_branch
-from .composites import JIT_COMPOSITES, STARTS, NormCall, inline_record, jit_composite, match_inline, use_counts
+from .composites import (
+    JIT_COMPOSITES,
+    STARTS,
+    NormCall,
+    flops_fit,
+    inline_record,
+    jit_composite,
+    match_inline,
+    use_counts,
+)
 from .loops import infer_trip_count
 from .table import REGISTRY, TABLE, LowerContext
 
@@ -234,11 +244,24 @@ class Walker:
             record = jit_composite(eqn, _open(body), LowerContext(scope, count))
         except Exception:
             return False
-        if record is None:
+        if record is None or not self._walks_like(_open(body), record, scope):
             return False
         state.static -= 1  # the call itself was tallied; its body's equations join it below
         state.executed -= count
         return self._fold(state, record, 1 + _equations(_open(body)), count) or _undo(state, count)
+
+    def _walks_like(self, body: Any, record: Operation, scope: str | None) -> bool:
+        """Whether ``body`` walked as usual (in a walk of its own: nothing here is tallied)
+        has every equation modeled and counts within ``composites.BAND`` of ``record``."""
+        walked = WalkState()
+        try:
+            record_flops = record.cost.flops
+            Walker({}, self.loops.default_trip_count).walk(body, 1, scope, walked)
+        except Exception:
+            return False
+        return not walked.unmodeled and flops_fit(
+            sum(op.cost.flops * op.count for op in walked.operations), record_flops
+        )
 
     def equation(self, eqn: Any, count: int, prefix: str | None, state: WalkState) -> None:
         name = str(eqn.primitive.name)

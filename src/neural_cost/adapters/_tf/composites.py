@@ -9,9 +9,15 @@ Each such scope is one record of the op's kind — one read of its input (and pa
 one write of its output, what Grappler/XLA fuse it into — and its graph ops are counted as
 executed and modeled, part of that record.
 
-A scope folds only when it is exactly one op: one floating input from outside (parameters
-come through the scope's own ``ReadVariableOp``s), one output of the input's shape, and no
-function call or control flow inside; otherwise its ops are walked as usual. Keras's
+A scope folds only when it is exactly one op, checked against what its ops compute, never by
+its name alone: one floating input from outside (parameters come through the scope's own
+``ReadVariableOp``s), one output of the input's shape; every op of a type such an op is made
+of (``_MADE_OF``: elementwise arithmetic, the statistics' reductions, reshapes and variable
+reads — no MatMul, convolution, gather, call or control flow); and its ops, lowered one by
+one, all modeled and counting within a band of the record (at least 1/2, at most 4× + 64
+FLOPs; Keras's own layers and tf.nn.gelu walk at 0.9 to 1.4× the record). A user's
+``tf.name_scope("Gelu")`` around a matmul, or a Dense layer named like a norm layer, fails
+and is walked as usual, counted exactly as written. Keras's
 ``silu`` and ``mish`` have no scope of their own (``tf.nn.silu`` runs inside a custom-gradient
 function; ``mish`` is three plain ops), so they stay counted op by op.
 """
@@ -24,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.records import Operation
-from .table import TfContext
+from .._walk import WalkState, lower
+from .table import REGISTRY, TABLE, TfContext
 
 #: tf.function name scopes → why the scope is the op (the entry is chosen from its ops).
 NAMED_SCOPES = {
@@ -32,7 +39,17 @@ NAMED_SCOPES = {
     "LogSigmoid": "tf.math.log_sigmoid: -softplus(-x)",
 }
 NORM_LAYERS = ("LayerNormalization", "GroupNormalization", "BatchNormalization")
-_CONTROL = frozenset({"PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile", "If", "StatelessIf"})
+#: The op types Keras's norm layers, tf.nn.gelu and tf.math.log_sigmoid are written in, with room
+#: for the forms other versions write (fused batch norm, moments): elementwise and reductions only.
+_MADE_OF = frozenset(
+    {
+        "Placeholder", "Const", "Identity", "ReadVariableOp", "Reshape", "Squeeze", "ExpandDims", "Shape",
+        "Cast", "StopGradient", "AddV2", "Add", "Sub", "Mul", "RealDiv", "Neg", "Square", "SquaredDifference",
+        "Sqrt", "Rsqrt", "Pow", "Exp", "Log", "Log1p", "Erf", "Erfc", "Tanh", "Sigmoid", "Softplus",
+        "Maximum", "Minimum", "Mean", "Sum", "FusedBatchNormV3", "FusedBatchNorm", "BroadcastTo",
+    }
+)  # fmt: skip
+_BAND = (0.5, 4, 64)  # walked FLOPs against the record's: at least 1/2, at most 4× + 64
 _UNIQUIFIED = re.compile(r"^(.*)_\d+$")
 
 
@@ -113,20 +130,32 @@ def fold_groups(
     for key, group in by_prefix.items():
         try:
             group.record = _record(graph, group, configs[key], training, prefix, count)
-            if group.record is not None:
-                group.record.cost  # noqa: B018  (a record its rule rejects: walk the ops instead)
-        except Exception:
+            if group.record is not None and not _walks_like(group, group.record):
+                group.record = None
+        except Exception:  # a record its rule rejects: walk the ops instead
             group.record = None
         if group.record is not None:
             found.update((id(op), group) for op in group.members)
     return found
 
 
+def _walks_like(group: Group, record: Operation) -> bool:
+    """Whether the group's ops, lowered one by one (nothing tallied), are all modeled and count
+    within ``_BAND`` of the record."""
+    walked = WalkState()
+    for op in group.members:
+        lower(walked, REGISTRY, TABLE.get(op.type), str(op.type), 1, (op, TfContext(None, 1)))
+    flops = sum(op.cost.flops * op.count for op in walked.operations)
+    low, factor, constant = _BAND
+    folded = record.cost.flops
+    return not walked.unmodeled and low * folded <= flops <= factor * folded + constant
+
+
 def _record(
     graph: Any, group: Group, config: NormLayer | str, training: bool, prefix: str | None, count: int
 ) -> Operation | None:
     members = {id(op) for op in group.members}
-    if any(op.type in _CONTROL for op in group.members):
+    if any(op.type not in _MADE_OF for op in group.members):
         return None
     outside = {
         id(t): t

@@ -20,7 +20,14 @@
   LR scheduler's wrapper adds on ``step()``); a scheduler itself is never stepped;
 - the CPU and CUDA RNG states;
 - inputs the model writes into in place: detected (the guard, and each input's version
-  counter), put back, and named in a note on the trace.
+  counter), put back, and named in a note on the trace;
+- tensors that share a storage (q, k, v unbound from one tensor; parameters that are views of
+  one flat buffer; an input that is a view of a parameter): the guard copies the whole storage
+  before its first write and puts it back once, whichever view was written.
+
+A training trace with an optimizer runs one untraced step before the traced one (so the optimizer
+state exists, as in the timed runs after warmup); both are inside ``preserved``, so everything
+is put back once, to what it was before the first.
 
 Timing runs under ``no_grad``, not ``inference_mode``: a tensor the forward stores (a
 reassigned buffer, a cache) is then an ordinary tensor, never an inference tensor that the
@@ -74,11 +81,15 @@ def input_tensors(args: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, torch
 
 
 class WriteGuard:
-    """Copies a protected tensor just before an op writes into it (per its schema), to restore it
-    afterwards: the module's parameters, tensors held in its attributes, and the inputs.
+    """Copies a protected tensor's storage just before an op first writes into it (per its
+    schema), to restore it afterwards: the module's parameters, tensors held in its attributes,
+    and the inputs.
 
     Cheaper than cloning the whole model up front: inference rarely writes to its state, so
-    usually nothing is copied."""
+    usually nothing is copied. Views share a storage (q, k, v unbound from one tensor, parameters
+    that are views of one flat buffer, an input that is a view of a parameter), so the whole
+    storage is copied once and put back once, whichever view was written; the note names each
+    input whose bytes overlap a written view."""
 
     def __init__(self, module: torch.nn.Module | None, inputs: Sequence[tuple[str, torch.Tensor]] = ()) -> None:
         tensors: list[torch.Tensor] = list(module.parameters()) if module is not None else []
@@ -86,8 +97,13 @@ class WriteGuard:
             tensors.extend(v for k, v in vars(submodule).items() if k not in _INTERNAL and isinstance(v, torch.Tensor))
         named: list[tuple[str | None, torch.Tensor]] = [(None, t) for t in tensors]
         named.extend(inputs)
-        self.protected = {_storage_key(t): (t, name) for name, t in named if t.numel() > 0}
-        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.inputs = [(name, t) for name, t in inputs if t.numel() > 0]
+        self.protected: dict[int, list[torch.Tensor]] = {}
+        for _, tensor in named:
+            if tensor.numel() > 0:
+                self.protected.setdefault(_storage_key(tensor), []).append(tensor)
+        self.saved: dict[int, tuple[Any, Any]] = {}  # storage key: (storage or tensor, its copy)
+        self.written: set[str] = set()
 
     def before(self, func: Any, args: Any, kwargs: Any) -> None:
         if not self.protected or not func._schema.is_mutable:
@@ -98,16 +114,57 @@ class WriteGuard:
             value = args[position] if position < len(args) else kwargs.get(argument.name)
             for tensor in tensors_in(value):
                 key = _storage_key(tensor)
-                found = self.protected.get(key)
-                if found is not None and key not in self.saved:
-                    self.saved[key] = (found[0], found[0].detach().clone())
+                held = self.protected.get(key)
+                if held is None:
+                    continue
+                if key not in self.saved:
+                    self.saved[key] = _snapshot(held[0])
+                self.written.update(name for name, t in self.inputs if name not in self.written and _overlap(t, tensor))
+
+    def restores(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor``'s storage was written and is put back (views share a version
+        counter, so a write into one view bumps every other view's too)."""
+        return _storage_key(tensor) in self.saved
 
     def written_inputs(self) -> list[str]:
-        return [str(self.protected[key][1]) for key in self.saved if self.protected[key][1] is not None]
+        return [name for name, _ in self.inputs if name in self.written]
 
     def restore(self) -> None:
         for target, value in self.saved.values():
-            _put(target, value)
+            if isinstance(target, torch.Tensor):
+                _put(target, value)
+            else:
+                target.copy_(value)
+
+
+def _snapshot(tensor: torch.Tensor) -> tuple[Any, Any]:
+    """The whole storage ``tensor`` lives in and a copy of its bytes (a tensor without a storage,
+    a subclass or a sparse one: the tensor and a copy of its values)."""
+    try:
+        storage = tensor.untyped_storage()
+        return storage, storage.clone()  # type: ignore[no-untyped-call]
+    except (RuntimeError, NotImplementedError):
+        return tensor, tensor.detach().clone()
+
+
+def _span(tensor: torch.Tensor) -> tuple[int, int]:
+    """The bytes of its storage a strided tensor can touch: [first, last + 1)."""
+    size = int(tensor.element_size())
+    first = int(tensor.storage_offset()) * size
+    reach = sum((int(n) - 1) * abs(int(s)) for n, s in zip(tensor.shape, tensor.stride(), strict=True))
+    return first, first + (reach + 1) * size
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors of one storage may share bytes (by their spans: interleaved views,
+    columns of one matrix, count as overlapping)."""
+    if _storage_key(a) != _storage_key(b):
+        return False
+    try:
+        (a0, a1), (b0, b1) = _span(a), _span(b)
+    except (RuntimeError, NotImplementedError):
+        return True
+    return a0 < b1 and b0 < a1
 
 
 class WriteWatch(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -305,7 +362,11 @@ def preserved(
         yield done
     finally:
         written = guard.written_inputs()
-        unseen = [name for name, t, version in versions if t._version != version and name not in written]
+        unseen = [
+            name
+            for name, t, version in versions
+            if t._version != version and name not in written and not guard.restores(t)
+        ]
         guard.restore()
         for param, value in params:
             _put(param, value)
