@@ -16,6 +16,7 @@ from neural_cost import (
     UnknownKindError,
 )
 from neural_cost.core import canonical_dtype
+from neural_cost.core.attrs import FrozenAttrs
 
 
 def roundtrip(record):
@@ -214,3 +215,14 @@ def test_tensor_spec_validation():
 
 def test_sub_byte_dtypes_round_up():
     assert TensorSpec("q", (3,), "int4").nbytes == 2  # 3 × 4 bits = 12 bits → 2 bytes
+
+
+def test_relabeled_adds_reader_labels_without_recounting():
+    # 2·8·16·4 = 1,024 FLOPs before and after: labels are for readers, never read by a rule
+    op = Operation("mm", "matmul", ((8, 16), (16, 4)), (8, 4))
+    labeled = op.relabeled(FrozenAttrs({"loop": "while_0", "source": "model.py:7"}))
+    assert labeled.cost.flops == op.cost.flops == 1024
+    assert dict(labeled.attrs) == {"loop": "while_0", "source": "model.py:7"} and dict(op.attrs) == {}
+    assert Operation.from_dict(labeled.to_dict()) == labeled  # the labels round-trip like any attrs
+    with pytest.raises(RecordError, match="only adds"):
+        op.relabeled(FrozenAttrs({"dimension_numbers": (((1,), (0,)), ((), ()))}))

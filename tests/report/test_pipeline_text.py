@@ -89,3 +89,10 @@ def test_control_characters_in_stage_names_and_errors_are_escaped():
     text = report.render()
     assert "\x1b" not in text
     assert "\\x1b[31mred" in text and "\\x1b[2J" in text
+
+
+def test_pipeline_peaks_line_prints_the_numbers_it_scored_with():
+    # SPEC: 1e12 FLOP/s and 1e11 B/s; the one stage computes in float32 (an elementwise record)
+    report = Pipeline({"s": Stage(lambda: None)}).run(adapter=_AlmostCovered(), hardware=SPEC, warmup=0, repeats=1)
+    line = next(line for line in report.render().splitlines() if line.strip().startswith("peaks for"))
+    assert "float32 1.00 TFLOP/s" in line and "bandwidth 100 GB/s" in line

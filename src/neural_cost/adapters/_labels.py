@@ -11,12 +11,12 @@ Only those records carry them: a name that is already unique needs no context.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..core.attrs import FrozenAttrs
 from ..core.records import Operation
 
 
@@ -46,19 +46,35 @@ class Origins:
 
     def label(self, operations: Sequence[Operation], source: Callable[[Any], str | None]) -> list[Operation]:
         """``operations`` with ``loop``/``source`` attrs on every record whose (scope, name)
-        another shares; ``source(where)`` turns a mark into text (None: unknown)."""
+        another shares, when the labels tell those records apart; ``source(where)`` turns a
+        mark into text (None: unknown). A group whose records all ran in the same loops from
+        the same line (an unrolled Python loop's layers) gains nothing from labels: left alone."""
         shared = Counter((op.scope, op.name) for op in operations)
-        labeled = []
+        found: dict[int, tuple[str | None, str | None]] = {}
+        distinct: dict[tuple[str | None, str], set[tuple[str | None, str | None]]] = {}
         for op in operations:
-            origin = self._seen.get(id(op)) if shared[(op.scope, op.name)] > 1 else None
+            if shared[(op.scope, op.name)] < 2:
+                continue
+            origin = self._seen.get(id(op))
             if origin is None or origin[0] is not op:
+                continue
+            found[id(op)] = (origin[1], source(origin[2]))
+            distinct.setdefault((op.scope, op.name), set()).add(found[id(op)])
+        labeled = []
+        # Records of one loop body share their attrs and labels: build each labeled attrs once.
+        # The labels are for readers (no rule reads ``loop``/``source``, every kind accepts them),
+        # so the cost and the checks of the record stay those of the unlabeled one.
+        made: dict[tuple[Any, str | None, str | None], FrozenAttrs] = {}
+        for op in operations:
+            marked = found.get(id(op))
+            if marked is None or len(distinct[(op.scope, op.name)]) < 2 or not any(marked):
                 labeled.append(op)
                 continue
-            attrs = dict(op.attrs)
-            if origin[1]:
-                attrs["loop"] = origin[1]
-            text = source(origin[2])
-            if text:
-                attrs["source"] = text
-            labeled.append(dataclasses.replace(op, attrs=attrs) if len(attrs) != len(op.attrs) else op)
+            loop, text = marked
+            key = (op.attrs, loop, text)
+            attrs = made.get(key)
+            if attrs is None:
+                extra = {name: value for name, value in (("loop", loop), ("source", text)) if value}
+                attrs = made[key] = FrozenAttrs({**op.attrs, **extra}, f"Operation {op.name!r} attrs")
+            labeled.append(op.relabeled(attrs))
         return labeled

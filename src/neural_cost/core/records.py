@@ -36,6 +36,9 @@ TENSOR_ROLES = ("input", "parameter", "output")
 _CANONICAL_DTYPES = frozenset(known_dtypes())
 _COST_MEMO: dict[tuple[Any, ...], OpCost] = {}
 _COST_MEMO_LIMIT = 65_536
+#: Attributes for readers that every kind accepts and no rule reads: where a record ran (its loops)
+#: and came from (file:line or a graph op name).
+LABEL_ATTRS = frozenset({"loop", "source"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +177,21 @@ class Operation:
     def _where(self) -> str:
         return f"Operation {self.name!r} ({self.kind})"
 
+    def relabeled(self, attrs: FrozenAttrs) -> Operation:
+        """This record with ``attrs`` that differ from its own only in labels for readers
+        (``loop``, ``source``: keys every kind accepts and no rule reads), so its shapes, checks
+        and cost are this record's and are not computed again."""
+        extra = set(attrs) - set(self.attrs)
+        if extra - LABEL_ATTRS or any(attrs[k] != v for k, v in self.attrs.items() if k not in LABEL_ATTRS):
+            raise RecordError(f"{self._where()}: relabeled() only adds {sorted(LABEL_ATTRS)}, not {sorted(extra)}")
+        if any(not isinstance(attrs[k], str) or not attrs[k] for k in extra):
+            raise RecordError(f"{self._where()}: labels must be non-empty strings")
+        clone = object.__new__(Operation)
+        for slot in _OPERATION_SLOTS:  # a plain copy: copy.copy of a slotted dataclass is 5× slower
+            object.__setattr__(clone, slot, getattr(self, slot))
+        object.__setattr__(clone, "attrs", attrs)
+        return clone
+
     # -- views the cost rules read ------------------------------------------------------
     def input_dtype(self, index: int) -> str:
         return self.input_dtypes[index] if self.input_dtypes is not None else self.dtype
@@ -245,6 +263,9 @@ class Operation:
             tuple(extra_dtypes) if extra_dtypes is not None else None,
             data.get("count", 1),
         )
+
+
+_OPERATION_SLOTS: tuple[str, ...] = Operation.__slots__
 
 
 def records_of(values: Any, record: type[Any], where: str) -> tuple[Any, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.units import format_percent, format_seconds
+from ..core.units import format_percent, format_seconds, format_si
 from .printable import printable
 from .text import coverage_figures
 
@@ -44,6 +44,23 @@ def _row(stage: StageResult, end_to_end: float | None) -> list[str]:
     ]
 
 
+def _peaks_line(report: PipelineReport) -> str:
+    """The numbers the stages were scored with, each beside its source, as a report's device line
+    prints them: the peak of every dtype the stages compute in, and the bandwidth."""
+    h = report.hardware
+    assert h is not None
+    dtypes = dict.fromkeys(
+        dtype for stage in report.stages if stage.report is not None for dtype in stage.report.estimate.flops_by_dtype
+    )
+    figures = [
+        (f"{dtype} {format_si(h.peak(dtype), 'FLOP/s')}", h.source_of(f"peak_flops[{dtype}]")) for dtype in dtypes
+    ]
+    figures.append((f"bandwidth {format_si(h.memory_bandwidth, 'B/s')}", h.source_of("memory_bandwidth")))
+    if all(source == h.source for _, source in figures):
+        return f"peaks for {h.name} ({h.kind}; {h.source}): " + "; ".join(figure for figure, _ in figures)
+    return f"peaks for {h.name} ({h.kind}): " + "; ".join(f"{figure} ({source})" for figure, source in figures)
+
+
 def render_pipeline(report: PipelineReport) -> str:
     end_to_end = report.total.total_seconds if report.total is not None else None
     # names and messages come from the user's code or a saved file: escaped before widths are measured
@@ -57,7 +74,7 @@ def render_pipeline(report: PipelineReport) -> str:
 
     out = [TITLE]
     if report.hardware is not None:
-        out.append(f"  peaks for {report.hardware.name} ({report.hardware.kind}; {report.hardware.source})")
+        out.append("  " + _peaks_line(report))
     out += ["  " + line(list(HEADER))] + ["  " + line(r) for r in rows]
     failed = sum(1 for s in report.stages if s.total_seconds is None)
     missing = f" ({failed} failed stage{'s' if failed > 1 else ''} not included)" if failed else ""

@@ -68,12 +68,17 @@ def _location(eqn: Any) -> str | None:
         return None
 
 
+_source_info_util: Any
+try:  # a private helper: its absence must not break tracing (imported once: a per-call import costs)
+    from jax._src import source_info_util as _source_info_util
+except Exception:  # pragma: no cover - other JAX versions
+    _source_info_util = None
+
+
 def _source(source_info: Any) -> str | None:
     """``model.py:42``: the user's line that made an equation (JAX's own frames skipped)."""
     try:
-        from jax._src import source_info_util
-
-        frame = source_info_util.user_frame(source_info.traceback)
+        frame = _source_info_util.user_frame(source_info.traceback) if _source_info_util is not None else None
     except Exception:  # a private helper: its absence must not break tracing
         return None
     return f"{os.path.basename(frame.file_name)}:{frame.start_line}" if frame is not None else None
