@@ -15,6 +15,7 @@ only when its body, walked on the side, counts like the op (``Walker._walks_like
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
@@ -81,7 +82,13 @@ def _source(source_info: Any) -> str | None:
         frame = _source_info_util.user_frame(source_info.traceback) if _source_info_util is not None else None
     except Exception:  # a private helper: its absence must not break tracing
         return None
-    return f"{os.path.basename(frame.file_name)}:{frame.start_line}" if frame is not None else None
+    return f"{_basename(frame.file_name)}:{frame.start_line}" if frame is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _basename(path: str) -> str:
+    """A file's name without its folder, once per file: every equation of a program asks."""
+    return os.path.basename(path)
 
 
 #: Scopes JAX itself pushes (a checkpoint's recomputation), not the user's module path.
