@@ -160,20 +160,25 @@ def _matmul(draw: Any) -> Case:
     return Case("matmul", (lhs, rhs), out, dtype, expected=plain((lhs, rhs), out, dtype, 2 * math.prod(out) * k))
 
 
-def causal_pairs_by_loop(q_len: int, k_len: int, alignment: str, blocks: tuple[int, int] | None) -> int:
+def causal_row_keys_by_loop(q_len: int, k_len: int, alignment: str, blocks: tuple[int, int] | None) -> list[int]:
+    """The keys each query row executes."""
     offset = k_len - q_len if alignment == "bottom_right" else 0
     if blocks is None:
-        return sum(min(max(i + 1 + offset, 0), k_len) for i in range(q_len))
+        return [min(max(i + 1 + offset, 0), k_len) for i in range(q_len)]
     if q_len == 0 or k_len == 0:
-        return 0
+        return [0] * q_len
     q_block, kv_block = min(blocks[0], q_len), min(blocks[1], k_len)
-    total = 0
+    keys = []
     for start in range(0, q_len, q_block):  # every pair of every tile the mask touches
         rows = min(q_block, q_len - start)
         last_key = min(max(start + rows + offset, 0), k_len)  # keys the block's last query sees
         tiles = -(-last_key // kv_block)
-        total += rows * min(tiles * kv_block, k_len)
-    return total
+        keys += [min(tiles * kv_block, k_len)] * rows
+    return keys
+
+
+def causal_pairs_by_loop(q_len: int, k_len: int, alignment: str, blocks: tuple[int, int] | None) -> int:
+    return sum(causal_row_keys_by_loop(q_len, k_len, alignment, blocks))
 
 
 @st.composite
@@ -189,28 +194,29 @@ def attention_case(draw: Any, kind: str) -> Case:
     q_heads = kv_heads * group
     q, k, v = (batch, q_heads, q_len, head), (batch, kv_heads, k_len, head), (batch, kv_heads, k_len, value)
     attrs: dict[str, Any] = {}
-    pairs = q_len * k_len
+    row_keys = [k_len] * q_len
     if draw(st.booleans()):
         alignment = draw(st.sampled_from(["top_left", "bottom_right"]))
         blocks = draw(st.none() | st.tuples(st.integers(1, 5), st.integers(1, 5)))
         attrs = {"causal": True, "skips_masked": True, "causal_alignment": alignment}
         if blocks is not None:
             attrs["causal_blocks"] = blocks
-        pairs = causal_pairs_by_loop(q_len, k_len, alignment, blocks)
+        row_keys = causal_row_keys_by_loop(q_len, k_len, alignment, blocks)
+    pairs = sum(row_keys)
     heads = batch * q_heads
     if kind == "attention":
         inputs = (q, k, v) + (((1, 1, q_len, k_len),) if draw(st.booleans()) else ())
         out = (batch, q_heads, q_len, value)
         per_pair = 2 * (head + value)
+        # per row of L executed keys: the matmuls, L scale multiplies, softmax's 5L-2 (none for L = 0)
+        flops = heads * sum(n * per_pair + n + 5 * n - 2 for n in row_keys if n)
         return Case(
             kind,
             inputs,
             out,
             dtype,
             attrs,
-            expected=plain(
-                inputs, out, dtype, heads * pairs * per_pair, heads * pairs, heads * q_len * k_len * per_pair
-            ),
+            expected=plain(inputs, out, dtype, flops, heads * pairs, heads * q_len * k_len * per_pair),
         )
     inputs = (q, k, v, *draw(st.lists(shapes(0, 4), max_size=3)))
     out = q

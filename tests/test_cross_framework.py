@@ -232,6 +232,66 @@ def test_transformer_block_matmuls_agree():
     assert counts == (projections + attention + feed_forward,) * 3
 
 
+def test_attention_block_total_flops_fused_and_decomposed():
+    """PyTorch's fused sdpa record, jax.nn.dot_product_attention walked op by op (einsum, scale,
+    softmax, einsum) and Keras's MultiHeadAttention count the same attention: the fused rule
+    counts the scale and the softmax the kernel runs, not only FlopCounterMode's two matmuls."""
+    head_dim = D // HEADS
+
+    class TorchAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v, self.o = (torch.nn.Linear(D, D) for _ in range(4))
+
+        def forward(self, x):
+            def heads(t):
+                return t.view(B, S, HEADS, head_dim).transpose(1, 2)
+
+            a = torch.nn.functional.scaled_dot_product_attention(heads(self.q(x)), heads(self.k(x)), heads(self.v(x)))
+            return x + self.o(a.transpose(1, 2).reshape(B, S, D))
+
+    class FlaxAttention(nn_flax.Module):
+        @nn_flax.compact
+        def __call__(self, x):
+            q, k, v = (nn_flax.Dense(D)(x).reshape(B, S, HEADS, head_dim) for _ in range(3))
+            return x + nn_flax.Dense(D)(jax.nn.dot_product_attention(q, k, v).reshape(B, S, D))
+
+    inputs = keras.Input((S, D))
+    fused_path = keras.layers.MultiHeadAttention(HEADS, head_dim)(inputs, inputs)
+    # asking for the scores takes Keras's own path, which scales q instead of the logits
+    scores_path = keras.layers.MultiHeadAttention(HEADS, head_dim)(inputs, inputs, return_attention_scores=True)[0]
+    found = traces(
+        TorchAttention(),
+        torch.randn(B, S, D),
+        FlaxAttention(),
+        jnp.ones((B, S, D)),
+        keras.Model(inputs, inputs + fused_path),
+        tf.ones((B, S, D)),
+    )
+    keras_q_scaled = TensorFlowAdapter().trace(keras.Model(inputs, inputs + scores_path), (tf.ones((B, S, D)),))
+    torch_flops, jax_flops, tf_flops, q_scaled_flops = (
+        sum(op.cost.flops * op.count for op in trace.operations) for trace in (*found, keras_q_scaled)
+    )
+    rows, pairs = B * HEADS * S, B * HEADS * S * S  # 80 query rows, 800 query-key pairs
+    # per pair: QKᵀ and P·V 2·(8 + 8) = 32, the scale 1, softmax 5; softmax's 5L - 2 is 2 less per row
+    attention = pairs * (2 * (head_dim + head_dim) + 1 + 5) - 2 * rows  # 30,400 - 160 = 30,240
+    (fused,) = [op for op in found[0].operations if op.kind == "attention"]
+    assert fused.cost.flops == attention == 30_240
+    assert fused.cost.dense_flops == pairs * 2 * (head_dim + head_dim) == 25_600  # FlopCounterMode's matmuls
+    projections = 4 * 2 * B * S * D * D + 4 * B * S * D  # q, k, v, output with their bias adds: 166,400
+    assert torch_flops == projections + attention + B * S * D == 197_280  # + the residual add (640)
+    # Keras 3's MultiHeadAttention calls ops.dot_product_attention: einsum, scale of the logits, one
+    # softmax record, einsum — identical.
+    assert tf_flops == torch_flops
+    # Differences, each with its reason:
+    # - Flax +80, one per query row: jax.nn.softmax's jnp.max(initial=-inf) `max`, which the softmax
+    #   pattern folds elsewhere but not here, where XLA's path transposes the row max before the subtract.
+    assert jax_flops - torch_flops == rows == 80
+    # - Keras's scores path scales q (B·S·H·head_dim = 640 multiplies) instead of the logits (800): per
+    #   head, (pairs − query elements) = 100 − 80 = 20 fewer multiplies, 8 heads.
+    assert torch_flops - q_scaled_flops == B * HEADS * (S * S - S * head_dim) == 160
+
+
 def test_lstm_matmuls_agree_and_gates_count_the_same_ops():
     batch, steps, inputs, hidden = 2, 5, 8, 16
     units = batch * steps * hidden  # hidden units evaluated over the sequence: 160

@@ -95,8 +95,10 @@ def test_dtype_fallback_and_executed_vs_dense_notes():
     spec = HardwareSpec("g", 1e12, 1e11, kind="gpu", peak_flops_by_dtype={"float32": 1e12})
     report = analyze_gap(estimate_operations([attention]), Measurement((1e-3,) * 5, device_kind="gpu"), spec)
     assert "g has no peak for bfloat16" in report.finding("dtype_peak_fallback").message
-    # executed pairs 128·129/2 = 8,256; dense 128² = 16,384; FLOPs = 2·8 heads·pairs·(64+64)
-    assert report.estimate.flops == 2 * 8 * 8_256 * 128 and report.estimate.dense_flops == 2 * 8 * 16_384 * 128
+    # executed pairs 128·129/2 = 8,256; dense 128² = 16,384; FLOPs = 8 heads·(pairs·(2·(64+64) matmul
+    # + 1 scale + 5 softmax) − 2 per query row) = 8·(8,256·262 − 256) = 17,302,528; dense: matmuls only
+    assert report.estimate.flops == 8 * (8_256 * 262 - 2 * 128) == 17_302_528
+    assert report.estimate.dense_flops == 2 * 8 * 16_384 * 128
     assert "executed_vs_dense" in codes(report)
 
 

@@ -135,9 +135,11 @@ def test_causal_pairs_matches_the_sum_it_names():
 def test_attention_causal_kernel_that_skips_masked_blocks_gqa_short_queries():
     skip = _attention(6, 10, causal=True, skips=True)
     dense = _attention(6, 10, causal=True, skips=False)
-    # per pair: q·k (2·D) + p·v (2·Dv) = 2 * (16 + 16) = 64 FLOPs; B*Hq = 2*8 = 16 query heads
-    assert skip.cost.flops_by_dtype == {"bfloat16": 21_504}  # 16 heads * 21 pairs * 64 = 21,504
-    assert dense.cost.flops_by_dtype == {"bfloat16": 61_440}  # 16 heads * (6*10 = 60) pairs * 64 = 61,440
+    # per pair: q·k (2·D) + p·v (2·Dv) = 2 * (16 + 16) = 64 matmul FLOPs, + 1 scale multiply, + softmax's
+    # 5 per key (5L-2 per row of L keys: max L-1, subtract L, exp L, sum L-1, divide L) = 70, less 2 per
+    # query row (6 rows, each executing >= 1 key); B*Hq = 2*8 = 16 query heads
+    assert skip.cost.flops_by_dtype == {"bfloat16": 23_328}  # 16 * (21 pairs * 70 - 2*6) = 16 * 1,458 = 23,328
+    assert dense.cost.flops_by_dtype == {"bfloat16": 67_008}  # 16 * (60 pairs * 70 - 2*6) = 16 * 4,188 = 67,008
     assert skip.cost.dense_flops == dense.cost.dense_flops == 61_440  # dense-equivalent is the same in both
     assert skip.cost.transcendentals == 336  # one exp per executed pair: 16 * 21 = 336
     assert dense.cost.transcendentals == 960  # 16 * 60 = 960
@@ -149,14 +151,16 @@ def test_attention_causal_kernel_that_skips_masked_blocks_gqa_short_queries():
 def test_attention_causal_kernel_with_more_queries_than_keys():
     skip = _attention(10, 6, causal=True, skips=True)
     dense = _attention(10, 6, causal=True, skips=False)
-    assert skip.cost.flops_by_dtype == {"bfloat16": 46_080}  # 16 heads * 45 pairs * 64 = 46,080
-    assert dense.cost.flops_by_dtype == {"bfloat16": 61_440}  # 16 * (10*6 = 60) * 64 = 61,440
+    # 70 per pair (64 matmul + 1 scale + 5 softmax), less 2 per query row (all 10 see key 0)
+    assert skip.cost.flops_by_dtype == {"bfloat16": 50_080}  # 16 * (45 pairs * 70 - 2*10) = 16 * 3,130 = 50,080
+    assert dense.cost.flops_by_dtype == {"bfloat16": 66_880}  # 16 * (60 * 70 - 2*10) = 16 * 4,180 = 66,880
     assert skip.cost.dense_flops == dense.cost.dense_flops == 61_440
 
 
 def test_attention_without_causal_ignores_skips_masked():
     op = _attention(6, 10, causal=False, skips=True)
-    assert op.cost.flops == 61_440  # nothing is masked, so every one of the 60 pairs runs: 16 * 60 * 64
+    assert op.cost.flops == 67_008  # nothing is masked, so every one of the 60 pairs runs: 16 * (60 * 70 - 2*6)
+    assert op.cost.dense_flops == 61_440  # FlopCounterMode's matmuls only: 16 * 60 * 64
 
 
 def test_attention_value_head_dim_differs_and_estimate_carries_dense_flops():
@@ -168,11 +172,11 @@ def test_attention_value_head_dim_differs_and_estimate_carries_dense_flops():
         "float16",
         attrs={"causal": True, "skips_masked": True},
     )
-    # pairs = 8*9/2 = 36; per pair 2 * (32 + 16) = 96; heads 1*4 = 4
-    assert op.cost.flops == 13_824  # 4 * 36 * 96 = 13,824
-    assert op.cost.dense_flops == 24_576  # 4 * 64 * 96 = 24,576
+    # pairs = 8*9/2 = 36; per pair 2 * (32 + 16) = 96 matmul + 1 scale + 5 softmax = 102; 8 rows; heads 1*4 = 4
+    assert op.cost.flops == 14_624  # 4 * (36 * 102 - 2*8) = 4 * 3,656 = 14,624
+    assert op.cost.dense_flops == 24_576  # matmuls only over all pairs: 4 * 64 * 96 = 24,576
     estimate = estimate_operations([op])
-    assert (estimate.flops, estimate.dense_flops) == (13_824, 24_576)
+    assert (estimate.flops, estimate.dense_flops) == (14_624, 24_576)
 
 
 # --- cross-checks against PyTorch's FlopCounterMode -------------------------------------------
@@ -236,6 +240,8 @@ def test_bottom_right_causal_alignment():
         (1, 8, 1, 64),
         attrs={"causal": True, "skips_masked": True, "causal_alignment": "bottom_right"},
     )
-    assert op.cost.flops == 1 * 8 * 8 * 2 * (64 + 64)  # 8 heads × 8 pairs × 256 = 16,384
+    # 8 heads × (8 pairs × (256 matmul + 1 scale + 5 softmax) − 2 for its one query row) = 8 × 2,094
+    assert op.cost.flops == 16_752
+    assert op.cost.dense_flops == 1 * 8 * 8 * 2 * (64 + 64)  # 8 heads × 8 pairs × 256 = 16,384
     with pytest.raises(RecordError, match=r"attrs\['causal_alignment'\]='diagonal'"):
         Operation("a", "attention", ((1, 1, 2, 4),) * 3, (1, 1, 2, 4), attrs={"causal_alignment": "diagonal"})

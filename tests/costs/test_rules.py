@@ -38,7 +38,8 @@ EXAMPLES = {
             (1, 2, 4, 8),
             attrs={"causal": True, "skips_masked": True},
         ),
-        640,  # 2 query heads * (1+2+3+4 = 10 pairs) * 2*(8 + 8) = 640
+        # 2 query heads * (10 pairs (1+2+3+4) * (2*(8 + 8) matmul + 1 scale + 5 softmax) - 2 per row * 4 rows)
+        744,  # 2 * (10 * 38 - 8) = 744
         512,  # 4 * (64 + 32 + 32) = 512
         256,  # 4 * 64 = 256
     ),

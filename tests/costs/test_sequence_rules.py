@@ -18,7 +18,9 @@ def test_attention_backward_is_two_and_a_half_forwards_over_the_executed_pairs()
     forward = Operation("af", "attention", (Q, KV, KV), Q, attrs=attrs)
     # top-left causal 16 queries by 32 keys: 1 + 2 + ... + 16 = 136 pairs per head, 8 heads
     assert op.cost.flops == 87_040  # 2 * 8 * 136 * (3*8 + 2*8 = 40) = 87,040
-    assert op.cost.flops == forward.cost.flops * 5 // 2  # the forward: 2 * 8 * 136 * 16 = 34,816
+    assert op.cost.flops == forward.cost.dense_flops * 136 // (16 * 32) * 5 // 2  # 2.5× the forward's matmuls 34,816
+    # the forward also counts its scale and softmax: 8 * (136 * (32 + 6) - 2 * 16 rows) = 8 * 5,136 = 41,088
+    assert forward.cost.flops == 41_088
     assert op.cost.dense_flops == 327_680  # 2 * 8 * (16*32) * 40, FlopCounterMode's backward formula
     assert op.cost.transcendentals == 1_088  # 8 * 136 exponentials recomputed
     assert op.cost.read_bytes == 20_992  # 4 * (q 1,024 + k 1,024 + v 1,024 + dO 1,024 + O 1,024 + lse 128)

@@ -171,7 +171,8 @@ def causal_pairs(q_len: int, k_len: int, alignment: str = "top_left", blocks: tu
     "q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv): 2·B·Hq·pairs·(D+Dv); causal kernels that skip "
     "masked blocks execute Σ min(i+1,Sk) pairs (attrs['causal_alignment']='bottom_right': Σ clamp(i+1+Sk-Sq, 0, Sk)), "
     "or with attrs['causal_blocks']=(q_block, kv_block) every pair of the tiles the mask touches; "
-    "dense_flops always counts Sq·Sk pairs",
+    "plus per executed pair 1 scale multiply and softmax's 5L-2 per query row of L executed keys "
+    "(pointwise softmax); dense_flops is FlopCounterMode's matmul-only 2·B·Hq·Sq·Sk·(D+Dv)",
 )
 def attention(
     op: Operation,
@@ -187,9 +188,12 @@ def attention(
 ) -> OpCost:
     """Scaled dot-product attention as one fused kernel.
 
-    FLOPs are the two matmuls (scores = q·kᵀ, out = p·v) over the query-key pairs the
-    kernel executes — the convention FlopCounterMode uses; the softmax's elementwise work is
-    not in ``flops`` but its exponentials are counted in ``transcendentals``. Traffic is the
+    ``flops`` = matmuls + scale + softmax over executed pairs: the two matmuls (scores =
+    q·kᵀ, out = p·v), one multiply per pair for the scale, and the ``softmax`` rule's 5L-2 per
+    query row of L executed keys (a row that executes no key costs nothing) — what the kernel
+    runs, so a fused record counts what its decomposition (einsum, scale, softmax, einsum)
+    counts op by op; the L exponentials per row are ``transcendentals``. ``dense_flops`` =
+    FlopCounterMode's dense matmul figure (all Sq·Sk pairs, no scale or softmax). Traffic is the
     fused kernel's: q, k, v (and a mask, if given as a fourth input) read once, the output
     written once; the score matrix never reaches memory. A decomposed (math) attention is
     a chain of matmul/softmax records instead.
@@ -223,7 +227,26 @@ def attention(
         if not broadcasts_to(op.inputs[3], scores):
             raise ShapeError(f"{where(op)}: mask {op.inputs[3]} does not broadcast to the scores {scores}")
     dense_pairs = q_len * k_len
-    pairs = causal_pairs(q_len, k_len, causal_alignment, causal_blocks) if causal and skips_masked else dense_pairs
+    skipping = causal and skips_masked
+    pairs = causal_pairs(q_len, k_len, causal_alignment, causal_blocks) if skipping else dense_pairs
+    rows = _rows_with_keys(q_len, k_len, causal_alignment, causal_blocks) if skipping else (q_len if k_len else 0)
     per_pair = 2 * (head_dim + value_dim)
     heads = batch * q_heads
-    return default_cost(op, heads * pairs * per_pair, heads * pairs, dense_flops=heads * dense_pairs * per_pair)
+    # matmuls + 1 scale multiply per pair + softmax's Σ(5L-2) over rows = pairs·(per_pair+6) - 2·rows
+    flops = heads * (pairs * (per_pair + 6) - 2 * rows)
+    return default_cost(op, flops, heads * pairs, dense_flops=heads * dense_pairs * per_pair)
+
+
+def _rows_with_keys(q_len: int, k_len: int, alignment: str, blocks: tuple[int, int] | None) -> int:
+    """Query rows a causal kernel runs a softmax over (those executing at least one key).
+    top_left: every row sees key 0. bottom_right: row i sees i+1+Sk-Sq keys, so min(Sq, Sk)
+    rows; with tiles, a whole query block runs once any of its rows reaches a key, so only
+    the leading blocks that reach none (⌊(Sq-Sk)/q_block⌋ of them) are skipped."""
+    if q_len == 0 or k_len == 0:
+        return 0
+    if alignment == "top_left":
+        return q_len
+    if blocks is None:
+        return min(q_len, k_len)
+    q_block = min(blocks[0], q_len)
+    return q_len - max(0, q_len - k_len) // q_block * q_block

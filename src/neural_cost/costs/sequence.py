@@ -35,8 +35,10 @@ def attention_backward(
 ) -> OpCost:
     """A flash-style backward: 2.5× the forward's FLOPs when D = Dv (FlashAttention-2's
     figure); ``dense_flops`` is FlopCounterMode's sdpa backward formula. The softmax's
-    elementwise gradient (dS = P·(dP - rowsum(dO·O))) is not counted, as in the forward,
-    but its exponentials are. Every input is read once and dQ, dK, dV (and a bias
+    elementwise gradient (dS = P·(dP - rowsum(dO·O))) is not counted, but its exponentials
+    are. Unlike the forward, no decomposition equals this kernel: it recomputes S = QKᵀ,
+    which JAX's autodiff of the einsum/softmax path saves instead (4 matmuls, not 5), so
+    the backward stays FlashAttention-2's matmul count. Every input is read once and dQ, dK, dV (and a bias
     gradient) written once. It takes the forward's attributes: those that say which pairs
     run are passed to the forward's rule, the rest (a window, dropout, a variable-length
     bound) are kept for readers, as on the forward."""

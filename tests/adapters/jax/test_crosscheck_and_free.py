@@ -62,6 +62,12 @@ def test_decomposed_attention_adds_up_to_the_attention_flops():
     )
     assert matmul_flops == fused.cost.dense_flops == 2 * batch * q_heads * q_len * k_len * (dim + dim)  # 786,432
     assert trace.coverage.fraction == 1.0
+    # the whole decomposition (einsum, scale, softmax, einsum) is the fused record's flops, plus one
+    # `max` per query row: jnp.max's initial=-inf, left unfolded because XLA's path transposes the
+    # row max between its reduction and the subtract. 16·(384·(128+1+5) − 2·16) = 822,784; + 256 rows
+    rows = batch * q_heads * q_len
+    assert fused.cost.flops == 16 * (384 * 134 - 2 * 16) == 822_784
+    assert sum(op.cost.flops for op in trace.operations) == fused.cost.flops + rows
 
 
 def _equations(jaxpr):

@@ -447,12 +447,14 @@ def test_cudnn_attention_forward_and_backward():
     assert forward.inputs == ((2, 4, 16, 8), (2, 2, 32, 8), (2, 2, 32, 8)) and forward.output == (2, 4, 16, 8)
     assert forward.extra_outputs == ((2, 4, 16),)  # the softmax statistics written for the backward
     assert causal_pairs(16, 32) == 136  # top-left causal: 1 + 2 + ... + 16
-    assert forward.cost.flops == 34_816  # 2 * B 2 * H 4 * pairs 136 * (D 8 + Dv 8)
+    # matmuls 2 * B 2 * H 4 * pairs 136 * (D 8 + Dv 8) = 34,816, + 1 scale and 5 softmax per pair,
+    # − 2 per query row: 8 * (136 * 38 − 2 * 16) = 41,088
+    assert forward.cost.flops == 41_088
     assert forward.cost.dense_flops == 131_072  # 2 * 2 * 4 * (16*32) * 16
     backward = record(fn, q, k, v, name="dot_product_attention_bwd_wrapper")
     assert backward.kind == "attention_backward"
     # 2 * B*H 8 * pairs 136 * (3D + 2Dv = 40) = 87,040 = 2.5 × the forward
-    assert backward.cost.flops == 87_040 == forward.cost.flops * 5 // 2
+    assert backward.cost.flops == 87_040 == 34_816 * 5 // 2  # 2.5 × the forward's matmuls
     assert backward.cost.dense_flops == 327_680  # 2 * 8 * 512 * 40
     # reads q, k, v (1,024 elements each), the statistics (2*4*16 = 128), the output and its gradient:
     # 4 * (3 * 1,024 + 128 + 2 * 1,024) = 20,992
@@ -464,7 +466,8 @@ def test_cudnn_attention_without_a_mask_counts_every_pair():
     q, k, v = spec((2, 16, 4, 8)), spec((2, 32, 2, 8)), spec((2, 32, 2, 8))
     forward = record(_cudnn_jaxpr(q, k, v, causal=False), q, k, v, name="dot_product_attention_fwd_wrapper")
     assert forward.attrs["causal"] is False
-    assert forward.cost.flops == forward.cost.dense_flops == 131_072  # 2 * 2 * 4 * 512 * 16
+    assert forward.cost.dense_flops == 131_072  # 2 * 2 * 4 * 512 * 16
+    assert forward.cost.flops == 155_392  # + scale and softmax: 8 * (512 * (32 + 1 + 5) − 2 * 16 rows)
 
 
 @pytest.mark.parametrize("name", ["sdpa", "mps.sdpa"])
@@ -476,7 +479,9 @@ def test_metal_attention_reads_shapes(name):
     q, kv = spec((2, 4, 16, 8)), spec((2, 2, 32, 8))
     op = record(lambda q, k, v: primitive.bind(q, k, v, jnp.bool_(True), scale=0.35), q, kv, kv, name=name)
     assert op.kind == "attention" and op.inputs == ((2, 4, 16, 8), (2, 2, 32, 8), (2, 2, 32, 8), ())
-    assert op.cost.flops == 131_072  # 2 * 2 * 4 * (16*32) * (8 + 8): no mask assumed, every pair
+    # no mask assumed, every pair: matmuls 2 * 2 * 4 * (16*32) * (8 + 8) = 131,072, + 1 scale and 5
+    # softmax per pair, − 2 per query row: 8 * (512 * 38 − 2 * 16) = 155,392
+    assert op.cost.flops == 155_392
 
 
 # --- free and empty-means-free --------------------------------------------------------------

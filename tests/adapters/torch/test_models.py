@@ -116,7 +116,8 @@ def test_causal_gqa_attention_closed_form():
     # to 16 × 16 here): the one tile is touched by the mask, so all 16·16 = 256 pairs run, not
     # the Σ_{i<16} (i+1) = 136 the mask keeps
     pairs = 16 * 16
-    assert attention.cost.flops == 2 * 2 * 8 * pairs * (8 + 8)  # 2·B·Hq·pairs·(D+Dv) = 131,072
+    # B·Hq·(pairs·(2·(D+Dv) matmul + 1 scale + 5 softmax) − 2 per query row) = 16·(256·38 − 32) = 155,136
+    assert attention.cost.flops == 2 * 8 * (pairs * (2 * (8 + 8) + 6) - 2 * 16)
     assert attention.cost.dense_flops == 2 * 2 * 8 * 16 * 16 * (8 + 8)  # FlopCounterMode's dense count: 131,072
 
 

@@ -255,7 +255,8 @@ def test_causal_grouped_query_sdpa_on_the_cpu_kernel():
     # tile is touched by the mask, so every pair runs (Σ_{i<16} (i+1) = 136 only if it skipped pairs)
     assert op.attrs["causal_blocks"] == (32, 512)
     pairs = 16 * 16
-    assert op.cost.flops == 2 * 2 * 8 * pairs * (32 + 32) == 524_288
+    # matmuls 2·(32+32) + 1 scale + 5 softmax per pair, less 2 per query row: 16·(256·134 − 32)
+    assert op.cost.flops == 2 * 8 * (pairs * (2 * (32 + 32) + 6) - 2 * 16) == 548_352
     assert op.cost.dense_flops == 2 * 2 * 8 * 16 * 16 * (32 + 32) == 524_288
     assert op.cost.transcendentals == 2 * 8 * pairs
     assert op.cost.read_bytes == 4 * (8_192 + 2_048 + 2_048)  # q, k, v once: 49,152
@@ -283,7 +284,8 @@ def test_sdpa_mask_is_read_and_keeps_every_pair():
         lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), "_scaled_dot_product_flash_attention_for_cpu"
     )
     assert op.inputs[3] == (6, 10) and not op.attrs["causal"]
-    assert op.cost.flops == op.cost.dense_flops == 2 * 1 * 2 * 6 * 10 * 16  # 3,840
+    assert op.cost.dense_flops == 2 * 1 * 2 * 6 * 10 * 16  # 3,840
+    assert op.cost.flops == 1 * 2 * (6 * 10 * (32 + 6) - 2 * 6)  # + scale and softmax: 2·(60·38 − 12) = 4,536
     assert op.cost.read_bytes == 4 * (96 + 160 + 160 + 60)  # q, k, v and the mask
 
 
@@ -315,7 +317,8 @@ def test_cuda_sdpa_kernels_dense_flops_equal_flop_counter(kernel, call, alignmen
     # Sq = 16 < Sk = 32: top-left keeps Σ (i+1) = 136 pairs per head; FlashAttention-2's
     # bottom-right Σ (i+1+16) = 392
     pairs = {"top_left": 136, "bottom_right": 392}[alignment]
-    assert op.cost.flops == 2 * 2 * 8 * pairs * 128
+    # + 1 scale and 5 softmax per pair, − 2 per query row (all 16 rows see keys either way)
+    assert op.cost.flops == 2 * 8 * (pairs * (2 * 128 + 6) - 2 * 16)  # 569,600 top-left, 1,642,752 bottom-right
 
 
 def test_cuda_sdpa_backward_kernels_dense_flops_equal_flop_counter():
@@ -369,7 +372,10 @@ def test_efficient_attention_custom_mask_type_sets_the_alignment():
         "_efficient_attention_forward",
     )
     assert op.attrs["causal_alignment"] == "bottom_right"
-    assert op.cost.flops == 2 * 2 * (3 + 4 + 5 + 6) * 16  # query i sees i+1+(6-4) keys: 18 pairs per head
+    assert op.cost.dense_flops == 2 * 2 * 4 * 6 * 16  # every pair, matmuls only
+    # query i sees i+1+(6-4) keys: 18 pairs per head, each 2·(8+8) matmul + 1 scale + 5 softmax, − 2 per
+    # query row (all 4 see keys): 2 heads · (18·38 − 8) = 1,352
+    assert op.cost.flops == 2 * ((3 + 4 + 5 + 6) * 38 - 2 * 4)
 
 
 def test_variable_length_flash_attention_is_one_record_per_pair_of_lengths():
@@ -381,7 +387,9 @@ def test_variable_length_flash_attention_is_one_record_per_pair_of_lengths():
     )
     records = lower(call)
     assert [(op.inputs[0], op.count) for op in records] == [((1, 4, 3, 16), 2), ((1, 4, 5, 16), 2)]
-    assert flops(records) == 2 * 4 * (2 * 9 + 2 * 25) * 32  # 2·H·Σ S²·(D+Dv) = 17,408
+    assert sum(op.cost.dense_flops * op.count for op in records) == 2 * 4 * (2 * 9 + 2 * 25) * 32  # 2·H·Σ S²·(D+Dv)
+    # + 1 scale and 5 softmax per pair, − 2 per query row: 4·(2·(9·70 − 6) + 2·(25·70 − 10)) = 18,912
+    assert flops(records) == 4 * (2 * (9 * 70 - 2 * 3) + 2 * (25 * 70 - 2 * 5))
 
 
 def test_multihead_attention_fast_path():
@@ -736,7 +744,8 @@ def test_paged_flash_attention_reads_max_k_keys_per_sequence():
     call = AtenCall(aten._flash_attention_forward.default, args, {"block_table": meta(2, 3)}, (meta(2, 4, 8, 16),))
     (op,) = lower(call)
     assert op.inputs[1] == (2, 2, 40, 16)  # (B, Hkv, max_k, D), not the block pool
-    assert op.cost.flops == 2 * 2 * 8 * 4 * 40 * 32
+    assert op.cost.dense_flops == 2 * 2 * 8 * 4 * 40 * 32
+    assert op.cost.flops == 2 * 8 * (4 * 40 * (64 + 6) - 2 * 4)  # + scale and softmax: 16·(160·70 − 8) = 179,072
 
 
 def test_variable_length_efficient_attention_counts_each_sequence_alone():
@@ -750,7 +759,10 @@ def test_variable_length_efficient_attention_counts_each_sequence_alone():
     assert [(op.inputs[0], op.count) for op in records] == [((1, 8, s, 64), 1) for s in (32, 64, 96, 128)]
     # 2·H·Σ S²·(D+Dv) = 2·8·(32²+64²+96²+128²)·128 = 62,914,560 (one dense 320-token sequence
     # would be 2·8·320²·128 = 209,715,200)
-    assert flops(records) == 2 * 8 * (32**2 + 64**2 + 96**2 + 128**2) * 128 == 62_914_560
+    dense = sum(op.cost.dense_flops * op.count for op in records)
+    assert dense == 2 * 8 * (32**2 + 64**2 + 96**2 + 128**2) * 128 == 62_914_560
+    # + 1 scale and 5 softmax per pair, − 2 per query row: 8·(30,720·262 − 2·320) = 64,384,000
+    assert flops(records) == 8 * ((32**2 + 64**2 + 96**2 + 128**2) * 262 - 2 * 320) == 64_384_000
     backward_args = (meta(1, 320, 8, 64), q, k, v, None, meta(1, 320, 8, 64), offsets, offsets, 128, 128)
     backward_args += (meta(1, 8, 320), 0.0, meta(()), meta(()), 0, False)
     grads = (meta(1, 320, 8, 64), meta(1, 320, 8, 64), meta(1, 320, 8, 64), meta(0))

@@ -56,8 +56,9 @@ def test_composite_ops_are_counted_under_inference_mode_exactly_as_under_no_grad
     # conv: 2·output elements·C_in·k² = 2·(8·6·6)·3·9 = 15,552
     assert flops(trace, "conv") == 2 * (8 * 6 * 6) * 3 * 9
     # causal sdpa on the CPU flash kernel: 2·B·H·pairs·(D + Dv); its one 16×16 tile runs whole
-    # (see the next test): pairs = 256, 2·1·2·256·16 = 16,384
-    assert flops(trace, "attention") == 2 * 1 * 2 * 256 * (8 + 8)
+    # (see the next test): pairs = 256, matmuls 2·1·2·256·16 = 16,384, + 1 scale and 5 softmax per
+    # pair, − 2 per query row: 1·2·(256·(32 + 6) − 2·16) = 19,392
+    assert flops(trace, "attention") == 1 * 2 * (256 * (2 * (8 + 8) + 6) - 2 * 16)
     # einsum (16, 8)·(8, 16): 2·16·8·16 = 4,096
     assert flops(trace, "matmul") == 2 * 16 * 8 * 16
     # nothing counted twice: the same records, and the same executed-op count, as under no_grad
@@ -76,7 +77,9 @@ def test_cpu_flash_attention_counts_the_tiles_it_computes():
     trace = ADAPTER.trace(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True), (q,), training=True)
     (forward,) = [op for op in trace.operations if op.kind == "attention"]
     pairs = 256 * (512 + 512 + 1024 + 1024)
-    assert forward.cost.flops == 2 * pairs * (8 + 8)  # 2·B·H·pairs·(D + Dv) = 25,165,824
+    assert forward.cost.dense_flops == 2 * 1024 * 1024 * (8 + 8)  # every pair, matmuls only
+    # 2·B·H·pairs·(D + Dv) = 25,165,824 matmul, + 1 scale and 5 softmax per pair, − 2 per query row
+    assert forward.cost.flops == pairs * (2 * (8 + 8) + 6) - 2 * 1024  # 29,882,368
     assert forward.cost.transcendentals == pairs  # one exponential per computed pair
     (backward,) = [op for op in trace.operations if op.name.endswith("_backward")]
     assert backward.cost.flops == 2 * pairs * (3 * 8 + 2 * 8)  # 62,914,560: the backward runs the same tiles
