@@ -91,7 +91,7 @@ def test_cpu_row_has_device_time_and_coverage_and_json(tmp_path, capsys):
     assert data["schema"] == "neural-cost/compare" and result["status"] == "ok" and result["framework"] == "jax"
     report = result["report"]
     assert report["measurement"]["device_kind"] == "cpu" and report["measurement"]["runs"] == 2
-    assert report["measurement"]["device"] in cpu and "100.0%" in cpu and "(2)" in cpu
+    assert report["measurement"]["device"] in cpu and "100.0% · 100.0%" in cpu and "(2)" in cpu  # ops · work
     # 2·8·16·4 = 1024 matmul FLOPs + tanh over 8·4 = 32 elements
     assert report["estimate"]["flops"] == 2 * 8 * 16 * 4 + 8 * 4
     assert "FLOP/s" in cpu and "B/s" in cpu

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -30,7 +31,16 @@ SCHEMA = "neural-cost/compare"
 SCHEMA_VERSION = 1
 #: After killing a timed-out child's group, how long to wait for its pipes to close.
 _DRAIN_SECONDS = 5.0
-HEADERS = ("platform", "device", "time (median ± stdev, runs)", "bound", "efficiency", "coverage", "FLOP/s", "bytes/s")
+HEADERS = (
+    "platform",
+    "device",
+    "time (median ± stdev, runs)",
+    "bound",
+    "efficiency",
+    "coverage (ops · work)",
+    "FLOP/s",
+    "bytes/s",
+)
 
 
 def parse_platforms(text: str) -> list[str]:
@@ -136,6 +146,16 @@ def _failed(platform: str, status: str, error: str, wall: float) -> dict[str, An
     }
 
 
+def _work(report: Mapping[str, Any]) -> str:
+    """The work share as the report prints it: rounded down, a ceiling (``≤``) when anything is
+    unmodeled, ``unknown`` when the child's report has none (its unmodeled sizes were unknown)."""
+    share = report["estimate"].get("work_fraction")
+    if not isinstance(share, (int, float)) or isinstance(share, bool):
+        return "unknown"
+    tenths = math.floor(share * 1000 + 1e-9)  # rounded down, as format_percent_down rounds
+    return ("≤ " if report["estimate"]["coverage"].get("unmodeled") else "") + f"{tenths / 10:.1f}%"
+
+
 def _row(result: Mapping[str, Any]) -> tuple[str, ...] | str:
     """The table cells of an ok result, or the one message of a row that has no numbers."""
     report = result.get("report")
@@ -152,7 +172,7 @@ def _row(result: Mapping[str, Any]) -> tuple[str, ...] | str:
         f"{spread} ({measurement['runs']})",
         f"{format_seconds(analysis['bound_seconds'])} ({analysis['bound_side']})",
         format_percent(analysis["efficiency"]),
-        format_percent_down(coverage["modeled"] + coverage["free"], coverage["total"]),
+        f"{format_percent_down(coverage['modeled'] + coverage['free'], coverage['total'])} · {_work(report)}",
         format_si(analysis["achieved_flops_per_second"], "FLOP/s"),
         format_si(analysis["achieved_bytes_per_second"], "B/s"),
     )
