@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import subprocess
@@ -22,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import NeuralCostError
-from ..core.units import format_percent, format_percent_down, format_seconds, format_si
+from ..core.estimate import CostEstimate
+from ..core.units import format_percent, format_seconds, format_si
+from ..report.text import coverage_figures
 from .build import check_spec
 from .output import write_json
 from .progress import Progress
@@ -146,22 +147,12 @@ def _failed(platform: str, status: str, error: str, wall: float) -> dict[str, An
     }
 
 
-def _work(report: Mapping[str, Any]) -> str:
-    """The work share as the report prints it: rounded down, a ceiling (``≤``) when anything is
-    unmodeled, ``unknown`` when the child's report has none (its unmodeled sizes were unknown)."""
-    share = report["estimate"].get("work_fraction")
-    if not isinstance(share, (int, float)) or isinstance(share, bool):
-        return "unknown"
-    tenths = math.floor(share * 1000 + 1e-9)  # rounded down, as format_percent_down rounds
-    return ("≤ " if report["estimate"]["coverage"].get("unmodeled") else "") + f"{tenths / 10:.1f}%"
-
-
 def _row(result: Mapping[str, Any]) -> tuple[str, ...] | str:
     """The table cells of an ok result, or the one message of a row that has no numbers."""
     report = result.get("report")
     if result.get("status") != "ok" or not isinstance(report, Mapping):
         return f"{result.get('status', 'failed')}: {result.get('error') or 'no report'}"
-    measurement, analysis, coverage = report["measurement"], report["analysis"], report["estimate"]["coverage"]
+    measurement, analysis = report["measurement"], report["analysis"]
     device = str(measurement["device"])
     if analysis.get("device_mismatch"):
         device += f" (peaks for {report['hardware']['name']})"
@@ -172,7 +163,8 @@ def _row(result: Mapping[str, Any]) -> tuple[str, ...] | str:
         f"{spread} ({measurement['runs']})",
         f"{format_seconds(analysis['bound_seconds'])} ({analysis['bound_side']})",
         format_percent(analysis["efficiency"]),
-        f"{format_percent_down(coverage['modeled'] + coverage['free'], coverage['total'])} · {_work(report)}",
+        # the report's own two figures (exact shares, rounded down, work a ceiling), rebuilt from its JSON
+        " · ".join(coverage_figures(CostEstimate.from_dict(report["estimate"]))),
         format_si(analysis["achieved_flops_per_second"], "FLOP/s"),
         format_si(analysis["achieved_bytes_per_second"], "B/s"),
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.units import format_percent, format_seconds, format_si
+from ..core.units import format_percent, format_seconds
 from .printable import printable
-from .text import coverage_figures
+from .text import coverage_figures, peaks_text
 
 if TYPE_CHECKING:
     from ..analysis.pipeline import PipelineReport, StageResult
@@ -45,20 +45,13 @@ def _row(stage: StageResult, end_to_end: float | None) -> list[str]:
 
 
 def _peaks_line(report: PipelineReport) -> str:
-    """The numbers the stages were scored with, each beside its source, as a report's device line
-    prints them: the peak of every dtype the stages compute in, and the bandwidth."""
-    h = report.hardware
-    assert h is not None
+    """The numbers the stages were scored with, as a report's device line prints them: the peak
+    of every dtype the stages compute in, and the bandwidth, each beside its source."""
+    assert report.hardware is not None
     dtypes = dict.fromkeys(
         dtype for stage in report.stages if stage.report is not None for dtype in stage.report.estimate.flops_by_dtype
     )
-    figures = [
-        (f"{dtype} {format_si(h.peak(dtype), 'FLOP/s')}", h.source_of(f"peak_flops[{dtype}]")) for dtype in dtypes
-    ]
-    figures.append((f"bandwidth {format_si(h.memory_bandwidth, 'B/s')}", h.source_of("memory_bandwidth")))
-    if all(source == h.source for _, source in figures):
-        return f"peaks for {h.name} ({h.kind}; {h.source}): " + "; ".join(figure for figure, _ in figures)
-    return f"peaks for {h.name} ({h.kind}): " + "; ".join(f"{figure} ({source})" for figure, source in figures)
+    return peaks_text(report.hardware, dtypes)
 
 
 def render_pipeline(report: PipelineReport) -> str:

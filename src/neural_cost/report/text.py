@@ -7,6 +7,7 @@ observed time, efficiency, achieved rates, findings, and the per-operation table
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from ..analysis.gap import GapReport
     from ..analysis.rows import RowTime
     from ..core.estimate import CostEstimate
+    from ..hardware.spec import HardwareSpec
 
 TITLE = "Neural cost gap analysis"
 #: A compile faster than this most likely came from JAX's in-process compilation cache.
@@ -66,36 +68,43 @@ def _coverage_line(report: GapReport) -> str:
     return f"coverage: operations {operations} · work {work} (of {executed}: {counts})"
 
 
-def _device_line(report: GapReport) -> str:
-    m, h = report.measurement, report.hardware
-    ran = f"{m.device} ({m.device_kind})" if m.device_kind != "unknown" else m.device
-    if m.device_source.startswith("assumed"):  # nothing said where it ran: say so rather than assert it
-        ran += f" [{m.device_source}]"
+def peaks_text(h: HardwareSpec, dtypes: Iterable[str]) -> str:
+    """``peaks for X (cpu): float32 459 GFLOP/s (source); bandwidth 42.3 GB/s (source)``: the
+    numbers a bound was scored with, each beside its source — the peak of every dtype in
+    ``dtypes`` and the bandwidth. A spec whose numbers share one source names it once. A dtype
+    without a peak of its own says whose peak scored it and cites that peak's source, unless
+    that peak is on the line already, beside the same source. The report's device line and the
+    pipeline table's peaks line both print this."""
     kind = "kind unknown" if h.kind == "unknown" else h.kind
-    # The numbers the bound was scored with, each beside its source: a spec whose numbers share
-    # one source names it once; per-number sources (a formula, a cached measurement) each.
-    # A dtype without a peak of its own says whose peak scored it and cites that peak's source,
-    # unless that peak is on the line already, beside the same source.
     figures: list[tuple[str, str, str]] = []  # (figure, note, source)
     cited_already: set[int] = set()
-    for dtype in report.estimate.flops_by_dtype:
+    dtypes = tuple(dtypes)
+    for dtype in dtypes:
         figure, note, source = f"{dtype} {format_si(h.peak(dtype), 'FLOP/s')}", "", h.source_of(f"peak_flops[{dtype}]")
         if not (h.has_peak(dtype) or h.peak_flops_by_dtype is None):
             twin = h.fallback_dtype()
             figure += f" scored at the {f'{twin} peak' if twin else 'default peak_flops'}"
             note = f"no {dtype} peak of its own"
-            if twin in report.estimate.flops_by_dtype and h.source_of(f"peak_flops[{twin}]") == source:
+            if twin in dtypes and h.source_of(f"peak_flops[{twin}]") == source:
                 cited_already.add(len(figures))
         figures.append((figure, note, source))
     figures.append((f"bandwidth {format_si(h.memory_bandwidth, 'B/s')}", "", h.source_of("memory_bandwidth")))
     if all(source == h.source for _, _, source in figures):
         shown = [f"{figure} ({note})" if note else figure for figure, note, _ in figures]
-        return f"device: ran on {ran} · peaks for {h.name} ({kind}; {h.source}): " + "; ".join(shown)
+        return f"peaks for {h.name} ({kind}; {h.source}): " + "; ".join(shown)
     shown = [
         f"{figure} ({note if i in cited_already else '; '.join(filter(None, (note, source)))})"
         for i, (figure, note, source) in enumerate(figures)
     ]
-    return f"device: ran on {ran} · peaks for {h.name} ({kind}): " + "; ".join(shown)
+    return f"peaks for {h.name} ({kind}): " + "; ".join(shown)
+
+
+def _device_line(report: GapReport) -> str:
+    m = report.measurement
+    ran = f"{m.device} ({m.device_kind})" if m.device_kind != "unknown" else m.device
+    if m.device_source.startswith("assumed"):  # nothing said where it ran: say so rather than assert it
+        ran += f" [{m.device_source}]"
+    return f"device: ran on {ran} · " + peaks_text(report.hardware, report.estimate.flops_by_dtype)
 
 
 def _inputs_line(report: GapReport) -> str:
