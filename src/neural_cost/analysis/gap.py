@@ -13,6 +13,7 @@ from ..core.records import Operation
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
 from .findings import Finding, build_findings
+from .kernels import KernelTime, kernel_rows, traffic_by_level
 from .presenter import presenter
 from .provenance import collect_provenance
 from .rows import RowTime, check_float_range, compute_seconds, operation_rows, scope_rows, seconds
@@ -31,8 +32,12 @@ EMPTY_PROVENANCE = FrozenAttrs()
 
 @dataclass(frozen=True, slots=True)
 class GapReport:
-    """The roofline bound of an estimate on a spec, the observed time, and what to make of it.
+    """The bound of an estimate on a spec, the observed time, and what to make of it.
 
+    ``bound_seconds`` is the kernel bound: the sum over executed kernels of each one's
+    max(compute, traffic at the memory level its footprint fits) (``analysis/kernels.py``).
+    The program roofline — total FLOPs at the peaks against compiled traffic at main-memory
+    bandwidth — is ``roofline_seconds`` = max(``compute_seconds``, ``memory_seconds``).
     ``efficiency`` is bound / observed as a fraction (1.5 means 150%) and is never clamped.
     """
 
@@ -48,14 +53,41 @@ class GapReport:
     scope_rows: tuple[RowTime, ...]
     coverage_threshold: float = DEFAULT_COVERAGE_THRESHOLD
     provenance: FrozenAttrs = EMPTY_PROVENANCE
+    #: Every executed kernel scored at its level, costliest first (``analysis/kernels.py``).
+    kernel_rows: tuple[KernelTime, ...] = ()
+    #: What scoring the kernels had to assume (a cache level without a measured bandwidth...).
+    kernel_notes: tuple[str, ...] = ()
 
     @property
     def bound_seconds(self) -> float:
+        """The kernel bound (the program roofline when there are no kernel rows)."""
+        if not self.kernel_rows:
+            return self.roofline_seconds
+        return sum(row.bound_seconds for row in self.kernel_rows)
+
+    @property
+    def roofline_seconds(self) -> float:
+        """The program roofline: max(total compute, compiled traffic at main-memory bandwidth)."""
         return max(self.compute_seconds, self.memory_seconds)
 
     @property
+    def unfused_memory_seconds(self) -> float:
+        """Unfused traffic (every record reads its inputs, writes its output) at main-memory bandwidth."""
+        return seconds(self.estimate.bytes, self.hardware.memory_bandwidth, "the estimate's unfused bytes")
+
+    @property
     def bound_side(self) -> str:
-        return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+        """The side that decides most of the bound: kernels bound by compute against those by traffic."""
+        if not self.kernel_rows:
+            return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+        compute = sum(r.bound_seconds for r in self.kernel_rows if r.bound_side == "compute")
+        memory = sum(r.bound_seconds for r in self.kernel_rows if r.bound_side == "memory")
+        return "compute" if compute >= memory else "memory"
+
+    @property
+    def traffic_by_level(self) -> dict[str, int]:
+        """Compiled traffic by the memory level each kernel was scored at."""
+        return traffic_by_level(self.kernel_rows)
 
     @property
     def efficiency(self) -> float:
@@ -67,7 +99,7 @@ class GapReport:
 
     @property
     def achieved_bytes_per_second(self) -> float:
-        return self.estimate.bytes / self.observed_seconds if self.observed_seconds > 0 else float("inf")
+        return self.estimate.compiled_bytes / self.observed_seconds if self.observed_seconds > 0 else float("inf")
 
     @property
     def device_mismatch(self) -> bool:
@@ -142,13 +174,14 @@ def analyze_gap(
             )
     check_float_range(estimate)  # every count below becomes a float: fail here, naming the one that cannot
     compute = compute_seconds(estimate.flops_by_dtype, hardware, "the estimate's total FLOPs")
-    memory = seconds(estimate.bytes, hardware.memory_bandwidth, "the estimate's total bytes")
+    memory = seconds(estimate.compiled_bytes, hardware.memory_bandwidth, "the estimate's compiled bytes")
     compulsory = (
         seconds(estimate.compulsory_bytes, hardware.memory_bandwidth, "the estimate's compulsory bytes")
         if estimate.compulsory_bytes is not None
         else None
     )
-    bound = max(compute, memory)
+    kernels, kernel_notes = kernel_rows(estimate, hardware)
+    bound = sum(row.bound_seconds for row in kernels) if kernels else max(compute, memory)
     report = GapReport(
         estimate=estimate,
         measurement=measurement,
@@ -162,6 +195,8 @@ def analyze_gap(
         scope_rows=scope_rows(estimate, hardware, bound),
         coverage_threshold=coverage_threshold,
         provenance=FrozenAttrs(collect_provenance(estimate.framework)),
+        kernel_rows=kernels,
+        kernel_notes=kernel_notes,
     )
     object.__setattr__(report, "findings", build_findings(report))
     return report

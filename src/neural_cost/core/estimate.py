@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .attrs import FrozenAttrs, attrs_to_json
+from .kernels import Kernel, check_kernels
 from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as_input_shapes
 
 
@@ -188,6 +189,12 @@ class CostEstimate:
     transcendentals: int = 0
     #: Another tool's figures for the same program (e.g. XLA's cost_analysis), shown beside ours.
     cross_check: Mapping[str, Any] | None = None
+    #: The executed units of the program as it runs (``core/kernels.py``), their FLOPs the sum
+    #: of their records'; empty when no compiled program was read (each record is then scored
+    #: as its own kernel, at its unfused traffic).
+    kernels: tuple[Kernel, ...] = ()
+    #: Where the kernels come from (``XLA optimized HLO``, ``eager aten ops``...), or None.
+    kernel_source: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
@@ -199,6 +206,7 @@ class CostEstimate:
         object.__setattr__(self, "loop_assumptions", tuple(self.loop_assumptions))
         object.__setattr__(self, "boundary", tuple(self.boundary))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "kernels", check_kernels(self.kernels, len(self.by_operation), "CostEstimate"))
 
     @property
     def flops(self) -> int:
@@ -217,6 +225,21 @@ class CostEstimate:
     @property
     def operations(self) -> tuple[Operation, ...]:
         return tuple(row.operation for row in self.by_operation)
+
+    @property
+    def unmapped_operations(self) -> tuple[int, ...]:
+        """Indices of the records no kernel executes (all of them when there are no kernels)."""
+        claimed = {i for kernel in self.kernels for i in kernel.operations}
+        return tuple(i for i in range(len(self.by_operation)) if i not in claimed)
+
+    @property
+    def compiled_bytes(self) -> int:
+        """Compiled traffic: every kernel's bytes over its executions, plus the unfused traffic
+        of the records no kernel executes; the unfused traffic when there are no kernels."""
+        if not self.kernels:
+            return self.bytes
+        unmapped = sum(self.by_operation[i].bytes for i in self.unmapped_operations)
+        return sum(k.total_traffic_bytes for k in self.kernels) + unmapped
 
     @property
     def work_share(self) -> tuple[int, int] | None:
@@ -250,6 +273,9 @@ class CostEstimate:
             "cross_check": attrs_to_json(self.cross_check) if self.cross_check is not None else None,
             "by_operation": [row.to_dict() for row in self.by_operation],
             "by_scope": [row.to_dict() for row in self.by_scope],
+            "compiled_bytes": self.compiled_bytes,
+            "kernel_source": self.kernel_source,
+            "kernels": [kernel.to_dict() for kernel in self.kernels],
         }
 
     @classmethod
@@ -270,4 +296,6 @@ class CostEstimate:
             dense_flops=data.get("dense_flops", 0),
             transcendentals=data.get("transcendentals", 0),
             cross_check=data.get("cross_check"),
+            kernels=tuple(Kernel.from_dict(k) for k in data.get("kernels") or ()),
+            kernel_source=data.get("kernel_source"),
         )

@@ -28,7 +28,7 @@ from .dtypes import canonical_dtype
 from .errors import RecordError
 from .shapes import check_name
 
-__all__ = ["Kernel"]
+__all__ = ["Kernel", "check_kernels"]
 
 
 def _count(value: Any, where: str) -> int:
@@ -135,3 +135,28 @@ class Kernel:
             data.get("kind"),
             data.get("source"),
         )
+
+
+def check_kernels(kernels: Any, operations: int, where: str) -> tuple[Kernel, ...]:
+    """``kernels`` as a tuple of Kernel records whose operation indices are below
+    ``operations`` and claim each record at most once; RecordError naming the one that does not."""
+    if isinstance(kernels, (str, bytes)) or not isinstance(kernels, Iterable):
+        raise RecordError(f"{where}.kernels={kernels!r} must be a sequence of Kernel records")
+    result = tuple(kernels)
+    owner: dict[int, str] = {}
+    for position, kernel in enumerate(result):
+        if not isinstance(kernel, Kernel):
+            raise RecordError(f"{where}.kernels[{position}] is a {type(kernel).__name__}, not a Kernel")
+        for index in kernel.operations:
+            if index >= operations:
+                raise RecordError(
+                    f"{where}.kernels[{position}] ({kernel.name!r}) executes operation {index}, but there are "
+                    f"only {operations} operation records"
+                )
+            if index in owner:
+                raise RecordError(
+                    f"{where}: operation {index} is executed by kernel {owner[index]!r} and by {kernel.name!r}; "
+                    f"a record belongs to one kernel (list XLA's duplicates in notes)"
+                )
+            owner[index] = kernel.name
+    return result

@@ -15,6 +15,7 @@ from .attrs import EMPTY_ATTRS, FrozenAttrs, attrs_to_json
 from .coverage import LOOP_SOURCES, Coverage, LoopAssumption
 from .dtypes import canonical_dtype, dtype_info, known_dtypes
 from .errors import RecordError, ShapeError
+from .kernels import Kernel, check_kernels
 from .kinds import OpCost, entry_for
 from .shapes import Shape, as_shape, check_name, num_elements
 
@@ -309,6 +310,11 @@ class Trace:
     #: Buffers each executed step reads and allocates, in order, for liveness: a tuple of
     #: ``(read buffer ids, ((allocated buffer id, bytes), ...))``; empty when the adapter has none.
     dataflow: tuple[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], ...] = ()
+    #: The executed units of the program as it runs (``core/kernels.py``), each naming the
+    #: records it executes by index; empty when the adapter read no compiled program.
+    kernels: tuple[Kernel, ...] = ()
+    #: Where the kernels come from (``XLA optimized HLO``, ``eager aten ops``...), or None.
+    kernel_source: str | None = None
 
     def __post_init__(self) -> None:
         ops = tuple(self.operations)
@@ -330,6 +336,7 @@ class Trace:
         object.__setattr__(self, "notes", tuple(self.notes))
         if self.cross_check is not None and not isinstance(self.cross_check, FrozenAttrs):
             object.__setattr__(self, "cross_check", FrozenAttrs(self.cross_check, "Trace.cross_check"))
+        object.__setattr__(self, "kernels", check_kernels(self.kernels, len(ops), "Trace"))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -342,6 +349,8 @@ class Trace:
             "notes": list(self.notes),
             "cross_check": attrs_to_json(self.cross_check) if self.cross_check is not None else None,
             "dataflow": [[list(reads), [list(a) for a in allocs]] for reads, allocs in self.dataflow],
+            "kernel_source": self.kernel_source,
+            "kernels": [kernel.to_dict() for kernel in self.kernels],
         }
 
     @classmethod
@@ -358,4 +367,6 @@ class Trace:
             dataflow=tuple(
                 (tuple(reads), tuple((int(i), int(n)) for i, n in allocs)) for reads, allocs in data.get("dataflow", ())
             ),
+            kernels=tuple(Kernel.from_dict(k) for k in data.get("kernels") or ()),
+            kernel_source=data.get("kernel_source"),
         )

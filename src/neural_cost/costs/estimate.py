@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.attrs import FrozenAttrs
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate, OperationCost, ScopeCost
+from ..core.kernels import Kernel, check_kernels
 from ..core.records import Coverage, LoopAssumption, Operation, TensorSpec, Trace, records_of
 
 if TYPE_CHECKING:
@@ -61,12 +63,15 @@ def estimate_operations(
     framework: str | None = None,
     notes: Sequence[str] = (),
     cross_check: Mapping[str, Any] | None = None,
+    kernels: Sequence[Kernel] = (),
+    kernel_source: str | None = None,
 ) -> CostEstimate:
     """Sum the cost of every operation. Without ``coverage`` all operations count as modeled.
 
     ``boundary`` names the program's inputs, parameters and outputs; without it the
     compulsory-traffic floor is unknown (None), since a list of operations does not say
-    which tensors are intermediate.
+    which tensors are intermediate. ``kernels`` (the executed units, ``core/kernels.py``) get
+    their FLOPs from the records they execute, never from what the adapter or compiler said.
     """
     raw: Any = operations
     if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
@@ -99,7 +104,21 @@ def estimate_operations(
         dense_flops=sum(row.dense_flops for row in rows),
         transcendentals=sum(row.transcendentals for row in rows),
         cross_check=cross_check,
+        kernels=with_record_flops(check_kernels(kernels, len(rows), "estimate"), rows),
+        kernel_source=kernel_source,
     )
+
+
+def with_record_flops(kernels: Sequence[Kernel], rows: Sequence[OperationCost]) -> tuple[Kernel, ...]:
+    """Each kernel with ``flops_by_dtype`` the sum of its records' FLOPs (over their counts)."""
+    result = []
+    for kernel in kernels:
+        flops: dict[str, int] = {}
+        for index in kernel.operations:
+            for dtype, value in rows[index].flops_by_dtype.items():
+                flops[dtype] = flops.get(dtype, 0) + value
+        result.append(dataclasses.replace(kernel, flops_by_dtype=flops))
+    return tuple(result)
 
 
 def estimate_trace(trace: Trace) -> CostEstimate:
@@ -112,6 +131,8 @@ def estimate_trace(trace: Trace) -> CostEstimate:
         framework=trace.framework,
         notes=trace.notes,
         cross_check=trace.cross_check,
+        kernels=trace.kernels,
+        kernel_source=trace.kernel_source,
     )
 
 
