@@ -33,7 +33,8 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_random_optim,
     ops_reduce,
 )
-from ._jax.compiled import Executables, failed_cross_check
+from ._jax.compiled import Executable, Executables, failed_cross_check
+from ._jax.program import read_kernels
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
 from ._jax.table import LowerContext
@@ -66,11 +67,14 @@ class JaxAdapter(FrameworkAdapter):
     reported as assumed.
 
     A program is compiled once: ``benchmark`` compiles the executable it times and keeps it,
-    and ``trace`` shows XLA's own ``cost_analysis()`` of that same executable beside our
-    counts (never instead of them). ``cross_check``: None (default) — XLA's figures when
-    this adapter already compiled the program to time it, and no compile for them;
-    True — also compile on request when it has not (the executable is then kept, and a later
-    ``benchmark`` times it without compiling again); False — never.
+    and ``trace`` reads that same executable: its kernels (the optimized HLO's fusions, copies
+    and custom calls, loops multiplied, each mapped to our records — ``Trace.kernels``) and
+    XLA's own ``cost_analysis()`` shown beside our counts (never instead of them).
+    ``cross_check``: None (default) — read them when this adapter already compiled the program
+    to time it, and compile nothing for them (a trace alone then has no kernels: each record
+    is scored at its unfused traffic); True — also compile on request when it has not (the
+    executable is then kept, and a later ``benchmark`` times it without compiling again);
+    False — never show XLA's figures (kernels are still read from a timed executable).
     """
 
     framework = "jax"
@@ -136,31 +140,40 @@ class JaxAdapter(FrameworkAdapter):
         require_modeled(coverage, "JaxAdapter.trace", "jax")
         dynamic = tuple(a for i, a in enumerate(positional) if i not in static)
         dynamic_index = [i for i in range(len(positional)) if i not in static]
+        operations = tuple(state.operations)
+        executable, compile_error = self._executable(fn, positional, kwargs, static)
+        program = read_kernels(executable, operations, tuple(state.loops), self.default_trip_count)
+        cross_check = None
+        if self.cross_check is not False:
+            if compile_error is not None:
+                cross_check = failed_cross_check(compile_error)
+            elif executable is not None:
+                cross_check = executable.cross_check()
         return Trace(
-            operations=tuple(state.operations),
+            operations=operations,
             coverage=coverage,
             input_shapes=_input_shapes(positional, kwargs, skip, returned),
             loop_assumptions=tuple(state.loops),
             framework="jax",
             boundary=_boundary(closed, dynamic, dynamic_index, kwargs, params),
-            notes=tuple(dict.fromkeys(state.notes)),
-            cross_check=self._cross_check(fn, positional, kwargs, static),
+            notes=tuple(dict.fromkeys([*state.notes, *program.notes])),
+            cross_check=cross_check,
+            kernels=program.kernels,
+            kernel_source=program.source,
         )
 
-    def _cross_check(
+    def _executable(
         self, fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
-    ) -> dict[str, Any] | None:
-        """XLA's figures from the executable ``benchmark`` compiled for this program; compiled
-        here only when ``cross_check=True`` asks; None when there is none to read."""
-        if self.cross_check is False:
-            return None
+    ) -> tuple[Executable | None, BaseException | None]:
+        """The executable ``benchmark`` compiled for this program (its kernels and XLA's
+        figures are read from it); compiled here only when ``cross_check=True`` asks."""
         executable = self.executables.find(fn, args, kwargs, static)
         if executable is None and self.cross_check:
             try:
                 executable = self.executables.compile(fn, args, kwargs, static)
             except Exception as error:  # compilation unavailable: say so, never fail the trace
-                return failed_cross_check(error)
-        return executable.cross_check() if executable is not None else None
+                return None, error
+        return executable, None
 
     # -- timing -----------------------------------------------------------------------------
     def benchmark(

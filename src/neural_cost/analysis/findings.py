@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.dtypes import dtype_info
 from ..core.units import format_percent, format_percent_down, format_seconds, format_si, plural
+from .suspects import above_100_message, first_touch_message, kernel_movers
 
 if TYPE_CHECKING:
     from .gap import GapReport
@@ -153,22 +154,7 @@ def _device_mismatch(report: GapReport) -> Iterator[str]:
 def _efficiency_above_100(report: GapReport) -> Iterator[str]:
     if report.efficiency <= 1:
         return
-    hardware, bound, observed = report.hardware, report.bound_seconds, report.observed_seconds
-    floor = report.compulsory_seconds
-    # Fusion removes memory traffic, never FLOPs: it can explain beating the unfused memory time
-    # only while the observed time is still above both the compute time and the compulsory floor.
-    if floor is not None and observed >= max(floor, report.compute_seconds):
-        why = (
-            f"It is still above the compute time ({format_seconds(report.compute_seconds)}) and the "
-            f"compulsory floor ({format_seconds(floor)}), so a compiler that fused operations and kept "
-            f"intermediates out of memory can explain it; otherwise the peak or the count is wrong."
-        )
-    else:
-        why = "The peak or the count must be wrong: no schedule beats a correct roofline bound."
-    yield (
-        f"Efficiency above 100%: observed {format_seconds(observed)} is faster than the bound "
-        f"{format_seconds(bound)} on {hardware.name} ({hardware.source}). {why}"
-    )
+    yield above_100_message(report)
 
 
 @finding("unmodeled_ops", "warning")
@@ -243,6 +229,9 @@ def _memory_bound(report: GapReport) -> Iterator[str]:
     if report.bound_seconds <= 0 or not rows or report.bound_side != "memory":
         return
     estimate = report.estimate
+    if estimate.kernels:
+        yield kernel_movers(report)
+        return
     total_bytes = sum(r.bytes for r in rows)
     movers = _top_names(rows, "bytes", total_bytes)
     message = f"Memory-bound: the bytes are moved by {movers} (of {plural(len(rows), unit)})."
@@ -294,6 +283,13 @@ def _large_gap(report: GapReport) -> Iterator[str]:
         f"Observed is {observed / bound:.1f}× the bound: {format_seconds(gap)} above it, "
         f"{format_seconds(per_op)} per executed operation ({executions}) — {cause}"
     )
+
+
+@finding("first_touch", "note")
+def _first_touch(report: GapReport) -> Iterator[str]:
+    message = first_touch_message(report)
+    if message:
+        yield message
 
 
 @finding("few_runs", "note")
