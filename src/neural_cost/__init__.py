@@ -15,6 +15,7 @@ from .core import (
     Coverage,
     DTypeError,
     HardwareError,
+    Kernel,
     LoopAssumption,
     MeasurementError,
     NeuralCostError,
@@ -29,7 +30,7 @@ from .core import (
     UnknownKindError,
 )
 from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds
-from .hardware import HardwareSpec
+from .hardware import HardwareSpec, MemoryLevel
 from .hardware.calibrate import CalibrationResult, calibrate
 from .hardware.detect import DetectionResult, detect_hardware
 from .measure import Measurement, benchmark
@@ -47,9 +48,11 @@ __all__ = [
     "GapReport",
     "HardwareError",
     "HardwareSpec",
+    "Kernel",
     "LoopAssumption",
     "Measurement",
     "MeasurementError",
+    "MemoryLevel",
     "MemoryProfile",
     "ModelProfile",
     "NeuralCostError",

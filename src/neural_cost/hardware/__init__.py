@@ -3,6 +3,6 @@
 from .cpuinfo import parse_cpuinfo
 from .dram import measure_copy_bandwidth
 from .host import host_cpu_spec
-from .spec import DEVICE_KINDS, HardwareSpec
+from .spec import DEVICE_KINDS, HardwareSpec, MemoryLevel
 
-__all__ = ["DEVICE_KINDS", "HardwareSpec", "host_cpu_spec", "measure_copy_bandwidth", "parse_cpuinfo"]
+__all__ = ["DEVICE_KINDS", "HardwareSpec", "MemoryLevel", "host_cpu_spec", "measure_copy_bandwidth", "parse_cpuinfo"]
