@@ -109,7 +109,7 @@ def test_without_kernels_each_record_is_its_own_kernel_at_unfused_traffic():
 def test_a_spec_without_levels_scores_every_kernel_at_its_bandwidth():
     flat = HardwareSpec("T", peak_flops=1e12, memory_bandwidth=100e9, kind="cpu")
     report = _report(spec=flat)
-    assert {row.level for row in report.kernel_rows} == {"memory"}
+    assert {row.level for row in report.kernel_rows} == {"main memory"}
     # fusion.0: max(528.384 ns, 49,152/100e9 = 491.52 ns); copy.1 20 µs; loop.2 10,000/100e9 = 100 ns; unmapped
     assert report.bound_seconds == pytest.approx(528.384e-9 + 20e-6 + 100e-9 + 125.82912e-6)
     # the kernel bound is never below the program roofline when every byte is scored at one bandwidth

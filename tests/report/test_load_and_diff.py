@@ -111,7 +111,7 @@ def test_diff_shows_both_coverage_figures_rounded_down_with_work_as_a_ceiling():
         "  NOTE: different coverage: operations 100.0% of 1 operation, work 100.0% → operations 99.9% of "
         "10,000 operations, work ≤ 50.0%; FLOP and byte deltas include what became (un)modeled"
     )
-    assert lines[7:9] == [
+    assert lines[8:10] == [  # after FLOPs, bytes, bound, program roofline, observed, efficiency
         "  coverage (operations)        100.0% →        99.9%   -<0.1 pp",
         "  coverage (work)              100.0% →      ≤ 50.0%   -50.0 pp",
     ]

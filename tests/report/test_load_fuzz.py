@@ -4,7 +4,7 @@ SchemaError — never another exception (issue 12, item 3).
 Real reports: the bundled JAX MLP (``neural_cost.examples.jax_mlp``, small sizes) traced and
 timed by JaxAdapter, a PyTorch MLP by TorchAdapter, and a framework-free report with every
 optional section filled (scopes, a loop, a boundary, unmodeled operations, two dtypes, a
-cross-check, allocator figures). Hypothesis draws corruptions of one field each — a value
+cross-check, allocator figures, kernels and memory levels). Hypothesis draws corruptions of one field each — a value
 replaced (wrong types, NaN, ±Infinity, negatives, 10^400, strings, deep nesting), a key
 deleted or added, a number nudged, a byte of the file replaced or the file cut — with a
 fixed derandomised seed: the same ~2,700 cases every run.
@@ -26,8 +26,10 @@ from hypothesis import strategies as st
 from neural_cost import (
     Coverage,
     HardwareSpec,
+    Kernel,
     LoopAssumption,
     Measurement,
+    MemoryLevel,
     Operation,
     SchemaError,
     TensorSpec,
@@ -70,7 +72,7 @@ VALUES = [
 # Free inputs: a different valid value there is a different, legitimate report.
 FREE = re.compile(
     r"^(measurement\.(samples_seconds|warmup_seconds|compile_seconds|peak_memory_bytes)|hardware|analysis$"
-    r"|analysis\.coverage_threshold)"
+    r"|analysis\.coverage_threshold|estimate\.kernels\[\d+\]\.footprint_bytes)"
 )
 
 
@@ -133,7 +135,12 @@ def numbers(report):
     timing = (m.samples_seconds, m.warmup_seconds, m.compile_seconds, m.peak_memory_bytes)
     spec = (h.peak_flops, h.memory_bandwidth, h.peak_flops_by_dtype, h.memory_capacity)
     analysis = (report.compute_seconds, report.memory_seconds, report.compulsory_seconds, report.coverage_threshold)
-    return (estimate, rows, scopes, counts, coverage, timing, spec, analysis)
+    kernels = [
+        (k.operations, dict(k.flops_by_dtype), k.traffic_bytes, k.footprint_bytes, k.executions) for k in e.kernels
+    ]
+    levels = [(lv.capacity_bytes, lv.bandwidth) for lv in h.memory_levels]
+    bound = (report.bound_seconds, e.compiled_bytes, [(r.bound_seconds, r.traffic_bytes) for r in report.kernel_rows])
+    return (estimate, rows, scopes, counts, coverage, timing, spec, analysis, kernels, levels, bound)
 
 
 def corrupt(doc, corruption):
@@ -239,9 +246,21 @@ def handmade_report():
         framework="custom",
         notes=["a note"],
         cross_check={"source": "XLA cost_analysis", "flops": 1.5e6, "bytes": None},
+        # fc1 and act fused (×4), a copy that executes no record; embed, fc2 and norm unmapped
+        kernels=[
+            Kernel("fusion.1", (1, 2), traffic_bytes=98_304, footprint_bytes=98_304, executions=4, kind="fusion"),
+            Kernel("copy.2", (), traffic_bytes=65_536, footprint_bytes=32_768, scopes=("block/out",), kind="copy"),
+        ],
+        kernel_source="XLA optimized HLO",
     )
     spec = HardwareSpec(
-        "H100", 67e12, 3.35e12, kind="gpu", peak_flops_by_dtype={"bfloat16": 989e12}, memory_capacity=80 * 10**9
+        "H100",
+        67e12,
+        3.35e12,
+        kind="gpu",
+        peak_flops_by_dtype={"bfloat16": 989e12},
+        memory_capacity=80 * 10**9,
+        memory_levels=(MemoryLevel("L2", 50 * 10**6, 10e12), MemoryLevel("HBM", 80 * 10**9)),
     )
     timing = Measurement(
         (2e-5, 2.2e-5, 2.1e-5),

@@ -34,9 +34,9 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_reduce,
 )
 from ._jax.compiled import Executable, Executables, failed_cross_check
-from ._jax.program import read_kernels
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
+from ._jax.program import read_kernels
 from ._jax.table import LowerContext
 from ._jax.walker import Walker, executed_bodies, scope_path
 from ._walk import check_loop_options

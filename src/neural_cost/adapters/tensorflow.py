@@ -5,14 +5,15 @@ op — into called functions and control flow — through the op table (see ``_t
 Imported only when TensorFlow is installed.
 
 A library op counts as the op: Keras's norm layers and the ``Gelu``/``LogSigmoid`` scopes of
-``tf.nn`` are each one record of the op's kind (``_tf/composites.py``).
+``tf.nn`` are each one record of the op's kind (``_tf/composites.py``). Each graph op that
+does work is one kernel (``_tf/kernels.py``), its traffic the graph's unfused traffic.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -24,6 +25,7 @@ from ..measure.timing import Measurement, benchmark, display_name
 from . import _tf
 from ._tf import ops  # noqa: F401  (registers the table)
 from ._tf.composites import norm_layers
+from ._tf.kernels import KERNEL_SOURCE, XLA_NOTE
 from ._tf.table import TfContext
 from ._tf.walker import Walker
 from ._walk import check_loop_options
@@ -123,7 +125,12 @@ class TensorFlowAdapter(FrameworkAdapter):
             unmodeled_work=state.work_entries(),
         )
         require_modeled(coverage, "TensorFlowAdapter.trace", "tensorflow")
-        operations = _keras_scopes(model, state.operations)
+        clean = _scope_cleaner(model)
+        operations = tuple(state.operations if clean is None else _keras_scopes(state.operations, clean))
+        kernels = walker.kernels.kernels(walker.walked, operations, clean or (lambda scope: scope))
+        notes = [*state.notes, *walker.kernels.notes()]
+        if walker.xla or (function is model and getattr(model, "_jit_compile", None) is True):
+            notes.append(XLA_NOTE)
         return Trace(
             operations=operations,
             coverage=coverage,
@@ -131,7 +138,9 @@ class TensorFlowAdapter(FrameworkAdapter):
             loop_assumptions=tuple(state.loops),
             framework="tensorflow",
             boundary=_boundary(concrete),
-            notes=tuple(dict.fromkeys(state.notes)),
+            notes=tuple(dict.fromkeys(notes)),
+            kernels=kernels,
+            kernel_source=KERNEL_SOURCE,
         )
 
     def benchmark(
@@ -279,11 +288,12 @@ def _layer_names(model: Any) -> set[str]:
     return names
 
 
-def _keras_scopes(model: Any, operations: list[Operation]) -> tuple[Operation, ...]:
-    """Keras 3 re-enters a layer's name scope as ``hidden_1``: name the scope after the layer."""
+def _scope_cleaner(model: Any) -> Callable[[str | None], str | None] | None:
+    """Keras 3 re-enters a layer's name scope as ``hidden_1``: a scope with the layer's name
+    instead (None when the model has no layers to name)."""
     names = _layer_names(model)
     if not names:
-        return tuple(operations)
+        return None
 
     def clean(scope: str | None) -> str | None:
         if scope is None:
@@ -294,6 +304,11 @@ def _keras_scopes(model: Any, operations: list[Operation]) -> tuple[Operation, .
             parts.append(base if suffix.isdigit() and base in names else part)
         return "/".join(parts)
 
+    return clean
+
+
+def _keras_scopes(operations: list[Operation], clean: Callable[[str | None], str | None]) -> tuple[Operation, ...]:
+    """Each record with its scope cleaned (``_scope_cleaner``)."""
     return tuple(
         op if clean(op.scope) == op.scope else dataclasses.replace(op, scope=clean(op.scope)) for op in operations
     )

@@ -2,8 +2,9 @@
 
 The model runs once under a ``TorchDispatchMode`` (``_torch/recorder.py``) that sees every
 aten call (forward, and for training the backward and the optimizer step), lowers it through
-the aten table (see ``_torch/``) and records which buffers it reads and allocates. Module
-scopes come from forward hooks on every submodule. Nothing the user can observe changes
+the aten table (see ``_torch/``) and records which buffers it reads and allocates; each call
+that does work is one kernel (``_torch/kernels.py``). Module scopes come from forward hooks
+on every submodule. Nothing the user can observe changes
 (``_torch/preserve.py``, which lists what is restored and what cannot be): hooks and modes
 are removed even when the model raises, and parameters, buffers (the very objects),
 gradients, optimizer state and attributes, the RNG state and each submodule's attributes and
@@ -39,6 +40,7 @@ from ._torch import (  # noqa: F401  (register the table)
     ops_reduce,
     ops_rnn,
 )
+from ._torch.kernels import COMPILED_NOTE, KERNEL_SOURCE, is_compiled
 from ._torch.preserve import Grads, WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
 from ._torch.recorder import Recorder, module_scopes, tensors_in
 from ._torch.table import TorchContext
@@ -140,6 +142,8 @@ class TorchAdapter(FrameworkAdapter):
             unmodeled_work=state.work_entries(),
         )
         require_modeled(coverage, "TorchAdapter.trace", "torch")
+        if is_compiled(model):
+            notes.append(COMPILED_NOTE)
         return Trace(
             operations=tuple(state.operations),
             coverage=coverage,
@@ -151,6 +155,8 @@ class TorchAdapter(FrameworkAdapter):
             boundary=self._boundary(model, args, kwargs, output),
             notes=tuple(dict.fromkeys([*notes, *state.notes])),
             dataflow=tuple(recorder.dataflow),
+            kernels=recorder.kernels.kernels(state.operations),
+            kernel_source=KERNEL_SOURCE,
         )
 
     @staticmethod

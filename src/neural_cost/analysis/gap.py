@@ -126,8 +126,11 @@ class GapReport:
         return next((f for f in self.findings if f.code == code), None)
 
     # Text, JSON and plots are drawn by report/ through the presenter slot: analysis never imports it.
-    def render(self, top: int = 10, group_by_scope: bool = False) -> str:
-        return presenter("GapReport.render").render_gap(self, top, group_by_scope)
+    def render(self, top: int = 10, group_by_scope: bool = False, by: str | None = None) -> str:
+        """The text report with its top ``top`` table rows: per operation (``by=None`` or
+        ``"operation"``), per scope (``"scope"``; ``group_by_scope=True`` is its older spelling) or
+        per kernel (``"kernel"``: each executed kernel's traffic, level and own bound)."""
+        return presenter("GapReport.render").render_gap(self, top, group_by_scope, by)
 
     def plot(self, path: str | os.PathLike[str] | None = None, top: int = 8, group_by_scope: bool = False) -> Figure:
         """The roofline plot (matplotlib, the ``plot`` extra); saved as PNG or SVG when ``path`` is given."""

@@ -100,7 +100,7 @@ class Levels:
         mains = [level.name for level in levels if not _CACHE_NAME.match(level.name)]
         return cls(
             tuple(level for level in caches if level.bandwidth is not None),
-            mains[-1] if mains else "memory",
+            mains[-1] if mains else "main memory",
             hardware.memory_bandwidth,
             tuple(level.name for level in caches if level.bandwidth is None),
         )

@@ -45,6 +45,19 @@ def _kernel_phrase(row: KernelTime) -> str:
 def _assumptions(report: GapReport, deciding: list[KernelTime]) -> list[str]:
     hardware, estimate = report.hardware, report.estimate
     found: list[str] = []
+    observed, floor = report.observed_seconds, report.compulsory_seconds
+    if observed < report.compute_seconds:
+        found.append(
+            f"the peak or the FLOP count: observed is below the compute time alone "
+            f"({format_seconds(report.compute_seconds)} at the spec's peaks), which no placement of data or fusion "
+            f"changes"
+        )
+    if floor is not None and observed < floor:
+        found.append(
+            f"the bandwidth: observed is below the compulsory floor ({format_seconds(floor)}: the program's inputs, "
+            f"parameters and outputs once at {format_si(hardware.memory_bandwidth, 'B/s')}); only data already in a "
+            f"cache, or a higher bandwidth than the spec's, explains it"
+        )
     caches = [level for level in hardware.memory_levels if _CACHE.match(level.name)]
     cached = [row for row in deciding if row.bound_side == "memory" and row.level not in (None, _main(report))]
     if cached:
@@ -99,13 +112,11 @@ def _assumptions(report: GapReport, deciding: list[KernelTime]) -> list[str]:
             f"the count: {', '.join(f'{loop.label} ×{loop.trip_count}' for loop in assumed)} "
             f"{'is' if len(assumed) == 1 else 'are'} assumed trip counts (default_trip_count)"
         )
-    if not estimate.kernels:
-        floor = report.compulsory_seconds
-        if floor is not None and report.observed_seconds >= max(floor, report.compute_seconds):
-            found.append(
-                "the traffic: no compiled program was read, so each operation is scored at its unfused traffic; "
-                f"a compiler that fuses them moves less (the compulsory floor is {format_seconds(floor)})"
-            )
+    if not estimate.kernels and floor is not None and observed >= max(floor, report.compute_seconds):
+        found.append(
+            "the traffic: no compiled program was read, so each operation is scored at its unfused traffic; "
+            f"a compiler that fuses them moves less (the compulsory floor is {format_seconds(floor)})"
+        )
     return found
 
 
@@ -115,7 +126,7 @@ def _main(report: GapReport) -> str:
     if unmapped:
         return unmapped[0]
     mains = [level.name for level in report.hardware.memory_levels if not _CACHE.match(level.name)]
-    return mains[-1] if mains else "memory"
+    return mains[-1] if mains else "main memory"
 
 
 def above_100_message(report: GapReport) -> str:

@@ -104,11 +104,11 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
 def _print_report(args: argparse.Namespace, report: GapReport) -> int:
     from .output import write_json
 
-    print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
+    print(report.render(top=args.top, by=args.by), end="")
     if args.json:
         print(f"wrote {write_json(args.json, report.to_dict())}")
-    if args.plot:
-        report.plot(args.plot, top=args.top, group_by_scope=args.group_by_scope)
+    if args.plot:  # a roofline of operations, or of scopes with --by scope (kernels sit at several levels)
+        report.plot(args.plot, top=args.top, group_by_scope=args.by == "scope")
         print(f"wrote {args.plot}")
     below = None if args.min_coverage is None else _below_gate(report, args.min_coverage)
     if below is not None:
@@ -142,9 +142,12 @@ def _below_gate(report: GapReport, minimum: float) -> str | None:
 
 def run_diff(args: argparse.Namespace) -> int:
     from ..report.diff import diff_reports
-    from ..report.load import load_report
+    from ..report.load import read_report
 
     limit = args.max_bytes
-    before, after = load_report(args.before, max_bytes=limit), load_report(args.after, max_bytes=limit)
-    print(diff_reports(before, after, top=args.top), end="")
+    (before, version_before), (after, version_after) = (
+        read_report(args.before, max_bytes=limit),
+        read_report(args.after, max_bytes=limit),
+    )
+    print(diff_reports(before, after, top=args.top, versions=(version_before, version_after)), end="")
     return 0

@@ -29,6 +29,7 @@ def host_spec(peak_flops: float | None, memory_bandwidth: float | None) -> Hardw
             kind=spec.kind,
             memory_capacity=spec.memory_capacity,
             source=f"peak user-supplied; {spec.source}",
+            memory_levels=spec.memory_levels,  # the caches the kernel bound places footprints in
         )
     return spec
 
@@ -89,7 +90,7 @@ def run_example(args: argparse.Namespace) -> int:
     report = analyze_workload(
         adapter, forward, inputs, hardware=hardware, warmup=args.warmup, repeats=args.repeats, trace_options=options
     )
-    print(report.render(top=args.top, group_by_scope=args.group_by_scope), end="")
+    print(report.render(top=args.top, by=args.by), end="")
     if args.json:
         try:
             path = write_json_atomic(args.json, report.to_dict())

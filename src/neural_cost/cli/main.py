@@ -98,8 +98,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--top", type=_count(0), default=10, help="rows in the per-operation table (default 10)")
-    parser.add_argument("--group-by-scope", action="store_true", help="sum the table by scope (module)")
+    parser.add_argument("--top", type=_count(0), default=10, help="rows in the table (default 10)")
+    parser.add_argument(
+        "--by",
+        choices=TABLES,
+        default=None,
+        help="the table: per operation (default), per scope (module), or per kernel (each executed kernel's "
+        "traffic, memory level and own bound); --plot draws operations, or scopes with --by scope",
+    )
+    parser.add_argument("--group-by-scope", action="store_true", help="the same as --by scope")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (written atomically)")
     parser.add_argument(
         "--peak-flops", type=_rate("FLOP/s"), help="score against this peak FLOP/s instead of the host formula"
@@ -113,6 +120,8 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
 
 
+#: The tables ``--by`` chooses (``GapReport.render(by=...)``; ``report/kernel_text.py`` holds the same tuple).
+TABLES = ("operation", "scope", "kernel")
 VERBOSE_HELP = "show the frameworks' own log lines and warnings (TensorFlow, absl, XLA), hidden by default"
 
 
@@ -194,8 +203,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _table_choice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--group-by-scope`` is ``--by scope``; with ``--by`` naming another table it is an error."""
+    if not getattr(args, "group_by_scope", False):
+        return
+    if args.by not in (None, "scope"):
+        parser.error(f"--group-by-scope is --by scope; it cannot go with --by {args.by} (pass one)")
+    args.by = "scope"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _table_choice(parser, args)
     if args.verbose:
         return _run(args)
     quiet_frameworks()  # before any framework is imported: every import below is lazy

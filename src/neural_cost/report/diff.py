@@ -56,6 +56,17 @@ def spec_changes(before: HardwareSpec, after: HardwareSpec) -> list[str]:
         changes.append(_change("bandwidth", before.memory_bandwidth, after.memory_bandwidth, "B/s"))
     if before.memory_capacity != after.memory_capacity:
         changes.append(_change("memory capacity", before.memory_capacity, after.memory_capacity, "B"))
+    levels_before = {level.name: level for level in before.memory_levels}
+    levels_after = {level.name: level for level in after.memory_levels}
+    for name in dict.fromkeys([*levels_before, *levels_after]):  # nearest first, as the specs list them
+        a, b = levels_before.get(name), levels_after.get(name)
+        if a is None or b is None:
+            changes.append(f"memory level {name} {'added' if a is None else 'removed'}")
+            continue
+        if a.capacity_bytes != b.capacity_bytes:
+            changes.append(_change(f"{name} capacity", a.capacity_bytes, b.capacity_bytes, "B"))
+        if a.bandwidth != b.bandwidth:
+            changes.append(_change(f"{name} bandwidth", a.bandwidth, b.bandwidth, "B/s"))
     # A number whose value changed is named above; one whose value held but whose source moved
     # (a formula now beside a calibration) is named here.
     same = [d for d in sorted(set(peaks_before) & set(peaks_after)) if peaks_before[d] == peaks_after[d]]
@@ -97,18 +108,65 @@ def _coverage_rows(before: CostEstimate, after: CostEstimate) -> list[tuple[str,
     return rows
 
 
-def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
-    rows = [
+def _kernels(report: GapReport) -> str:
+    e = report.estimate
+    if not e.kernels:
+        return "no compiled program read (each operation scored as its own kernel, at its unfused traffic)"
+    return f"{plural(len(e.kernels), 'kernels')}{f' ({e.kernel_source})' if e.kernel_source else ''}"
+
+
+def _method_notes(before: GapReport, after: GapReport, versions: tuple[int, int] | None) -> list[str]:
+    """What differs in how the two were written: the schema version, and kernels read or not."""
+    notes = []
+    if versions is not None and versions[0] != versions[1]:
+        notes.append(
+            f"schema version {versions[0]} → {versions[1]}: version 1 recorded no unmodeled sizes (its work "
+            f"share is unknown) and no kernels; both are re-scored by this neural-cost"
+        )
+    if bool(before.estimate.kernels) != bool(after.estimate.kernels):
+        notes.append(f"kernels: {_kernels(before)} → {_kernels(after)}; the bound delta includes the change of method")
+    return notes
+
+
+def _kernel_lines(before: GapReport, after: GapReport, top: int) -> list[str]:
+    """Each kernel's own bound, before → after, matched by name (both reports must have kernels)."""
+    if not (before.estimate.kernels and after.estimate.kernels) or top <= 0:
+        return []
+    rows_a = {r.name: r.bound_seconds for r in before.kernel_rows}
+    rows_b = {r.name: r.bound_seconds for r in after.kernel_rows}
+    names = sorted(set(rows_a) | set(rows_b), key=lambda n: -max(rows_a.get(n, 0.0), rows_b.get(n, 0.0)))[:top]
+    shown = {n: printable(n) for n in names}
+    width = max(len(s) for s in shown.values())
+    lines = [f"  per kernel (top {len(names)} by bound):"]
+    for name in names:
+        a, b = rows_a.get(name), rows_b.get(name)
+        status = "" if a is not None and b is not None else (" (new)" if b is not None else " (gone)")
+        cells = [format_seconds(v) if v is not None else "-" for v in (a, b)]
+        delta = f"   {_delta(a, b, format_seconds)}" if a is not None and b is not None else ""
+        lines.append(f"    {shown[name]:{width}s}  {cells[0]:>11s} → {cells[1]:>11s}{delta}{status}")
+    return lines
+
+
+def diff_reports(before: GapReport, after: GapReport, top: int = 10, *, versions: tuple[int, int] | None = None) -> str:
+    """Before → after: the totals with their deltas, what makes the two incomparable (devices,
+    specs, inputs, coverage, schema ``versions`` when given, kernels read in one and not the
+    other), the per-scope FLOPs and bytes, and each kernel's bound when both have kernels."""
+    rows: list[tuple[str, float, float, Callable[[float], str]]] = [
         ("FLOPs", before.estimate.flops, after.estimate.flops, _flops),
         ("bytes (unfused)", before.estimate.bytes, after.estimate.bytes, _bytes),
+    ]
+    if before.estimate.kernels or after.estimate.kernels:
+        rows.append(("bytes (compiled)", before.estimate.compiled_bytes, after.estimate.compiled_bytes, _bytes))
+    rows += [
         ("bound", before.bound_seconds, after.bound_seconds, format_seconds),
+        ("program roofline", before.roofline_seconds, after.roofline_seconds, format_seconds),
         ("observed", before.observed_seconds, after.observed_seconds, format_seconds),
         ("efficiency", before.efficiency, after.efficiency, format_percent),
     ]
     table = [(label, fmt(a), fmt(b), _delta(a, b, fmt)) for label, a, b, fmt in rows]
     table += _coverage_rows(before.estimate, after.estimate)
     lines = ["Neural cost diff (before → after)"]
-    notes = []
+    notes = _method_notes(before, after, versions)
     if (before.measurement.device, before.measurement.device_kind) != (
         after.measurement.device,
         after.measurement.device_kind,
@@ -162,5 +220,6 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10) -> str:
                 f"    {shown[name]:{name_width}s}  {_flops(fa):>11s} → {_flops(fb):>11s}  "
                 f"{_bytes(ba):>9s} → {_bytes(bb):>9s}{status}"
             )
-    # Device, hardware, input and scope names come from saved files, which may be hostile.
+    lines += _kernel_lines(before, after, top)
+    # Device, hardware, input, scope and kernel names come from saved files, which may be hostile.
     return "\n".join(printable(line) for line in lines) + "\n"

@@ -23,6 +23,7 @@ from ..core.attrs import FrozenAttrs
 from ..core.coverage import Coverage, LoopAssumption
 from ..core.errors import NeuralCostError, SchemaError
 from ..core.estimate import CostEstimate, OperationCost, ScopeCost
+from ..core.kernels import Kernel
 from ..core.records import TensorSpec
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
@@ -30,7 +31,7 @@ from .document import DEFAULT_MAX_BYTES, MAX_DEPTH, check_max_bytes, parse_docum
 from .validate import VALIDATORS
 from .values import Invalid, json_type, show
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "load_report", "report_from_dict"]
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "load_report", "read_report", "report_from_dict"]
 
 T = TypeVar("T")
 
@@ -74,6 +75,8 @@ def _estimate_parts(estimate: Mapping[str, Any]) -> Iterator[tuple[str, Callable
         yield f"estimate.loop_assumptions[{i}]", partial(LoopAssumption.from_dict, item)
     for i, item in enumerate(estimate.get("boundary", ())):
         yield f"estimate.boundary[{i}]", partial(TensorSpec.from_dict, item)
+    for i, item in enumerate(estimate.get("kernels") or ()):
+        yield f"estimate.kernels[{i}]", partial(Kernel.from_dict, item)
 
 
 def _check_finite(report: GapReport, where: str) -> None:
@@ -89,8 +92,20 @@ def _check_finite(report: GapReport, where: str) -> None:
     if not math.isfinite(report.memory_seconds) or not math.isfinite(report.compulsory_seconds or 0.0):
         raise SchemaError(
             f"{where}: hardware.memory_bandwidth: {show(hardware.memory_bandwidth)} bytes/s makes the memory time "
-            f"of {show(estimate.bytes)} bytes infinite"
+            f"of {show(estimate.compiled_bytes)} bytes infinite"
         )
+    for row in report.kernel_rows:  # a cache level's bandwidth of 1e-300 B/s makes one kernel's time infinite
+        if not math.isfinite(row.memory_seconds):
+            names = [level.name for level in hardware.memory_levels]
+            path = (
+                f"hardware.memory_levels[{names.index(row.level)}].bandwidth"
+                if row.level in names and hardware.memory_levels[names.index(row.level)].bandwidth is not None
+                else "hardware.memory_bandwidth"
+            )
+            raise SchemaError(
+                f"{where}: {path}: {show(row.bandwidth)} bytes/s makes the memory time of kernel {row.name!r} "
+                f"({show(row.traffic_bytes)} bytes at {row.level}) infinite"
+            )
     derived = (report.efficiency, report.achieved_flops_per_second, report.achieved_bytes_per_second)
     if not all(math.isfinite(value) for value in derived):
         raise SchemaError(
@@ -142,5 +157,13 @@ def load_report(path: str | os.PathLike[str], *, max_bytes: int | None = None) -
     A file larger than ``max_bytes`` (default ``DEFAULT_MAX_BYTES``, 400 MB) is refused
     before it is read whole; every other problem is a SchemaError naming where it is.
     """
+    return read_report(path, max_bytes=max_bytes)[0]
+
+
+def read_report(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> tuple[GapReport, int]:
+    """``load_report``, and the ``schema_version`` the file was written in (``diff`` says when two differ)."""
     limit = check_max_bytes(max_bytes)
-    return report_from_dict(parse_document(read_limited(path, limit), path), str(path))
+    data = parse_document(read_limited(path, limit), path)
+    report = report_from_dict(data, str(path))
+    version: int = data["schema_version"]  # report_from_dict checked it is one this version reads
+    return report, version

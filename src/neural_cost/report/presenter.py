@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 class ReportPresenter:
     """Implements ``analysis.presenter.Presenter`` with this package's functions."""
 
-    def render_gap(self, report: GapReport, top: int, group_by_scope: bool) -> str:
-        return render_report(report, top=top, group_by_scope=group_by_scope)
+    def render_gap(self, report: GapReport, top: int, group_by_scope: bool, by: str | None) -> str:
+        return render_report(report, top=top, group_by_scope=group_by_scope, by=by)
 
     def gap_to_dict(self, report: GapReport) -> dict[str, Any]:
         return report_to_dict(report)

@@ -1,8 +1,10 @@
 """The text report: a pure function of a GapReport's numbers.
 
 Header order (ARCHITECTURE.md, "The report says what it doesn't know"): title, coverage,
-WARNING lines, device, Device mismatch, inputs, timed runs; then the bound, the floor,
-observed time, efficiency, achieved rates, findings, and the per-operation table.
+WARNING lines, device, Device mismatch, inputs, timed runs; then the work, the three traffic
+figures, the kernel bound beside the program roofline, traffic by memory level, the floor,
+observed time, efficiency, achieved rates, findings, and the per-operation (per-scope,
+per-kernel) table. The kernel lines and table are in ``kernel_text.py``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
+from .kernel_text import bound_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
 from .printable import printable
 
@@ -146,17 +149,14 @@ def _runs_line(report: GapReport) -> str:
 
 
 def _work_line(report: GapReport) -> str:
+    """FLOPs by dtype and the intensity of compiled traffic (the traffic the program roofline scores)."""
     e = report.estimate
     if len(e.flops_by_dtype) > 1:
         dtypes = ", ".join(f"{d} {format_si(n, 'FLOP')}" for d, n in e.flops_by_dtype.items())
     else:
         dtypes = ", ".join(e.flops_by_dtype)
-    intensity = f"{e.arithmetic_intensity:.2f} FLOP/B" if e.bytes else "n/a"
-    return (
-        f"work: {format_si(e.flops, 'FLOP')}{f' ({dtypes})' if dtypes else ''}, "
-        f"{format_si(e.bytes, 'B')} unfused traffic (read {format_si(e.read_bytes, 'B')}, "
-        f"write {format_si(e.write_bytes, 'B')}), intensity {intensity}"
-    )
+    intensity = f"{e.flops / e.compiled_bytes:.2f} FLOP/B of compiled traffic" if e.compiled_bytes else "n/a"
+    return f"work: {format_si(e.flops, 'FLOP')}{f' ({dtypes})' if dtypes else ''}, intensity {intensity}"
 
 
 def _cross_check_line(report: GapReport) -> str | None:
@@ -199,7 +199,7 @@ def _efficiency_line(report: GapReport) -> str:
         line += f"; scored against {report.hardware.kind} peaks, ran on {report.measurement.device_kind}"
     line += ")"
     if report.efficiency > 1:
-        line += " — above 100%: the peak or the count is wrong, see findings"
+        line += " — above 100%: see findings"
     return line
 
 
@@ -241,28 +241,32 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str]) -> 
     return lines
 
 
-def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False) -> str:
+def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False, by: str | None = None) -> str:
+    """The text report; the table is per operation, per scope or per kernel (``by``, see ``table_view``)."""
+    view = table_view(group_by_scope, by)
     lines = [_coverage_line(report)]
     lines += [f"WARNING: {f.message}" for f in report.findings if f.header and f.code == "low_coverage"]
     lines.append(_device_line(report))
     lines += [f.message for f in report.findings if f.header and f.code != "low_coverage"]
-    lines += [_inputs_line(report), _runs_line(report), _work_line(report)]
+    lines += [_inputs_line(report), _runs_line(report), _work_line(report), traffic_line(report)]
     cross_check = _cross_check_line(report)
     if cross_check:
         lines.append(cross_check)
-    lines.append(
-        f"bound: {format_seconds(report.bound_seconds)} (compute {format_seconds(report.compute_seconds)}, "
-        f"memory {format_seconds(report.memory_seconds)})"
-    )
+    lines.append(bound_line(report))
+    lines += level_lines(report)
     lines += [_floor_line(report), _observed_line(report), _efficiency_line(report)]
+    traffic = "compiled" if report.estimate.kernels else "unfused"
     lines.append(
         f"achieved: {format_si(report.achieved_flops_per_second, 'FLOP/s')}, "
-        f"{format_si(report.achieved_bytes_per_second, 'B/s')} of unfused traffic"
+        f"{format_si(report.achieved_bytes_per_second, 'B/s')} of {traffic} traffic"
     )
     lines += [f"{f.severity}: {f.message}" for f in report.findings if not f.header]
-    rows = report.scope_rows if group_by_scope else report.operation_rows
-    if rows and top > 0:
-        names = [row.name for row in rows] if group_by_scope else operation_labels(report, rows)
-        lines += _table(rows, top, "scopes" if group_by_scope else "operations", names)
+    if top > 0 and view == "kernel" and report.kernel_rows:
+        lines += kernel_table(report, top)
+    elif top > 0 and view != "kernel":
+        rows = report.scope_rows if view == "scope" else report.operation_rows
+        if rows:
+            names = [row.name for row in rows] if view == "scope" else operation_labels(report, rows)
+            lines += _table(rows, top, "scopes" if view == "scope" else "operations", names)
     # Names, devices and notes come from the report, which may come from a hostile file.
     return "\n".join([TITLE] + [INDENT + printable(line) for line in lines]) + "\n"

@@ -11,7 +11,12 @@ row tables and what they add up to:
   ``unmodeled_work`` entry names an unmodeled operation, once, and ``unmodeled_flops`` and
   ``unmodeled_bytes`` are their sums (null when an unmodeled operation has no entry);
 - ``measurement.samples_seconds`` → ``runs``;
-- ``operation_rows`` and ``scope_rows`` → the estimate's FLOPs and bytes.
+- ``operation_rows`` and ``scope_rows`` → the estimate's FLOPs and bytes;
+- (version 2) ``estimate.kernels``: each names operations of ``estimate.by_operation``, each
+  record in one kernel at most, and its ``flops_by_dtype`` is the sum of its records';
+  ``estimate.compiled_bytes`` is every kernel's traffic over its executions plus the unfused
+  traffic of the records no kernel executes; ``kernel_rows`` and ``analysis`` add up to the
+  estimate's FLOPs and compiled bytes.
 
 Rows are not recounted from their operations: cost rules change between versions, and a
 report keeps the counts of the version that wrote it.
@@ -20,12 +25,14 @@ report keeps the counts of the version that wrote it.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..analysis.kernels import UNMAPPED
 from ..core.dtypes import dtype_info
 from ..core.shapes import num_elements
-from .values import Invalid, child, show
+from .values import MAX_WORK, Invalid, child, show
 
 #: The scope row of operations recorded without a scope (``costs.estimate.NO_SCOPE``; the
 #: report layer may not import ``costs``).
@@ -157,9 +164,83 @@ def check_totals_v1(data: Mapping[str, Any]) -> None:
     _check_table(data, "scope_rows", "by_scope")
 
 
+def _nonzero(flops: Mapping[str, int]) -> dict[str, int]:
+    return {dtype: value for dtype, value in flops.items() if value}
+
+
+def _check_kernels(estimate: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """Each kernel's operations and FLOPs against ``estimate.by_operation``; the compiled bytes,
+    and the names of the rows the kernel table must have."""
+    rows = estimate["by_operation"]
+    owner: dict[int, str] = {}
+    compiled = 0
+    for k, kernel in enumerate(estimate.get("kernels", ())):
+        path = f"estimate.kernels[{k}]"
+        for j, index in enumerate(kernel["operations"]):
+            where = f"{path}.operations[{j}]"
+            if index >= len(rows):
+                raise Invalid(where, f"{index} is not an operation: estimate.by_operation has {len(rows)} rows")
+            if index in owner:
+                raise Invalid(
+                    where,
+                    f"operation {index} is executed by {owner[index]} already; a record belongs to one kernel at most",
+                )
+            owner[index] = path
+        members = [rows[index] for index in kernel["operations"]]
+        # zero entries say nothing: a kernel whose records do no float32 work may list float32: 0
+        _equal_flops(
+            f"{path}.flops_by_dtype",
+            _nonzero(kernel["flops_by_dtype"]),
+            _nonzero(_sum_flops(members)),
+            "the sum over its operations' flops_by_dtype",
+        )
+        traffic = kernel["traffic_bytes"] * kernel["executions"]
+        if traffic > MAX_WORK:
+            raise Invalid(
+                f"{path}.traffic_bytes",
+                f"{show(kernel['traffic_bytes'])} bytes × {show(kernel['executions'])} executions is above 10^60, "
+                f"more than any program moves",
+            )
+        compiled += traffic
+    if not estimate.get("kernels"):  # no compiled program read: each record is its own kernel, unfused
+        return estimate["read_bytes"] + estimate["write_bytes"], [row["operation"]["name"] for row in rows]
+    unmapped = [row for i, row in enumerate(rows) if i not in owner]
+    names = [kernel["name"] for kernel in estimate["kernels"]] + ([UNMAPPED] if unmapped else [])
+    return compiled + sum(row["read_bytes"] + row["write_bytes"] for row in unmapped), names
+
+
+def _check_kernel_tables(data: Mapping[str, Any], compiled: int, names: list[str]) -> None:
+    estimate = data["estimate"]
+    what = "every kernel's traffic over its executions, plus the unfused bytes of the records no kernel executes"
+    if "compiled_bytes" in estimate:
+        _equal("estimate.compiled_bytes", estimate["compiled_bytes"], compiled, what)
+    analysis = data.get("analysis") or {}
+    if "compiled_bytes" in analysis:
+        _equal("analysis.compiled_bytes", analysis["compiled_bytes"], compiled, what)
+    if "traffic_by_level" in analysis:
+        total = sum(analysis["traffic_by_level"].values())
+        _equal("analysis.traffic_by_level", total, compiled, "the compiled bytes, in sum")
+    if "kernel_rows" in data:
+        rows = data["kernel_rows"]
+        # one row per kernel (and one for the records none executes): a kernel deleted whose traffic
+        # was its records' unfused bytes leaves every sum as it was, but not the rows' names
+        missing = Counter(names)
+        for i, row in enumerate(rows):
+            if not missing[row["name"]]:
+                raise Invalid(f"kernel_rows[{i}].name", f"{show(row['name'])} is not a row the estimate's kernels make")
+            missing[row["name"]] -= 1
+        if sum(missing.values()):
+            left = next(name for name, count in missing.items() if count)
+            raise Invalid("kernel_rows", f"has no row for {show(left)}, which the estimate's kernels make")
+        flops = sum(estimate["flops_by_dtype"].values())
+        _equal("kernel_rows[*].flops", sum(r["flops"] for r in rows), flops, "the estimate's FLOPs")
+        _equal("kernel_rows[*].traffic_bytes", sum(r["traffic_bytes"] for r in rows), compiled, "the compiled bytes")
+
+
 def check_totals_v2(data: Mapping[str, Any]) -> None:
-    """Version 1's totals, and each ``unmodeled_work`` entry an unmodeled name, once."""
+    """Version 1's totals, each ``unmodeled_work`` entry an unmodeled name, once, and the kernels."""
     check_totals_v1(data)
+    _check_kernel_tables(data, *_check_kernels(data["estimate"]))
     coverage = data["estimate"]["coverage"]
     names = {name for name, _ in coverage.get("unmodeled", ())}
     seen: set[str] = set()

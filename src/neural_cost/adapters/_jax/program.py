@@ -50,9 +50,10 @@ def read_kernels(
     notes = list(found.notes)
     if found.unmapped:
         flops = sum(operations[i].cost.flops * operations[i].count for i in found.unmapped)
+        names = _names(found.unmapped, operations)
         notes.append(
-            f"{len(found.unmapped)} record(s) match no kernel of the compiled program ({_names(found.unmapped, operations)}; "
-            f"{flops:,} FLOPs): scored together by the unfused rule"
+            f"{len(found.unmapped)} record(s) match no kernel of the compiled program ({names}; {flops:,} FLOPs): "
+            f"scored together by the unfused rule"
         )
     if found.duplicated:
         dup = [index for index, _ in found.duplicated]

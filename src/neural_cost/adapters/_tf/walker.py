@@ -9,6 +9,9 @@ with a constant bound — ``maximum_iterations`` is one), or the default, report
 A library op counts as the op (``composites``): a Keras norm layer's scope, or a ``Gelu`` or
 ``LogSigmoid`` function scope, is one record of the op's kind; its graph ops are counted as
 executed and modeled, part of that record.
+
+Each graph op that does work is also one kernel, executed as often as its records
+(``kernels.py``).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.errors import AdapterError
+from ...core.records import Operation
 from .._labels import Origins
 from .._walk import Loops, WalkState, closed_form_trips, lower, take_costliest_branch
 from .composites import NormLayer, fold_groups
-from .table import REGISTRY, TABLE, TfContext, constant_value
+from .kernels import KernelLog
+from .table import REGISTRY, TABLE, TfContext, attr, constant_value
 
 CALL_BOUNDARY = "a function call: its body's ops are counted instead"
 CALLS = ("PartitionedCall", "StatefulPartitionedCall")
@@ -73,11 +78,15 @@ class Walker:
         self.layers = dict(layers or {})  # Keras norm layers by name (``composites.norm_layers``)
         self.training = training
         self.origins = Origins()
+        self.kernels = KernelLog()  # one per graph op that does work (``kernels.py``)
+        self.walked: list[Operation] = []  # the records as walked, before labels: kernels find theirs here
+        self.xla = False  # whether a call compiles its function with XLA (jit_compile=True)
 
     def run(self, graph: Any) -> WalkState:
         state = WalkState()
         self.walk(graph, 1, None, state)
         self.loops.check()
+        self.walked = list(state.operations)
         # Two records of one scope named MatMul: the graph op's own name (MatMul_1) tells them apart.
         state.operations = self.origins.label(state.operations, lambda name: name.rsplit("/", 1)[-1])
         return state
@@ -94,6 +103,7 @@ class Walker:
                 group = groups[id(op)]
                 if group.record is not None:  # the group's one record, at its first op
                     state.operations.append(group.record)
+                    self.kernels.modeled(None, group.record.name, group.record.scope, [group.record], count)
                     group.record = None
                 state.static += 1
                 state.executed += count
@@ -114,6 +124,7 @@ class Walker:
         state.static += 1
         state.executed += count
         if kind in CALLS:
+            self.xla = self.xla or attr(op, "_XlaMustCompile", False) is True
             state.free += count
             state.free_reasons[kind] = CALL_BOUNDARY
             self.walk(_function_graph(graph, op, "f"), count, scope, state)
@@ -124,7 +135,12 @@ class Walker:
         if kind in IFS or kind in ("Case", "StatelessCase"):
             self._branches(graph, op, count, scope, state)
             return
+        start, free = len(state.operations), state.free
         lower(state, REGISTRY, TABLE.get(kind), kind, count, (op, TfContext(scope, count)), where=op.name)
+        if len(state.operations) > start:
+            self.kernels.modeled(op, kind, scope, state.operations[start:], count)
+        elif state.free == free:
+            self.kernels.unmodeled(op, scope, count)
 
     def _branches(self, graph: Any, op: Any, count: int, scope: str | None, state: WalkState) -> None:
         if op.type in IFS:
@@ -132,12 +148,16 @@ class Walker:
         else:
             names = [f.name for f in op.get_attr("branches")]
             graphs = [graph._get_function(name).graph for name in names]
-        walked = []
+        walked, logs, outer = [], [], self.kernels
         for branch in graphs:
             branch_state = WalkState()
+            self.kernels = KernelLog()
             self.walk(branch, count, scope, branch_state)
             walked.append(branch_state)
-        take_costliest_branch(state, walked, count, op.type, f"{op.type} {op.name}", "ops")
+            logs.append(self.kernels)
+        self.kernels = outer
+        chosen = take_costliest_branch(state, walked, count, op.type, f"{op.type} {op.name}", "ops")
+        outer.extend(logs[chosen])  # the other branches' ops are not counted: no kernels
 
     def _while(self, graph: Any, op: Any, count: int, scope: str | None, state: WalkState) -> None:
         cond = _function_graph(graph, op, "cond")

@@ -5,7 +5,9 @@ lowering driver (``adapters._walk.lower``) with the aten table, so the tally fol
 policy every adapter follows. A composite op that reaches the mode whole (under
 ``inference_mode``) and has no table entry runs as its decomposition, so its parts are
 counted, once. The recorder also notes which buffers each call reads and allocates (the
-dataflow the memory profile's liveness walk reads). Module scopes come from forward hooks.
+dataflow the memory profile's liveness walk reads) and, for each call that does work, the
+records it lowered to and the bytes its tensors hold: its kernel (``kernels.py``). Module
+scopes come from forward hooks.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._walk import WalkState, lower
+from .kernels import KernelLog
 from .table import REGISTRY, TABLE, AtenCall, TorchContext
 
 if TYPE_CHECKING:
@@ -96,6 +99,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.state = WalkState()
         self.dataflow: list[tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = []
         self.buffers = _Buffers()
+        self.kernels = KernelLog()
 
     def scope(self) -> str | None:
         """The innermost module running; in a training trace, the phase instead."""
@@ -120,12 +124,17 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         state = self.state
         state.executed += 1
         state.static += 1  # eager PyTorch runs what it records: the program text is the run
+        touched = self._dataflow(args, kwargs, out)
         if namespace == "profiler":  # record_function markers around optimizer steps
             state.free += 1
             state.free_reasons[f"{namespace}.{name}"] = PROFILER_REASON
-        else:
-            lower(state, REGISTRY, entry, name, 1, (call, TorchContext(self.scope())), label=f"{namespace}.{name}")
-        self._dataflow(args, kwargs, out)
+            return out
+        start, free = len(state.operations), state.free
+        scope = self.scope()
+        lower(state, REGISTRY, entry, name, 1, (call, TorchContext(scope)), label=f"{namespace}.{name}")
+        if state.free == free:  # modeled (its records) or unmodeled (none): a kernel either way
+            module = self.scopes[-1] if self.scopes else scope
+            self.kernels.add(func, name, start, len(state.operations), module, scope, touched)
         return out
 
     def finish(self) -> None:
@@ -134,16 +143,23 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         last use."""
         self.dataflow.append((tuple(self.buffers.alive()), ()))
 
-    def _dataflow(self, args: Any, kwargs: Any, out: Any) -> None:
+    def _dataflow(self, args: Any, kwargs: Any, out: Any) -> list[tuple[int, torch.Tensor]]:
+        """Note the buffers the call reads and allocates; returns every tensor it touched with
+        its buffer id (what its kernel's sizes are read from, if it has one)."""
         reads = []
+        touched = []
         for tensor in tensors_in((args, kwargs)):
-            reads.append(self.buffers.id_of(tensor)[0])
+            buffer = self.buffers.id_of(tensor)[0]
+            reads.append(buffer)
+            touched.append((buffer, tensor))
         allocs = []
         for tensor in tensors_in(out):
             buffer, new = self.buffers.id_of(tensor)
+            touched.append((buffer, tensor))
             if new:
                 allocs.append((buffer, tensor.numel() * tensor.element_size()))
         self.dataflow.append((tuple(dict.fromkeys(reads)), tuple(allocs)))
+        return touched
 
 
 @contextlib.contextmanager

@@ -1,0 +1,145 @@
+"""TensorFlow's kernels: one per executed graph op that does work (``core/kernels.py``).
+
+The walker notes, for every graph op it lowers that is not free, the records it lowered to
+(the record objects themselves: a conditional's chosen branch is walked into its own state
+and joins the program's records later, so indices are only known at the end), how many
+times it runs and its operands' sizes:
+
+- a modeled op executes its records; its traffic per execution is their unfused bytes per
+  execution, and it runs as often as they do (a loop body's op: the trip count the walker
+  multiplies its records by), so a graph program's kernel traffic equals its unfused traffic;
+- an unmodeled op is a kernel with no records, its traffic its inputs and outputs when their
+  shapes are static; with a shape or type that cannot be sized it has no kernel (noted);
+- a library op folded into one record (``composites``: a Keras norm layer, ``Gelu``) is one
+  kernel, its record's;
+- the ops of a conditional's branches not costed have no kernel (their records are not counted).
+
+Footprint: the op's distinct input and output tensors, each once; the records' traffic when
+one cannot be sized (a variable handle: an optimizer's ``ResourceApply*`` reads its variables
+through handles).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.dtypes import dtype_info
+from ...core.kernels import Kernel
+from ...core.records import Operation
+from .table import TfContext
+
+KERNEL_SOURCE = (
+    "TensorFlow graph ops (one kernel per op, traffic unfused; Grappler/oneDNN fusions such as "
+    "_MklNativeFusedMatMul not modeled)"
+)
+XLA_NOTE = (
+    "jit_compile=True: XLA's fusion is not read for TensorFlow yet, so the kernels are the graph's ops and their "
+    "traffic is the graph's unfused traffic, not the compiled program's"
+)
+
+
+def _nbytes(tensor: Any) -> int:
+    return dtype_info(TfContext.dtype(tensor)).nbytes(math.prod(TfContext.shape(tensor)))
+
+
+def _sizes(op: Any) -> tuple[int, int] | None:
+    """(every input and output as often as it appears, each distinct tensor once), or None when
+    one cannot be sized (an unknown dimension, a resource or variant tensor)."""
+    moved, distinct = 0, {}
+    try:
+        for tensor in (*op.inputs, *op.outputs):
+            nbytes = _nbytes(tensor)
+            moved += nbytes
+            distinct[tensor.name] = nbytes
+    except Exception:  # an unknown shape or a type with no size
+        return None
+    return moved, sum(distinct.values())
+
+
+@dataclass
+class Pending:
+    """One graph op's kernel before the records have their final indices."""
+
+    kind: str
+    scope: str | None
+    local: str  # the op's own name, last path part
+    records: list[Operation]
+    count: int
+    traffic: int  # per execution
+    footprint: int
+
+
+class KernelLog:
+    """The kernels of one walk (or of one branch, until it is chosen)."""
+
+    def __init__(self) -> None:
+        self.pending: list[Pending] = []
+        self.unsized: dict[str, int] = {}  # unmodeled op type → ops with no kernel
+
+    def modeled(self, op: Any, kind: str, scope: str | None, records: Sequence[Operation], count: int) -> None:
+        per_run = sum(r.cost.read_bytes + r.cost.write_bytes for r in records)
+        if any(r.count != count for r in records):  # not so today; keep the totals equal if it ever is
+            per_run, count = sum((r.cost.read_bytes + r.cost.write_bytes) * r.count for r in records), 1
+        sizes = _sizes(op) if op is not None else None
+        local = str(op.name).rsplit("/", 1)[-1] if op is not None else kind
+        self.pending.append(Pending(kind, scope, local, list(records), count, per_run, sizes[1] if sizes else per_run))
+
+    def unmodeled(self, op: Any, scope: str | None, count: int) -> None:
+        sizes = _sizes(op)
+        if sizes is None:
+            self.unsized[str(op.type)] = self.unsized.get(str(op.type), 0) + 1
+            return
+        local = str(op.name).rsplit("/", 1)[-1]
+        self.pending.append(Pending(str(op.type), scope, local, [], count, sizes[0], sizes[1]))
+
+    def extend(self, other: KernelLog) -> None:
+        self.pending += other.pending
+        for kind, n in other.unsized.items():
+            self.unsized[kind] = self.unsized.get(kind, 0) + n
+
+    def notes(self) -> list[str]:
+        if not self.unsized:
+            return []
+        listed = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.unsized.items()))
+        return [
+            f"unmodeled graph ops with no kernel (an operand with no static shape or size, so the bytes they move are "
+            f"unknown): {listed}"
+        ]
+
+    def kernels(
+        self,
+        walked: Sequence[Operation],
+        operations: Sequence[Operation],
+        clean: Callable[[str | None], str | None],
+    ) -> tuple[Kernel, ...]:
+        """The kernels, their records found in ``walked`` (the walk's records, by identity) and
+        their scopes read from ``operations`` (the same records, relabeled, in the same order);
+        ``clean`` turns a walked scope into the trace's."""
+        positions: dict[int, list[int]] = {}
+        for index, record in enumerate(walked):
+            positions.setdefault(id(record), []).append(index)
+        seen: dict[str, int] = {}
+        result = []
+        for entry in self.pending:
+            indices = tuple(positions[id(r)].pop(0) for r in entry.records if positions.get(id(r)))
+            if entry.records and not indices:
+                continue  # a branch not costed: its records are not in the trace
+            scope = clean(entry.scope)
+            base = f"{scope}/{entry.local}" if scope else entry.local
+            seen[base] = seen.get(base, 0) + 1
+            scopes = [operations[i].scope for i in indices] if indices else [scope]
+            result.append(
+                Kernel(
+                    base if seen[base] == 1 else f"{base}#{seen[base]}",
+                    indices,
+                    traffic_bytes=entry.traffic,
+                    footprint_bytes=entry.footprint,
+                    executions=entry.count,
+                    scopes=tuple(dict.fromkeys(s for s in scopes if s)),
+                    kind=entry.kind,
+                )
+            )
+        return tuple(result)

@@ -1,0 +1,186 @@
+"""The kernel bound in the text report: the traffic, bound and level lines, and the kernel table.
+
+The lines (``analysis/kernels.py`` scores the rows they print):
+
+- ``traffic:`` the three traffic figures side by side, compulsory ≤ compiled ≤ unfused;
+- ``bound:`` the kernel bound (the sum of each kernel's own bound) with the program roofline
+  beside it (total FLOPs at the peaks against compiled traffic at main-memory bandwidth);
+- ``traffic by level:`` the compiled traffic by the level each kernel was scored at,
+  nearest first, main memory last;
+- the table of ``render(by="kernel")``: one row per kernel, costliest first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..analysis.kernels import UNMAPPED, Levels
+from ..core.errors import RecordError
+from ..core.units import format_int, format_percent, format_seconds, format_si, plural
+from .printable import printable
+
+if TYPE_CHECKING:
+    from ..analysis.gap import GapReport
+    from ..analysis.kernels import KernelTime
+
+#: The tables ``render(by=...)`` draws: per operation (the default), per scope, per kernel.
+TABLES = ("operation", "scope", "kernel")
+#: Kernels named on the traffic line when compiled traffic is above unfused.
+NAMED_KERNELS = 3
+#: The widest the scopes cell of the kernel table gets, and how many scopes it names.
+SCOPES_WIDTH = 40
+SCOPES_NAMED = 2
+
+
+def table_view(group_by_scope: bool, by: str | None) -> str:
+    """The table ``render`` draws: ``by`` (None for operations); ``group_by_scope=True`` is the
+    older spelling of ``by="scope"``, and asking for two different tables is an error."""
+    if by is not None and by not in TABLES:
+        raise RecordError(f"render: by={by!r} is not a table; use one of {', '.join(map(repr, TABLES))} (or None)")
+    if group_by_scope:
+        if by not in (None, "scope"):
+            raise RecordError(
+                f"render: group_by_scope=True and by={by!r} ask for two different tables; group_by_scope=True "
+                f"is by='scope': pass by={by!r} alone, or by='scope'"
+            )
+        return "scope"
+    return by or "operation"
+
+
+def is_unmapped(row: KernelTime) -> bool:
+    """The row of the records no kernel executes (``analysis/kernels.py``)."""
+    return row.name == UNMAPPED and row.kind == "unmapped" and row.footprint_bytes is None
+
+
+def main_memory(report: GapReport) -> str:
+    """The name of the level the program roofline scores traffic at (``main memory`` when the
+    spec names none)."""
+    return level_name(report, Levels.of(report.hardware).main)
+
+
+def level_name(report: GapReport, name: str) -> str:
+    """A level as the report prints it: the unnamed main memory as ``main memory``."""
+    return "main memory" if name == "memory" and name == Levels.of(report.hardware).main else name
+
+
+def levels_in_order(report: GapReport) -> list[tuple[str, int]]:
+    """``report.traffic_by_level`` nearest level first (the spec's order), main memory last."""
+    names = [level.name for level in report.hardware.memory_levels]
+    main = Levels.of(report.hardware).main
+
+    def key(item: tuple[str, int]) -> tuple[int, int]:
+        name = item[0]
+        if name == main:
+            return (1, 0)
+        return (0, names.index(name) if name in names else len(names))
+
+    return sorted(report.traffic_by_level.items(), key=key)
+
+
+def _bytes(value: int) -> str:
+    return format_si(value, "B")
+
+
+def _their(count: int, noun: str) -> str:
+    """``1, "kernels"`` → ``1 kernel's own bound``; ``12, "kernels"`` → ``12 kernels' own bounds``."""
+    return f"{format_int(count)} {noun[:-1]}'s own bound" if count == 1 else f"{format_int(count)} {noun}' own bounds"
+
+
+def traffic_line(report: GapReport) -> str:
+    """``traffic: compulsory 1.65 MB · compiled 2.10 MB (12 kernels, XLA optimized HLO) · unfused
+    3.20 MB (read ..., write ...)``; compiled above unfused names the kernels that move the most."""
+    e = report.estimate
+    compulsory = "compulsory unknown" if e.compulsory_bytes is None else f"compulsory {_bytes(e.compulsory_bytes)}"
+    unfused = f"unfused {_bytes(e.bytes)} (read {_bytes(e.read_bytes)}, write {_bytes(e.write_bytes)})"
+    if not e.kernels:
+        return f"traffic: {compulsory} · compiled = unfused (no compiled program read) · {unfused}"
+    what = plural(len(e.kernels), "kernels") + (f", {e.kernel_source}" if e.kernel_source else "")
+    unmapped = len(e.unmapped_operations)
+    if unmapped:
+        what += f"; {plural(unmapped, 'records')} no kernel executes, at unfused traffic"
+    line = f"traffic: {compulsory} · compiled {_bytes(e.compiled_bytes)} ({what}) · {unfused}"
+    if e.compiled_bytes > e.bytes:
+        kernels = sorted((r for r in report.kernel_rows if not is_unmapped(r)), key=lambda r: -r.traffic_bytes)
+        named = ", ".join(f"{r.name} {_bytes(r.traffic_bytes)}" for r in kernels[:NAMED_KERNELS])
+        line += f" — compiled is above unfused (copies, recomputation); most traffic: {named}"
+    return line
+
+
+def bound_line(report: GapReport) -> str:
+    """``bound: 11.0 µs, the sum of 12 kernels' own bounds (program roofline 9.1 µs: compute 6.6 µs,
+    memory 9.1 µs at DRAM)``."""
+    rows, e = report.kernel_rows, report.estimate
+    compute, memory = format_seconds(report.compute_seconds), format_seconds(report.memory_seconds)
+    roofline = (
+        f"program roofline {format_seconds(report.roofline_seconds)}: compute {compute}, "
+        f"memory {memory} at {main_memory(report)}"
+    )
+    bound = format_seconds(report.bound_seconds)
+    if not rows:
+        return f"bound: {bound} ({roofline})"
+    if not e.kernels:
+        return f"bound: {bound}, the sum of {_their(len(rows), 'operations')} (each its own kernel; {roofline})"
+    kernels = sum(1 for r in rows if not is_unmapped(r))
+    unmapped = len(e.unmapped_operations)
+    rest = f" and that of {plural(unmapped, 'records')} no kernel executes" if unmapped else ""
+    return f"bound: {bound}, the sum of {_their(kernels, 'kernels')}{rest} ({roofline})"
+
+
+def level_lines(report: GapReport) -> list[str]:
+    """``traffic by level: L2 1.20 MB · DRAM 900 kB`` and each of the kernel notes as ``note:``."""
+    levels = levels_in_order(report)
+    lines = []
+    if levels:
+        shown = (f"{level_name(report, name)} {_bytes(nbytes)}" for name, nbytes in levels)
+        line = "traffic by level: " + " · ".join(shown)
+        if not report.hardware.memory_levels:
+            line += " (the spec names no cache levels: every kernel is scored at main-memory bandwidth)"
+        lines.append(line)
+    lines += [f"note: {note}" for note in report.kernel_notes]
+    return lines
+
+
+def _scopes(scopes: tuple[str, ...]) -> str:
+    """The scopes cell: the first two, ``+N more`` after them, at most SCOPES_WIDTH characters."""
+    if not scopes:
+        return "-"
+    shown = ", ".join(printable(s) for s in scopes[:SCOPES_NAMED])
+    more = f" +{len(scopes) - SCOPES_NAMED} more" if len(scopes) > SCOPES_NAMED else ""
+    if len(shown) + len(more) > SCOPES_WIDTH:
+        shown = shown[: max(SCOPES_WIDTH - len(more) - 1, 1)] + "…"
+    return shown + more
+
+
+def kernel_table(report: GapReport, top: int) -> list[str]:
+    """The top kernels by bound: ``runs`` is the kernel's executions, ``traffic`` its bytes over
+    all of them, ``level`` where its footprint was scored, ``share`` its bound ÷ the kernel bound."""
+    rows = report.kernel_rows
+    shown = rows[:top]
+    head = ["#", "kernel", "scopes", "runs", "FLOPs", "traffic", "level", "bound", "share"]
+    body = [
+        [
+            str(i),
+            printable(row.name),  # escaped before the widths are measured, so the columns still line up
+            _scopes(row.scopes),
+            f"×{format_int(row.executions)}",
+            format_si(row.flops, "FLOP"),
+            _bytes(row.traffic_bytes),
+            printable(level_name(report, row.level)),
+            format_seconds(row.bound_seconds),
+            format_percent(row.share),
+        ]
+        for i, row in enumerate(shown, start=1)
+    ]
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    left = {1, 2, 6}
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    source = report.estimate.kernel_source or "the compiled program"
+    what = source if report.estimate.kernels else "no compiled program read: each operation scored as its own kernel"
+    lines = [f"top {len(shown)} of {plural(len(rows), 'kernels')} by share of bound ({what}):", fmt(head)]
+    lines.extend(fmt(cells) for cells in body)
+    return lines
