@@ -32,9 +32,7 @@ SCRIPTS = {
 
 def ratio_of(script: str, pattern: str) -> float:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run(
-        [sys.executable, str(HERE / script)], capture_output=True, text=True, env=env, check=False
-    )
+    result = subprocess.run([sys.executable, str(HERE / script)], capture_output=True, text=True, env=env, check=False)
     match = re.search(pattern, result.stdout)
     if result.returncode != 0 or match is None:
         raise SystemExit(f"{script} failed (exit {result.returncode}):\n{result.stdout}\n{result.stderr[-2000:]}")

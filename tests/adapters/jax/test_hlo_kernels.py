@@ -277,11 +277,13 @@ def test_hand_written_module():
     rows = [(k.name, k.traffic_bytes, k.footprint_bytes, k.executions) for k in result.kernels]
     assert rows == [
         ("lt", 9, 9, 4),  # s32 + s32 → pred; the condition runs trips + 1 times
-        ("slice", 4096 + 64, 4096 + 64, 3),  # reads the f32[1024] operand (as shaped), writes 16 floats
+        ("slice", 64 + 64, 64 + 64, 3),  # reads the 16 floats of the f32[1024] operand it keeps, writes 16
         # In place: the f32[1024] buffer aliases the result; it reads the 64-byte update and the
         # 4-byte index and writes the 64-byte update.
         ("update", 64 + 4 + 64, 64 + 4 + 64, 3),
-        ("next", 12, 8 + 4, 3),  # %one is a constant operand, read like any other
+        # %one is a constant operand, read like any other; the result is loop-state element 0, written
+        # over the buffer of %i (element 0 of the same size): footprint i/next 4 + one 4
+        ("next", 12, 4 + 4, 3),
         ("neg", 8192, 8192, 0),  # the lighter branch: listed, never executed
         ("b", 3 * 4096, 2 * 4096, 1),  # multiply(a, a) passes a twice: one buffer, two reads
         ("c2", 3 * 4096, 3 * 4096, 1),

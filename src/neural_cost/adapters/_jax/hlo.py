@@ -10,6 +10,9 @@ not, and an asynchronous pair is one kernel, at its start.
 Per execution, a kernel's traffic is the bytes of its operands (each as often as it is
 passed) and results, as the HLO shapes them — a fusion's operands are its inputs, so what
 stays inside it moves nothing — and its footprint is the same distinct buffers, once each.
+A gather or dynamic-slice reads only the elements its result holds, never its whole operand;
+so does a fusion from a parameter that only gathers and (dynamic-)slices read: a row looked up
+in a loop-carried table moves the row, not the table.
 An in-place update (a dynamic-update-slice or scatter, alone or at the root of a fusion whose
 buffer is a fusion operand) moves only its update: the buffer aliases the result.
 
@@ -44,6 +47,8 @@ _NOT_KERNELS = frozenset(
     }
 )  # fmt: skip
 _IN_PLACE = frozenset({"dynamic-update-slice", "scatter"})
+#: Instructions that read only the elements of their first operand that their result holds.
+_PARTIAL = frozenset({"gather", "dynamic-slice", "slice"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +116,16 @@ class _Walk:
         self.notes: list[str] = []
         self.while_index = 0
 
-    def computation(self, name: str, executions: int) -> None:
+    def computation(self, name: str, executions: int, body: bool = False) -> None:
         instructions = self.module.computations[name]
         defined = {i.name: i for i in instructions}
+        aliases = self._carried(name, defined) if body else {}
         for instruction in instructions:
             opcode = instruction.opcode
             if opcode == "while":
                 trips = self._trips(instruction)
                 self.computation(instruction.calls("condition")[0], executions * (trips + 1))
-                self.computation(instruction.calls("body")[0], executions * trips)
+                self.computation(instruction.calls("body")[0], executions * trips, body=True)
             elif opcode == "conditional":
                 branches = instruction.calls("branch_computations") or (
                     instruction.calls("true_computation") + instruction.calls("false_computation")
@@ -131,11 +137,43 @@ class _Walk:
                 for called in instruction.calls("to_apply"):
                     self.computation(called, executions)
             elif opcode not in _NOT_KERNELS and not opcode.endswith("-done"):
-                self.sites.append(self._site(instruction, defined, executions))
+                self.sites.append(self._site(instruction, defined, executions, aliases.get(instruction.name)))
 
-    def _site(self, kernel: Instruction, defined: dict[str, Instruction], executions: int) -> Site:
+    def _carried(self, body: str, defined: dict[str, Instruction]) -> dict[str, str]:
+        """``{kernel: operand}`` for the kernels of a while body that write loop-state element i
+        while reading element i of the same size: XLA keeps each loop-state element in one
+        buffer across iterations, so the result is written over that operand (one buffer)."""
+        root = self.module.root(body)
+        if root is None or root.opcode != "tuple":
+            return {}
+        aliases = {}
+        for index, producer_name in enumerate(root.operands):
+            producer = defined.get(producer_name)
+            if producer is None or producer.opcode in _NOT_KERNELS:
+                continue
+            for operand in producer.operands:
+                element = defined.get(operand)
+                if (
+                    element is not None
+                    and element.opcode == "get-tuple-element"
+                    and element.tuple_index == index
+                    and element.operands
+                    and defined.get(element.operands[0], element).parameter_number is not None
+                    and element.nbytes == producer.nbytes
+                ):
+                    aliases[producer.name] = operand
+                    break
+        return aliases
+
+    def _site(
+        self, kernel: Instruction, defined: dict[str, Instruction], executions: int, carried: str | None = None
+    ) -> Site:
         sizes = [defined[o].nbytes for o in kernel.operands]
-        distinct = {o: size for o, size in zip(kernel.operands, sizes, strict=True)}
+        for position, touched in self._partial_reads(kernel).items():
+            sizes[position] = min(sizes[position], touched)
+        distinct: dict[str, int] = {}
+        for operand, size in zip(kernel.operands, sizes, strict=True):  # one buffer passed twice: once
+            distinct[operand] = min(defined[operand].nbytes, distinct.get(operand, 0) + size)
         written, reads_old, buffer = kernel.nbytes, 0, self._in_place(kernel)
         if buffer is not None:
             position, update_bytes, reads_old_too = buffer
@@ -143,12 +181,15 @@ class _Walk:
             sizes[position] = 0
             written, reads_old = update_bytes, update_bytes if reads_old_too else 0
         traffic = sum(sizes) + written + reads_old
+        if carried is not None and buffer is None:
+            distinct.pop(carried, None)  # the result is written over this loop-state buffer
         footprint = sum(distinct.values()) + written
         site = Site(
             kernel.name, kernel.opcode, traffic, footprint, executions, self.module.source(kernel), kernel.nbytes
         )
         if kernel.op_name:
-            site.marks.append(Mark(*parse_op_name(kernel.op_name), kernel.opcode != "fusion", kernel.nbytes))
+            computes = kernel.opcode != "fusion"
+            site.marks.append(Mark(*parse_op_name(kernel.op_name), computes, kernel.nbytes, site.source))
         if kernel.opcode == "fusion":
             self._marks(kernel.calls("calls"), site.marks)
         return site
@@ -160,9 +201,48 @@ class _Walk:
             for instruction in self.module.computations.get(name, ()):
                 if instruction.op_name and instruction.opcode != "parameter":
                     scope, names = parse_op_name(instruction.op_name)
-                    marks.append(Mark(scope, names, instruction.opcode not in MARKER_OPCODES, instruction.nbytes))
+                    computes = instruction.opcode not in MARKER_OPCODES
+                    marks.append(Mark(scope, names, computes, instruction.nbytes, self.module.source(instruction)))
                 if instruction.opcode == "fusion":
                     self._marks(instruction.calls("calls"), marks)
+
+    def _partial_reads(self, kernel: Instruction) -> dict[int, int]:
+        """``{operand position: bytes read}`` for the operands a kernel reads only in part: the
+        data operand of a gather or dynamic-slice, or a fusion parameter that only gathers,
+        dynamic-slices and slices read (through bitcasts) — each reads the elements its result
+        holds, never the whole buffer."""
+        if kernel.opcode in ("gather", "dynamic-slice", "slice"):
+            return {0: kernel.nbytes}
+        called = kernel.calls("calls") if kernel.opcode == "fusion" else ()
+        if not called:
+            return {}
+        users: dict[str, list[tuple[Instruction, int]]] = defaultdict(list)
+        instructions = self.module.computations.get(called[0], ())
+        for instruction in instructions:
+            for position, operand in enumerate(instruction.operands):
+                users[operand].append((instruction, position))
+
+        def touched(name: str) -> int | None:
+            total = 0
+            for user, position in users.get(name, ()):
+                if user.opcode == "bitcast":
+                    part = touched(user.name)
+                elif user.opcode in _PARTIAL and position == 0:
+                    part = user.nbytes
+                else:
+                    return None  # read whole (or the fusion's result)
+                if part is None:
+                    return None
+                total += part
+            return total if name in users else None
+
+        reads: dict[int, int] = {}
+        for instruction in instructions:
+            if instruction.parameter_number is not None and instruction.parameter_number < len(kernel.operands):
+                part = touched(instruction.name)
+                if part is not None:
+                    reads[instruction.parameter_number] = part
+        return reads
 
     def _in_place(self, kernel: Instruction) -> tuple[int, int, bool] | None:
         """``(buffer operand, update bytes, reads the old values too)`` for an in-place update."""

@@ -8,20 +8,26 @@ an ``op_name`` is read back into ``(scope, names)``: jit segments are dropped (t
 kept as candidate record names: a ``jax.nn.relu`` record is ``relu``, its HLO ``jit(relu)/max``),
 transforms are unwrapped to the scope they wrap (``transpose(jvp(layer1))`` → ``layer1``), and
 the segments control flow pushes (``while/body``, ``while/cond``, ``cond/branch_0_fun``,
-``closed_call``, ``checkpoint``) are dropped. A user scope spelled like one of those is lost
-to the mapping, and its records end unmapped, never miscounted.
+``closed_call``, ``checkpoint``) are dropped, as is a Python qualname (``f.<locals>.g``) that
+a lowering pushes. A user scope spelled like one of those is lost to the mapping, and its
+records end unmapped, never miscounted. A primitive whose HLO goes by another name
+(``argmax``: a variadic ``reduce``) is read back under both.
 
-Records are assigned in program order, in three passes: (1) each kernel claims, per
-``(scope, name)``, as many records as it holds instructions of that key that compute (a
-broadcast or constant carrying the key marks it present, claiming at most one), each the
-first of that key whose output has the instruction's size, else the first; (2) records
-left over whose key some kernel holds go to a kernel XLA made without metadata that computes
-the same thing (a convolution or dot of the record's output size), else to the first kernel
-holding the key (XLA duplicated a producer into several fusions, or folded two equations into
-one instruction), and the other kernels holding it are listed; (3) a record whose name
-matches no instruction (a library op counted as one record: gelu, a norm) goes to the first
-kernel holding an instruction at its scope that no record explains, else to the first holding
-its scope. Anything else is unmapped.
+Records are assigned in program order, in three passes. A record fits an instruction by its
+output size, then by the user's line (``source``, which a record whose name another shares
+carries), then by its count against the kernel's executions (a function called before a loop
+and inside it makes records of one key that run once and ``trips`` times). (1) Each kernel
+claims, per ``(scope, name)``, for every instruction of that key that computes (a broadcast or
+constant carrying the key marks it present: at most one), the best-fitting record of that key
+of the instruction's size, if any (XLA split ``x / y`` into ``1 / y`` and a multiply: the small
+divide claims nothing, the multiply the record). (2) Records left over whose
+key some kernel holds go to a kernel XLA made without metadata that computes the same thing
+(a convolution or dot of the record's output size), else to the best-fitting kernel holding
+the key, the first of equals (XLA duplicated a producer into several fusions, or folded two
+equations into one instruction); the other kernels holding it are listed. (3) A record whose
+name matches no instruction (a library op counted as one record: gelu, a norm) goes to the
+first kernel holding an instruction at its scope that no record explains, else to the first
+holding its scope. Anything else is unmapped.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ _LOOKAHEAD = 64
 #: Kernels without metadata that may still be matched to a record by what they compute.
 _ORPHAN_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",)}
 _BRANCH = re.compile(r"^branch_\d+_fun$")
+#: Primitives whose HLO carries another name: ``argmax`` lowers to a variadic ``reduce``.
+_LOWERED_AS = {"reduce": ("argmax", "argmin")}
 #: Opcodes that only carry an equation's key along (the broadcast of a ``mul``'s constant).
 MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-element", "tuple", "reshape", "iota"})
 
@@ -89,12 +97,12 @@ def parse_op_name(op_name: str) -> tuple[str | None, tuple[str, ...]]:
             skip_next = frozenset({"body", "cond"})
         elif _BRANCH.match(segment) and kept and kept[-1] == "cond":  # lax.cond's own segments
             kept.pop()
-        elif segment not in _CONTROL:
+        elif segment not in _CONTROL and "<locals>" not in segment:
             kept.append(segment)
     wrapped_last = _WRAPPED.match(last)
     if wrapped_last is not None and wrapped_last.group(1) in _JIT:  # a jit call's own constant
         jits.append(wrapped_last.group(2))
-    names = ([] if wrapped_last or not last else [last]) + jits[::-1]
+    names = ([] if wrapped_last or not last else [last, *_LOWERED_AS.get(last, ())]) + jits[::-1]
     return ("/".join(kept) or None), tuple(names)
 
 
@@ -107,6 +115,8 @@ class Mark:
     computes: bool
     #: The instruction's result bytes, to tell records sharing a key apart; None: unknown.
     nbytes: int | None = None
+    #: The user's line that made it (``model.py:42``), the ``source`` a shared record's attrs carry.
+    source: str | None = None
 
 
 @dataclass(slots=True)
@@ -139,7 +149,7 @@ def assign(
         queues[(op.scope, op.name)].append(index)
     known = set(queues)
     claimed: list[list[int]] = [[] for _ in sites]
-    first_holder: dict[Key, int] = {}
+    holders: dict[Key, dict[int, list[Mark]]] = defaultdict(dict)  # key → site → its marks of that key
     last_claimed: dict[Key, int] = {}
     also_in: dict[int, list[str]] = defaultdict(list)
     explained: list[set[int]] = [set() for _ in sites]  # marks some record's key explains
@@ -150,7 +160,7 @@ def assign(
             if key is None:
                 continue
             explained[s].add(m)
-            first_holder.setdefault(key, s)
+            holders[key].setdefault(s, []).append(mark)
             wants.setdefault(key, [])
             if mark.computes:
                 wants[key].append(mark)
@@ -158,16 +168,16 @@ def assign(
             queue = queues[key]
             if not queue and key in last_claimed:
                 also_in[last_claimed[key]].append(site.name)
-            sizes: list[int | None] = [m.nbytes for m in marks] or [None]  # only present: one record
-            for nbytes in sizes:
-                if not queue:
-                    break
-                last_claimed[key] = _take(queue, operations, nbytes)
-                claimed[s].append(last_claimed[key])
+            # only present (no mark computes): at most one record, by its first mark's line
+            for mark in marks or holders[key][s][:1]:
+                taken = _take(queue, operations, mark, site.executions) if queue else None
+                if taken is not None:
+                    last_claimed[key] = taken
+                    claimed[s].append(taken)
     for key, queue in queues.items():  # pass 2: leftovers of a key some kernel holds
-        for index in list(queue) if key in first_holder else ():
+        for index in list(queue) if key in holders else ():
             orphan = _orphan(sites, claimed, operations[index])
-            claimed[first_holder[key] if orphan is None else orphan].append(index)
+            claimed[_holder(sites, holders[key], operations[index]) if orphan is None else orphan].append(index)
             queue.remove(index)
     unmapped: list[int] = []
     for key, queue in queues.items():  # pass 3: one record for a library op's several equations
@@ -203,17 +213,49 @@ def _scopes(site: Site, operations: Sequence[Operation], indices: Sequence[int])
     return tuple(found)
 
 
-def _take(queue: deque[int], operations: Sequence[Operation], nbytes: int | None) -> int:
-    """The first record in ``queue`` whose output has the instruction's size, else the first:
-    two ``add``s at one scope (a loop counter's and the body's) are told apart by their shapes."""
-    if nbytes is not None:
-        for position, index in enumerate(queue):
-            if position >= _LOOKAHEAD:
+def _match(op: Operation, marks: Sequence[Mark], executions: int) -> tuple[bool, bool, bool]:
+    """How well instructions of a kernel that runs ``executions`` times fit record ``op``: by
+    output size, then by the user's line (a record whose name another shares carries it as
+    ``source``), then by count (a function called before a loop and inside it makes records of
+    one key that run once and ``trips`` times, as do their kernels)."""
+    source = op.attrs.get("source")
+    return (
+        any(m.nbytes is not None and m.nbytes == op.output_bytes for m in marks),
+        source is not None and any(m.source == source for m in marks),
+        op.count == executions,
+    )
+
+
+def _take(queue: deque[int], operations: Sequence[Operation], mark: Mark, executions: int) -> int | None:
+    """The record in ``queue`` (the first ``_LOOKAHEAD``) of ``mark``'s size that best fits it,
+    the earliest of equals, taken out of the queue; None when none has its size (XLA split
+    ``x / y`` into ``1 / y`` and a multiply, or changed a dtype): pass 2 places the record where
+    it fits best of all the kernels holding its key, never the first to ask."""
+    best, best_score = None, (False, False, False)
+    for position, index in enumerate(queue):
+        if position >= _LOOKAHEAD:
+            break
+        score = _match(operations[index], (mark,), executions)
+        if score[0] and (best is None or score > best_score):
+            best, best_score = position, score
+            if all(score):
                 break
-            if operations[index].output_bytes == nbytes:
-                del queue[position]
-                return index
-    return queue.popleft()
+    if best is None:
+        return None
+    index = queue[best]
+    del queue[best]
+    return index
+
+
+def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation) -> int:
+    """The kernel holding ``op``'s key that best fits it, the earliest of equals (XLA duplicated
+    a producer into several fusions, or folded two equations into one instruction)."""
+    best, best_score = -1, (False, False, False)
+    for s, marks in holders.items():
+        score = _match(op, marks, sites[s].executions)
+        if best < 0 or score > best_score:
+            best, best_score = s, score
+    return best
 
 
 def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation) -> int | None:

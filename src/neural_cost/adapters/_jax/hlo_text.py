@@ -45,6 +45,7 @@ _OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
 _FRAME_ID = re.compile(r"\bstack_frame_id=(\d+)")
 _SOURCE_FILE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)"')
 _SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
+_TUPLE_INDEX = re.compile(r"\bindex=(\d+)")
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?')
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
@@ -81,6 +82,8 @@ class Instruction:
     root: bool
     #: A parameter's number (``parameter(1)``); None for every other opcode.
     parameter_number: int | None = None
+    #: A get-tuple-element's ``index=``; None for every other opcode.
+    tuple_index: int | None = None
 
     def calls(self, role: str) -> tuple[str, ...]:
         for key, names in self.called:
@@ -149,6 +152,7 @@ def _instruction(line: str) -> Instruction | None:
     frame = _FRAME_ID.search(attributes)
     source_file, source_line = _SOURCE_FILE.search(attributes), _SOURCE_LINE.search(attributes)
     trips = _TRIP_COUNT.search(attributes)
+    index = _TUPLE_INDEX.search(attributes)
     return Instruction(
         name=name,
         opcode=opcode.group(1),
@@ -163,6 +167,7 @@ def _instruction(line: str) -> Instruction | None:
         known_trip_count=int(trips.group(1)) if trips else None,
         root=root,
         parameter_number=int(rest[open_at + 1 : close_at - 1]) if opcode.group(1) == "parameter" else None,
+        tuple_index=int(index.group(1)) if opcode.group(1) == "get-tuple-element" and index else None,
     )
 
 
