@@ -11,6 +11,10 @@ which framework they hold:
 - ``benchmark(model, *args, warmup=10, repeats=30, kwargs=None, **options) -> Measurement``;
   PyTorch times a training step with the same ``training``/``loss_fn``/``optimizer`` as ``trace``.
 - ``hardware(device=None)``, ``calibrate(device=None, *, dtypes, size, copy_bytes, repeats)``.
+- ``profile(model, args=(), kwargs=None, *, trace, runs=3, **options) -> Profile``: run the
+  workload ``runs`` more times under the framework's profiler (after the timed runs, never
+  inside them) and join its events to ``trace.kernels`` by index (``core/profile.py``);
+  ``profiles`` says whether an adapter has one.
 - What differs between frameworks is said by attributes and small methods, not by name:
   ``compiles_when_timing``, ``traces_training_step``, ``device_from_environment``,
   ``workload_options()``, ``device_of()``.
@@ -27,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import AdapterError, HardwareError
+from ..core.profile import Profile
 from ..core.records import Coverage, Operation, Trace, as_shape
 from ..core.units import plural
 from ..hardware.spec import HardwareSpec
@@ -104,6 +109,8 @@ class FrameworkAdapter:
     #: The device programs run on is chosen by the environment (``JAX_PLATFORMS``), not by
     #: where the workload put its arrays.
     device_from_environment: bool = False
+    #: ``profile()`` reads the framework's profiler into measured time per kernel.
+    profiles: bool = False
 
     # -- tracing ----------------------------------------------------------------------------
     def trace(self, model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None, **options: Any) -> Trace:
@@ -163,6 +170,20 @@ class FrameworkAdapter:
         """Time ``model(*args, **kwargs)``; ``options`` go to ``measure.benchmark`` (``sync``,
         ``clock``...). Framework adapters add compilation, syncing and telemetry."""
         return benchmark(model, *args, warmup=warmup, repeats=repeats, **options, **dict(kwargs or {}))
+
+    def profile(
+        self,
+        model: Any,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        trace: Trace,
+        runs: int = 3,
+        **options: Any,
+    ) -> Profile:
+        """Measured time per kernel of ``trace`` over ``runs`` profiled runs (``core/profile.py``).
+        ``options`` are the ones ``benchmark`` and ``trace`` took (``static_argnums``, ``training``...)."""
+        raise AdapterError(f"{type(self).__name__} has no profiler: its report has no measured time per kernel")
 
     # -- hardware ---------------------------------------------------------------------------
     def device_of(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.attrs import FrozenAttrs
 from ..core.errors import MeasurementError, RecordError
 from ..core.estimate import CostEstimate
+from ..core.profile import Profile
 from ..core.records import Operation
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
@@ -17,6 +18,14 @@ from .kernels import KernelTime, kernel_rows, traffic_by_level
 from .presenter import presenter
 from .provenance import collect_provenance
 from .rows import RowTime, check_float_range, compute_seconds, operation_rows, scope_rows, seconds
+from .timing import (
+    TimeCoverage,
+    kernel_rows_with_time,
+    operation_rows_with_time,
+    record_times,
+    scope_rows_with_time,
+    time_coverage,
+)
 
 if TYPE_CHECKING:
     import os
@@ -57,6 +66,15 @@ class GapReport:
     kernel_rows: tuple[KernelTime, ...] = ()
     #: What scoring the kernels had to assume (a cache level without a measured bandwidth...).
     kernel_notes: tuple[str, ...] = ()
+    #: The profiled pass the rows' measured times come from (``core/profile.py``), or None.
+    profile: Profile | None = None
+    #: Why there is no profile, or what it could not join (a profiler that failed...).
+    profile_notes: tuple[str, ...] = ()
+
+    @property
+    def time_coverage(self) -> TimeCoverage | None:
+        """Measured time in modeled kernels over measured time in all kernels; None without a profile."""
+        return time_coverage(self.estimate, self.profile) if self.profile is not None else None
 
     @property
     def bound_seconds(self) -> float:
@@ -147,12 +165,17 @@ def analyze_gap(
     operations: Iterable[Operation] | None = None,
     *,
     coverage_threshold: float = DEFAULT_COVERAGE_THRESHOLD,
+    profile: Profile | None = None,
+    profile_notes: tuple[str, ...] = (),
 ) -> GapReport:
     """Score ``estimate`` (what the program must do) and ``measurement`` (how long it took)
     against ``hardware`` (what the device can do).
 
     ``operations`` is accepted for the seed's call form; the estimate already carries its
     per-operation rows, and when given the operations must be the ones it was made from.
+    ``profile`` (an adapter's ``profile(...)``) gives each kernel, operation and scope row its
+    measured time per run and the report its time coverage; ``profile_notes`` say why a
+    profile is missing or partial.
     """
     if not isinstance(estimate, CostEstimate):
         raise RecordError(f"analyze_gap: estimate is a {type(estimate).__name__}, not a CostEstimate")
@@ -185,6 +208,15 @@ def analyze_gap(
     )
     kernels, kernel_notes = kernel_rows(estimate, hardware)
     bound = sum(row.bound_seconds for row in kernels) if kernels else max(compute, memory)
+    op_rows, sc_rows = operation_rows(estimate, hardware, bound), scope_rows(estimate, hardware, bound)
+    if profile is not None:
+        if not isinstance(profile, Profile):
+            raise RecordError(f"analyze_gap: profile is a {type(profile).__name__}, not a Profile")
+        profile.check_against(len(estimate.kernels))
+        times = record_times(estimate, op_rows, profile)
+        kernels = kernel_rows_with_time(kernels, profile)
+        op_rows = operation_rows_with_time(op_rows, times)
+        sc_rows = scope_rows_with_time(estimate, sc_rows, times)
     report = GapReport(
         estimate=estimate,
         measurement=measurement,
@@ -194,12 +226,14 @@ def analyze_gap(
         compulsory_seconds=compulsory,
         observed_seconds=measurement.median_seconds,
         findings=(),
-        operation_rows=operation_rows(estimate, hardware, bound),
-        scope_rows=scope_rows(estimate, hardware, bound),
+        operation_rows=op_rows,
+        scope_rows=sc_rows,
         coverage_threshold=coverage_threshold,
         provenance=FrozenAttrs(collect_provenance(estimate.framework)),
         kernel_rows=kernels,
         kernel_notes=kernel_notes,
+        profile=profile,
+        profile_notes=tuple(profile_notes),
     )
     object.__setattr__(report, "findings", build_findings(report))
     return report

@@ -56,10 +56,24 @@ class KernelTime:
     compute_seconds: float
     memory_seconds: float
     share: float  # bound / the program's kernel bound
+    #: Index into ``estimate.kernels``; None for a record scored as its own kernel and for the
+    #: unmapped-records row.
+    index: int | None = None
+    #: Operations it runs that no cost rule models.
+    unmodeled: tuple[str, ...] = ()
+    #: Measured time per run from a profiled pass, and the events it had (all runs together).
+    measured_seconds: float | None = None
+    events: int | None = None
 
     @property
     def bound_seconds(self) -> float:
         return max(self.compute_seconds, self.memory_seconds)
+
+    @property
+    def measured_efficiency(self) -> float | None:
+        if self.measured_seconds is None or self.measured_seconds <= 0:
+            return None
+        return self.bound_seconds / self.measured_seconds
 
     @property
     def bound_side(self) -> str:
@@ -81,6 +95,10 @@ class KernelTime:
             "compute_seconds": self.compute_seconds,
             "memory_seconds": self.memory_seconds,
             "share": self.share,
+            "index": self.index,
+            "unmodeled": list(self.unmodeled),
+            "measured_seconds": self.measured_seconds,
+            "events": self.events,
         }
 
 
@@ -114,7 +132,7 @@ class Levels:
         return self.main, self.main_bandwidth
 
 
-def _kernel_row(kernel: Kernel, levels: Levels, hardware: HardwareSpec) -> KernelTime:
+def _kernel_row(kernel: Kernel, levels: Levels, hardware: HardwareSpec, index: int) -> KernelTime:
     what = f"kernel {kernel.name!r}"
     level, bandwidth = levels.place(kernel.footprint_bytes)
     return KernelTime(
@@ -132,6 +150,8 @@ def _kernel_row(kernel: Kernel, levels: Levels, hardware: HardwareSpec) -> Kerne
         compute_seconds(kernel.flops_by_dtype, hardware, f"{what}: FLOPs"),
         seconds(kernel.total_traffic_bytes, bandwidth, f"{what}: traffic"),
         0.0,
+        index,
+        kernel.unmodeled,
     )
 
 
@@ -188,8 +208,8 @@ def _rows(estimate: CostEstimate, hardware: HardwareSpec, levels: Levels) -> Ite
         for row in estimate.by_operation:
             yield _record_row(row, levels, hardware)
         return
-    for kernel in estimate.kernels:
-        yield _kernel_row(kernel, levels, hardware)
+    for index, kernel in enumerate(estimate.kernels):
+        yield _kernel_row(kernel, levels, hardware, index)
     unmapped = [estimate.by_operation[i] for i in estimate.unmapped_operations]
     if unmapped:
         yield _unmapped_row(unmapped, levels, hardware)

@@ -77,10 +77,24 @@ class RowTime:
     compute_seconds: float
     memory_seconds: float
     share: float  # max(compute, memory) / the program's bound
+    #: Index into ``estimate.by_operation`` (operation rows) or ``by_scope`` (scope rows).
+    index: int | None = None
+    #: Measured time per run from a profiled pass (``analysis/timing.py``); None without one.
+    measured_seconds: float | None = None
+    #: The measured time is a share of a fused kernel's, split by bounds: the row has no
+    #: efficiency of its own (the kernel's is shown).
+    shared: bool = False
 
     @property
     def bound_seconds(self) -> float:
         return max(self.compute_seconds, self.memory_seconds)
+
+    @property
+    def measured_efficiency(self) -> float | None:
+        """Its bound over its measured time (None without a measured time, or for a shared row)."""
+        if self.measured_seconds is None or self.shared or self.measured_seconds <= 0:
+            return None
+        return self.bound_seconds / self.measured_seconds
 
     @property
     def arithmetic_intensity(self) -> float | None:
@@ -97,24 +111,31 @@ class RowTime:
             "compute_seconds": self.compute_seconds,
             "memory_seconds": self.memory_seconds,
             "share": self.share,
+            "measured_seconds": self.measured_seconds,
+            "shared": self.shared,
         }
 
 
 def _row(
-    cost: OperationCost | ScopeCost, executions: int, scope: str | None, hardware: HardwareSpec, bound: float
+    cost: OperationCost | ScopeCost,
+    executions: int,
+    scope: str | None,
+    hardware: HardwareSpec,
+    bound: float,
+    index: int,
 ) -> RowTime:
     what = f"operation {cost.name!r}" if isinstance(cost, OperationCost) else f"scope {cost.name!r}"
     compute = compute_seconds(cost.flops_by_dtype, hardware, f"{what}: FLOPs")
     memory = seconds(cost.bytes, hardware.memory_bandwidth, f"{what}: bytes")
     share = max(compute, memory) / bound if bound > 0 else 0.0
-    return RowTime(cost.name, cost.kind, scope, executions, cost.flops, cost.bytes, compute, memory, share)
+    return RowTime(cost.name, cost.kind, scope, executions, cost.flops, cost.bytes, compute, memory, share, index)
 
 
 def operation_rows(estimate: CostEstimate, hardware: HardwareSpec, bound: float) -> tuple[RowTime, ...]:
-    rows = (_row(r, r.operation.count, r.scope, hardware, bound) for r in estimate.by_operation)
+    rows = (_row(r, r.operation.count, r.scope, hardware, bound, i) for i, r in enumerate(estimate.by_operation))
     return tuple(sorted(rows, key=lambda r: -r.bound_seconds))
 
 
 def scope_rows(estimate: CostEstimate, hardware: HardwareSpec, bound: float) -> tuple[RowTime, ...]:
-    rows = (_row(s, s.executions, s.scope, hardware, bound) for s in estimate.by_scope)
+    rows = (_row(s, s.executions, s.scope, hardware, bound, i) for i, s in enumerate(estimate.by_scope))
     return tuple(sorted(rows, key=lambda r: -r.bound_seconds))

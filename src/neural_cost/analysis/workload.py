@@ -18,6 +18,7 @@ from .gap import GapReport, analyze_gap
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
+    from ..core.profile import Profile
     from ..core.records import Trace
 
 
@@ -106,13 +107,17 @@ def analyze_workload(
     measurement: Measurement | None = None,
     trace_options: Mapping[str, Any] | None = None,
     benchmark_options: Mapping[str, Any] | None = None,
+    profile: bool = True,
+    profile_runs: int = 3,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
     ``device``, else of the device the workload runs on (``adapter.device_of``), else of the
     adapter's own device. ``trace_options`` go to ``adapter.trace`` (``param_argnums=``...),
     ``benchmark_options`` to ``adapter.benchmark``; a PyTorch training step passes
-    ``training``/``loss_fn``/``optimizer`` to both."""
+    ``training``/``loss_fn``/``optimizer`` to both. ``profile`` (default on, where the adapter
+    has a profiler): ``profile_runs`` more runs under the framework's profiler, after the
+    timed ones, give every row its measured time; a profiler that fails is a note."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
@@ -125,4 +130,31 @@ def analyze_workload(
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
         hardware = adapter.hardware(device if device is not None else adapter.device_of(fn, args, keywords))
-    return analyze_gap(estimate_trace(trace), measurement, hardware)
+    measured: Profile | None = None
+    notes: tuple[str, ...] = ()
+    if profile:
+        measured, notes = profile_workload(adapter, fn, args, keywords, trace, trace_options, profile_runs)
+    return analyze_gap(estimate_trace(trace), measurement, hardware, profile=measured, profile_notes=notes)
+
+
+def profile_workload(
+    adapter: FrameworkAdapter,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    trace: Trace,
+    trace_options: Mapping[str, Any] | None = None,
+    runs: int = 3,
+) -> tuple[Profile | None, tuple[str, ...]]:
+    """``adapter.profile`` of the workload, or None and a note saying why there is none: an
+    adapter without a profiler, a trace without kernels, a profiler that failed."""
+    if not adapter.profiles:
+        return None, (f"no measured time per kernel: {type(adapter).__name__} has no profiler",)
+    if not trace.kernels:
+        return None, ("no measured time per kernel: the trace has no kernels to join the profiler's events to",)
+    options = {**adapter.workload_options(fn, args, dict(kwargs)), **(trace_options or {})}
+    try:
+        return adapter.profile(fn, args, dict(kwargs), trace=trace, runs=runs, **options), ()
+    except Exception as error:  # the profiler is an extra: its failure is said, never fatal
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        return None, (f"no measured time per kernel: the profiled pass failed ({type(error).__name__}: {reason})",)

@@ -17,6 +17,7 @@ from .errors import (
 from .estimate import CostEstimate, OperationCost, ScopeCost
 from .kernels import Kernel
 from .kinds import OpCost, known_kinds, register_rule, rule_for
+from .profile import MeasuredKernel, Profile, ProfileEvent
 from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, Trace, as_shape, num_elements
 
 __all__ = [
@@ -29,11 +30,14 @@ __all__ = [
     "HardwareError",
     "Kernel",
     "LoopAssumption",
+    "MeasuredKernel",
     "MeasurementError",
     "NeuralCostError",
     "OpCost",
     "Operation",
     "OperationCost",
+    "Profile",
+    "ProfileEvent",
     "RecordError",
     "SchemaError",
     "ScopeCost",

@@ -77,6 +77,9 @@ class Kernel:
     kind: str | None = None
     #: The user's line that made it (``model.py:42``), when the compiled program says.
     source: str | None = None
+    #: Operations it runs that no cost rule models (an unmodeled aten op, a ``pure_callback``'s
+    #: custom call): its measured time counts against time coverage.
+    unmodeled: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "Kernel.name")
@@ -96,6 +99,10 @@ class Kernel:
         check_name(self.level, f"{where} level", optional=True)
         check_name(self.kind, f"{where} kind", optional=True)
         check_name(self.source, f"{where} source", optional=True)
+        raw_unmodeled: Any = self.unmodeled
+        if isinstance(raw_unmodeled, (str, bytes)) or not isinstance(raw_unmodeled, Iterable):
+            raise RecordError(f"{where} unmodeled={raw_unmodeled!r} must be a sequence of operation names")
+        setattr_(self, "unmodeled", tuple(str(n) for n in raw_unmodeled))
 
     @property
     def flops(self) -> int:
@@ -119,6 +126,7 @@ class Kernel:
             "level": self.level,
             "kind": self.kind,
             "source": self.source,
+            "unmodeled": list(self.unmodeled),
         }
 
     @classmethod
@@ -134,6 +142,7 @@ class Kernel:
             data.get("level"),
             data.get("kind"),
             data.get("source"),
+            tuple(data.get("unmodeled", ())),
         )
 
 

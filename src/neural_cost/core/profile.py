@@ -1,0 +1,183 @@
+"""Measured time per kernel: what a profiled pass of the program says about where time went.
+
+An adapter's ``profile(...)`` runs the workload a few more times (``runs``) under the
+framework's own profiler, after the timed runs, and joins the profiler's events to the
+trace's kernels (``Trace.kernels``, by index). Conventions:
+
+- ``MeasuredKernel.seconds`` is the union of that kernel's event intervals over all profiled
+  runs (events of one kernel never count twice when they overlap); ``events`` is how many
+  events it had — for a kernel executed ``executions`` times per run, ``executions × runs``.
+- ``kernel_seconds`` is the union of every matched event interval (kernels running at once
+  on different threads count once): the time the device spent in kernels.
+- ``wall_seconds`` is the wall time of the profiled runs together; what is not in
+  ``kernel_seconds`` is *outside kernels* (dispatch, host syncs, idle gaps), never spread
+  over the rows.
+- Events that match no kernel are listed in ``unmatched`` (name, seconds, events), never
+  dropped; their time is part of the time outside kernels.
+- ``events`` keeps each matched execution (start relative to the first event, duration,
+  thread) for a Chrome/Perfetto trace; it may be empty when the adapter does not keep them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import RecordError
+
+__all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "union_seconds"]
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise RecordError(f"{where}={value!r} must be a finite, non-negative number of seconds")
+    return float(value)
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RecordError(f"{where}={value!r} must be a non-negative integer")
+    return value
+
+
+def union_seconds(intervals: Iterable[tuple[float, float]]) -> float:
+    """The length of the union of ``(start, end)`` intervals."""
+    total, end = 0.0, -math.inf
+    for start, stop in sorted(intervals):
+        if stop <= end:
+            continue
+        total += stop - max(start, end)
+        end = stop
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredKernel:
+    """One kernel's measured time over the profiled runs."""
+
+    kernel: int  # index into Trace.kernels / CostEstimate.kernels
+    seconds: float
+    events: int
+
+    def __post_init__(self) -> None:
+        _count(self.kernel, "MeasuredKernel.kernel")
+        object.__setattr__(self, "seconds", _seconds(self.seconds, f"MeasuredKernel {self.kernel} seconds"))
+        _count(self.events, f"MeasuredKernel {self.kernel} events")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "seconds": self.seconds, "events": self.events}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MeasuredKernel:
+        return cls(data["kernel"], data["seconds"], data["events"])
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileEvent:
+    """One profiled kernel execution, for a trace viewer."""
+
+    kernel: int
+    start_seconds: float
+    duration_seconds: float
+    thread: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "start_seconds": self.start_seconds,
+            "duration_seconds": self.duration_seconds,
+            "thread": self.thread,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProfileEvent:
+        return cls(data["kernel"], data["start_seconds"], data["duration_seconds"], data.get("thread", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Where the time of ``runs`` profiled runs went, by kernel (see the module docstring)."""
+
+    runs: int
+    wall_seconds: float
+    kernels: tuple[MeasuredKernel, ...]
+    kernel_seconds: float
+    source: str
+    unmatched: tuple[tuple[str, float, int], ...] = ()
+    notes: tuple[str, ...] = ()
+    events: tuple[ProfileEvent, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or self.runs < 1:
+            raise RecordError(f"Profile.runs={self.runs!r} must be a positive integer")
+        object.__setattr__(self, "wall_seconds", _seconds(self.wall_seconds, "Profile.wall_seconds"))
+        object.__setattr__(self, "kernel_seconds", _seconds(self.kernel_seconds, "Profile.kernel_seconds"))
+        kernels = tuple(self.kernels)
+        seen: set[int] = set()
+        for measured in kernels:
+            if not isinstance(measured, MeasuredKernel):
+                raise RecordError(f"Profile.kernels holds {measured!r}, not a MeasuredKernel")
+            if measured.kernel in seen:
+                raise RecordError(f"Profile.kernels lists kernel {measured.kernel} twice")
+            seen.add(measured.kernel)
+        object.__setattr__(self, "kernels", kernels)
+        object.__setattr__(
+            self,
+            "unmatched",
+            tuple(
+                (str(n), _seconds(s, f"unmatched {n!r}"), _count(c, f"unmatched {n!r}")) for n, s, c in self.unmatched
+            ),
+        )
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "events", tuple(self.events))
+        if not isinstance(self.source, str) or not self.source:
+            raise RecordError(f"Profile.source={self.source!r} must name the profiler")
+
+    @property
+    def outside_seconds(self) -> float:
+        """Wall time of the profiled runs spent outside every kernel."""
+        return max(self.wall_seconds - self.kernel_seconds, 0.0)
+
+    def seconds_per_run(self, kernel: int) -> float | None:
+        """A kernel's measured time per run, or None when the profile has no event for it."""
+        for measured in self.kernels:
+            if measured.kernel == kernel:
+                return measured.seconds / self.runs
+        return None
+
+    def check_against(self, kernels: int) -> None:
+        """RecordError when an entry names a kernel beyond ``kernels``."""
+        for measured in self.kernels:
+            if measured.kernel >= kernels:
+                raise RecordError(
+                    f"Profile names kernel {measured.kernel}, but the estimate has {kernels} kernels; profile the "
+                    f"trace the estimate was made from"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "wall_seconds": self.wall_seconds,
+            "kernel_seconds": self.kernel_seconds,
+            "outside_seconds": self.outside_seconds,
+            "source": self.source,
+            "kernels": [k.to_dict() for k in self.kernels],
+            "unmatched": [list(u) for u in self.unmatched],
+            "notes": list(self.notes),
+            "events": [e.to_dict() for e in self.events],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
+        return cls(
+            runs=data["runs"],
+            wall_seconds=data["wall_seconds"],
+            kernels=tuple(MeasuredKernel.from_dict(k) for k in data.get("kernels", ())),
+            kernel_seconds=data["kernel_seconds"],
+            source=data["source"],
+            unmatched=tuple((n, s, c) for n, s, c in data.get("unmatched", ())),
+            notes=tuple(data.get("notes", ())),
+            events=tuple(ProfileEvent.from_dict(e) for e in data.get("events", ())),
+        )
