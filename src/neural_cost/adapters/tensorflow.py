@@ -6,7 +6,9 @@ Imported only when TensorFlow is installed.
 
 A library op counts as the op: Keras's norm layers and the ``Gelu``/``LogSigmoid`` scopes of
 ``tf.nn`` are each one record of the op's kind (``_tf/composites.py``). Each graph op that
-does work is one kernel (``_tf/kernels.py``), its traffic the graph's unfused traffic.
+does work is one kernel (``_tf/kernels.py``), its traffic the graph's unfused traffic; a
+``tf.function(jit_compile=True)`` has XLA's kernels instead, read from its optimized HLO
+(``_tf/xla.py``), or the graph's ops with a note saying why they could not be read.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ._tf.composites import norm_layers
 from ._tf.kernels import KERNEL_SOURCE, XLA_NOTE
 from ._tf.table import TfContext
 from ._tf.walker import Walker
+from ._tf.xla import FALLBACK, XLA_SOURCE, optimized_hlo, xla_kernels
 from ._walk import check_loop_options
 from .base import FrameworkAdapter, reject_options, require_modeled
 
@@ -62,9 +65,13 @@ def _spec(value: Any, where: str) -> tf.TensorSpec:
 
 
 def _callable(model: Any, training: bool, kwargs: Mapping[str, Any]) -> Any:
-    """A tf.function calling ``model``: Keras models get ``training=``; tf.functions are used as they are."""
+    """A tf.function calling ``model``: Keras models get ``training=``; tf.functions are used as they are,
+    and so is a tf.Module's ``__call__`` that is a jit_compile tf.function (its XLA kernels are read)."""
     if hasattr(model, "get_concrete_function") and not kwargs:
         return model
+    method = model.__call__  # a tf.Module's method, bound
+    if not kwargs and hasattr(method, "get_concrete_function") and getattr(method, "_jit_compile", None) is True:
+        return method
     is_keras = hasattr(model, "layers") or type(model).__module__.startswith("keras")
 
     def call(*args: Any) -> Any:
@@ -128,9 +135,18 @@ class TensorFlowAdapter(FrameworkAdapter):
         clean = _scope_cleaner(model)
         operations = tuple(state.operations if clean is None else _keras_scopes(state.operations, clean))
         kernels = walker.kernels.kernels(walker.walked, operations, clean or (lambda scope: scope))
-        notes = [*state.notes, *walker.kernels.notes()]
-        if walker.xla or (function is model and getattr(model, "_jit_compile", None) is True):
-            notes.append(XLA_NOTE)
+        kernel_source, kernel_notes = KERNEL_SOURCE, walker.kernels.notes()
+        if getattr(function, "_jit_compile", None) is True:  # the traced function itself, not a wrapper of ours
+            try:
+                text = optimized_hlo(function, specs)
+                names = walker.kernels.hlo_names(walker.walked)
+                read = xla_kernels(text, operations, names, walker.hlo_loops, self.default_trip_count)
+                kernels, kernel_source, kernel_notes = read.kernels, XLA_SOURCE, list(read.notes)
+            except AdapterError as error:
+                kernel_notes.append(FALLBACK.format(why=error))
+        elif walker.xla:
+            kernel_notes.append(XLA_NOTE)
+        notes = [*state.notes, *kernel_notes]
         return Trace(
             operations=operations,
             coverage=coverage,
@@ -140,7 +156,7 @@ class TensorFlowAdapter(FrameworkAdapter):
             boundary=_boundary(concrete),
             notes=tuple(dict.fromkeys(notes)),
             kernels=kernels,
-            kernel_source=KERNEL_SOURCE,
+            kernel_source=kernel_source,
         )
 
     def benchmark(

@@ -5,5 +5,7 @@ TensorFlow adapters: ``ops_matmul``, ``ops_conv``, ``ops_norms`` (pooling), ``op
 ``ops_indexing``, ``ops_movement``, ``ops_pointwise``, ``ops_reduce``, ``ops_random_optim``
 and ``ops_free``; ``common`` holds the helpers they share.
 
-Imported only by ``neural_cost.adapters.jax``, and only when JAX is installed.
+Imported by ``neural_cost.adapters.jax``, and only when JAX is installed — except the HLO
+readers (``hlo_text``, ``hlo``, ``hlo_map``), which import no framework and also read the
+optimized HLO of a TensorFlow ``jit_compile`` function (``adapters/_tf/xla.py``).
 """

@@ -38,7 +38,7 @@ from ...core.records import LoopAssumption, Operation
 from .hlo_map import MARKER_OPCODES, Mark, Site, assign, parse_op_name
 from .hlo_text import HloModule, Instruction, parse_hlo
 
-__all__ = ["CompiledKernels", "WhileLoop", "compiled_kernels", "hlo_text", "read_sites"]
+__all__ = ["CompiledKernels", "OpNameParser", "WhileLoop", "compiled_kernels", "hlo_text", "read_sites"]
 
 _NOT_KERNELS = frozenset(
     {
@@ -64,6 +64,8 @@ class WhileLoop:
 
 
 TripCount = Callable[[WhileLoop], "int | None"]
+#: Reads an ``op_name`` into ``(scope, names)`` (JAX's name stacks by default; TensorFlow's node names).
+OpNameParser = Callable[[str], "tuple[str | None, tuple[str, ...]]"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +106,16 @@ def hlo_text(compiled: Any) -> str:
 
 
 class _Walk:
-    def __init__(self, module: HloModule, trip_count: TripCount | None, loops: Sequence[LoopAssumption], default: int):
+    def __init__(
+        self,
+        module: HloModule,
+        trip_count: TripCount | None,
+        loops: Sequence[LoopAssumption],
+        default: int,
+        parse: OpNameParser = parse_op_name,
+    ):
         self.module = module
+        self.parse = parse
         self.trip_count = trip_count
         self.default = default
         self.candidates: dict[str | None, deque[LoopAssumption]] = defaultdict(deque)
@@ -189,7 +199,7 @@ class _Walk:
         )
         if kernel.op_name:
             computes = kernel.opcode != "fusion"
-            site.marks.append(Mark(*parse_op_name(kernel.op_name), computes, kernel.nbytes, site.source))
+            site.marks.append(Mark(*self.parse(kernel.op_name), computes, kernel.nbytes, site.source))
         if kernel.opcode == "fusion":
             self._marks(kernel.calls("calls"), site.marks)
         return site
@@ -200,7 +210,7 @@ class _Walk:
         for name in computations:
             for instruction in self.module.computations.get(name, ()):
                 if instruction.op_name and instruction.opcode != "parameter":
-                    scope, names = parse_op_name(instruction.op_name)
+                    scope, names = self.parse(instruction.op_name)
                     computes = instruction.opcode not in MARKER_OPCODES
                     marks.append(Mark(scope, names, computes, instruction.nbytes, self.module.source(instruction)))
                 if instruction.opcode == "fusion":
@@ -293,7 +303,7 @@ class _Walk:
         return total
 
     def _trips(self, instruction: Instruction) -> int:
-        scope, _names = parse_op_name(instruction.op_name) if instruction.op_name else (None, ())
+        scope, _names = self.parse(instruction.op_name) if instruction.op_name else (None, ())
         loop = WhileLoop(instruction.name, instruction.op_name, scope, self.while_index, instruction.known_trip_count)
         self.while_index += 1
         queue = self.candidates.get(scope)
@@ -327,9 +337,11 @@ def read_sites(
     loops: Sequence[LoopAssumption] = (),
     trip_count: TripCount | None = None,
     default_trip_count: int = 8,
+    parse: OpNameParser = parse_op_name,
 ) -> tuple[list[Site], list[tuple[str, int, str, str | None]], list[str]]:
-    """The module's kernels in program order, before records are assigned (see the module docstring)."""
-    walk = _Walk(module, trip_count, loops, default_trip_count)
+    """The module's kernels in program order, before records are assigned (see the module docstring);
+    ``parse`` reads each instruction's ``op_name`` into its marks' ``(scope, names)``."""
+    walk = _Walk(module, trip_count, loops, default_trip_count, parse)
     walk.computation(module.entry, 1)
     return walk.sites, walk.loops, walk.notes
 

@@ -36,8 +36,9 @@ KERNEL_SOURCE = (
     "_MklNativeFusedMatMul not modeled)"
 )
 XLA_NOTE = (
-    "jit_compile=True: XLA's fusion is not read for TensorFlow yet, so the kernels are the graph's ops and their "
-    "traffic is the graph's unfused traffic, not the compiled program's"
+    "a function called with jit_compile=True inside the traced one is compiled by XLA, whose fusion is read only when "
+    "the traced function is itself jit_compile: its kernels are the graph's ops and their traffic is the graph's "
+    "unfused traffic, not the compiled program's"
 )
 
 
@@ -70,6 +71,7 @@ class Pending:
     count: int
     traffic: int  # per execution
     footprint: int
+    hlo: tuple[str, ...] = ()  # the op_names XLA gives the HLO its records lower to (``hlo_map.py``)
 
 
 class KernelLog:
@@ -79,13 +81,22 @@ class KernelLog:
         self.pending: list[Pending] = []
         self.unsized: dict[str, int] = {}  # unmodeled op type → ops with no kernel
 
-    def modeled(self, op: Any, kind: str, scope: str | None, records: Sequence[Operation], count: int) -> None:
+    def modeled(
+        self,
+        op: Any,
+        kind: str,
+        scope: str | None,
+        records: Sequence[Operation],
+        count: int,
+        hlo: tuple[str, ...] = (),
+    ) -> None:
         per_run = sum(r.cost.read_bytes + r.cost.write_bytes for r in records)
         if any(r.count != count for r in records):  # not so today; keep the totals equal if it ever is
             per_run, count = sum((r.cost.read_bytes + r.cost.write_bytes) * r.count for r in records), 1
         sizes = _sizes(op) if op is not None else None
         local = str(op.name).rsplit("/", 1)[-1] if op is not None else kind
-        self.pending.append(Pending(kind, scope, local, list(records), count, per_run, sizes[1] if sizes else per_run))
+        footprint = sizes[1] if sizes else per_run
+        self.pending.append(Pending(kind, scope, local, list(records), count, per_run, footprint, hlo))
 
     def unmodeled(self, op: Any, scope: str | None, count: int) -> None:
         sizes = _sizes(op)
@@ -99,6 +110,12 @@ class KernelLog:
         self.pending += other.pending
         for kind, n in other.unsized.items():
             self.unsized[kind] = self.unsized.get(kind, 0) + n
+
+    def hlo_names(self, walked: Sequence[Operation]) -> list[tuple[str, ...]]:
+        """For each record of ``walked`` (by identity), the op_names XLA gives the graph ops it
+        was lowered from: one for a graph op's records, one per op for a folded library op."""
+        names = {id(record): entry.hlo for entry in self.pending for record in entry.records}
+        return [names.get(id(record), ()) for record in walked]
 
     def notes(self) -> list[str]:
         if not self.unsized:

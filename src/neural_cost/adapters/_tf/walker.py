@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.errors import AdapterError
-from ...core.records import Operation
+from ...core.records import LoopAssumption, Operation
 from .._labels import Origins
 from .._walk import Loops, WalkState, closed_form_trips, lower, take_costliest_branch
 from .composites import NormLayer, fold_groups
@@ -81,6 +81,10 @@ class Walker:
         self.kernels = KernelLog()  # one per graph op that does work (``kernels.py``)
         self.walked: list[Operation] = []  # the records as walked, before labels: kernels find theirs here
         self.xla = False  # whether a call compiles its function with XLA (jit_compile=True)
+        # The node-name path XLA writes into an HLO instruction's op_name (``hlo_map.py``):
+        # a call or a conditional prefixes its body's ops with its own name, a loop body does not.
+        self.hlo_prefix = ""
+        self.hlo_loops: list[tuple[str, LoopAssumption]] = []  # (the While's op_name, its loop)
 
     def run(self, graph: Any) -> WalkState:
         state = WalkState()
@@ -103,7 +107,8 @@ class Walker:
                 group = groups[id(op)]
                 if group.record is not None:  # the group's one record, at its first op
                     state.operations.append(group.record)
-                    self.kernels.modeled(None, group.record.name, group.record.scope, [group.record], count)
+                    names = tuple(self.hlo_prefix + str(member.name) for member in group.members)
+                    self.kernels.modeled(None, group.record.name, group.record.scope, [group.record], count, names)
                     group.record = None
                 state.static += 1
                 state.executed += count
@@ -127,7 +132,9 @@ class Walker:
             self.xla = self.xla or attr(op, "_XlaMustCompile", False) is True
             state.free += count
             state.free_reasons[kind] = CALL_BOUNDARY
+            outer, self.hlo_prefix = self.hlo_prefix, f"{self.hlo_prefix}{op.name}/"
             self.walk(_function_graph(graph, op, "f"), count, scope, state)
+            self.hlo_prefix = outer
             return
         if kind in WHILES:
             self._while(graph, op, count, scope, state)
@@ -138,7 +145,7 @@ class Walker:
         start, free = len(state.operations), state.free
         lower(state, REGISTRY, TABLE.get(kind), kind, count, (op, TfContext(scope, count)), where=op.name)
         if len(state.operations) > start:
-            self.kernels.modeled(op, kind, scope, state.operations[start:], count)
+            self.kernels.modeled(op, kind, scope, state.operations[start:], count, (self.hlo_prefix + str(op.name),))
         elif state.free == free:
             self.kernels.unmodeled(op, scope, count)
 
@@ -149,13 +156,14 @@ class Walker:
             names = [f.name for f in op.get_attr("branches")]
             graphs = [graph._get_function(name).graph for name in names]
         walked, logs, outer = [], [], self.kernels
+        prefix, self.hlo_prefix = self.hlo_prefix, f"{self.hlo_prefix}{op.name}/"
         for branch in graphs:
             branch_state = WalkState()
             self.kernels = KernelLog()
             self.walk(branch, count, scope, branch_state)
             walked.append(branch_state)
             logs.append(self.kernels)
-        self.kernels = outer
+        self.kernels, self.hlo_prefix = outer, prefix
         chosen = take_costliest_branch(state, walked, count, op.type, f"{op.type} {op.name}", "ops")
         outer.extend(logs[chosen])  # the other branches' ops are not counted: no kernels
 
@@ -167,9 +175,12 @@ class Walker:
         state.free += count
         state.free_reasons[op.type] = "a loop: its condition and body are counted once per iteration"
         state.loops.append(loop)
+        self.hlo_loops.append((self.hlo_prefix + str(op.name), loop))
+        prefix, self.hlo_prefix = self.hlo_prefix, ""  # XLA compiles a loop's functions with their own names
         with self.origins.inside(loop.label.rsplit("/", 1)[-1]):
             self.walk(cond, count * (trips + 1), scope, state)
             self.walk(body, count * trips, scope, state)
+        self.hlo_prefix = prefix
 
 
 def _live_ops(graph: Any) -> set[int]:
