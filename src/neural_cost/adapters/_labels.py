@@ -78,3 +78,33 @@ class Origins:
                 attrs = made[key] = FrozenAttrs({**op.attrs, **extra}, f"Operation {op.name!r} attrs")
             labeled.append(op.relabeled(attrs))
         return labeled
+
+    def functions(self, operations: Sequence[Operation], function: Callable[[Any], str | None]) -> list[Operation]:
+        """``operations`` with a ``function`` label (the user's function that made it, e.g.
+        ``env_step``) on every record without a scope, so the per-scope table groups unscoped
+        records by where they came from rather than into one "(no scope)" row."""
+        names: dict[int, str | None] = {}
+        made: dict[tuple[int, str], FrozenAttrs] = {}
+        result = []
+        for op in operations:
+            origin = self._seen.get(id(op))
+            if op.scope is not None or origin is None or origin[0] is not op or "function" in op.attrs:
+                result.append(op)
+                continue
+            where = origin[2]
+            key = id(getattr(where, "traceback", where))
+            if key not in names:
+                names[key] = function(where)
+            name = names[key]
+            if not name:
+                result.append(op)
+                continue
+            attrs = made.get((op.attrs, name))
+            if attrs is None:
+                attrs = made[(op.attrs, name)] = FrozenAttrs(
+                    {**op.attrs, "function": name}, f"Operation {op.name!r} attrs"
+                )
+            labeled = op.relabeled(attrs)
+            self._seen[id(labeled)] = (labeled, *origin[1:])  # ``label`` finds the labeled record's origin
+            result.append(labeled)
+        return result

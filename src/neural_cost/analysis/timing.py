@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..core.estimate import CostEstimate
 from ..core.profile import Profile
+from ..costs.estimate import scope_of
 from .kernels import KernelTime
 from .rows import RowTime
 
@@ -77,7 +78,7 @@ def scope_rows_with_time(
 ) -> tuple[RowTime, ...]:
     by_scope: dict[str, float] = {}
     for index, (seconds, _shared) in times.items():
-        scope = estimate.by_operation[index].scope or "(no scope)"
+        scope = scope_of(estimate.by_operation[index])
         by_scope[scope] = by_scope.get(scope, 0.0) + seconds
     return tuple(replace(row, measured_seconds=by_scope[row.name]) if row.name in by_scope else row for row in rows)
 

@@ -28,10 +28,20 @@ def compulsory_bytes(boundary: Sequence[TensorSpec]) -> int | None:
     return sum(seen.values())
 
 
+def scope_of(row: OperationCost) -> str:
+    """The per-scope table's group of a record: its scope; else the user's function that made
+    it, as ``env_step()`` (the ``function`` label a walker puts on unscoped records); else
+    "(no scope)"."""
+    if row.scope:
+        return row.scope
+    function = row.operation.attrs.get("function")
+    return f"{function}()" if isinstance(function, str) and function else NO_SCOPE
+
+
 def _scope_rows(rows: Sequence[OperationCost]) -> tuple[ScopeCost, ...]:
     groups: dict[str, list[OperationCost]] = {}
     for row in rows:
-        groups.setdefault(row.scope or NO_SCOPE, []).append(row)
+        groups.setdefault(scope_of(row), []).append(row)
     result = []
     for scope, members in groups.items():
         flops: dict[str, int] = {}

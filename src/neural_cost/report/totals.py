@@ -16,7 +16,11 @@ row tables and what they add up to:
   record in one kernel at most, and its ``flops_by_dtype`` is the sum of its records';
   ``estimate.compiled_bytes`` is every kernel's traffic over its executions plus the unfused
   traffic of the records no kernel executes; ``kernel_rows`` and ``analysis`` add up to the
-  estimate's FLOPs and compiled bytes.
+  estimate's FLOPs and compiled bytes;
+- (version 2) ``profile``: each measured kernel and each event names a kernel of
+  ``estimate.kernels``, each kernel measured once; ``outside_seconds`` is the wall time less the
+  kernel time; ``analysis.time_coverage`` is there exactly when a profile is, and its kernel and
+  wall times are the profile's, per run.
 
 Rows are not recounted from their operations: cost rules change between versions, and a
 report keeps the counts of the version that wrote it.
@@ -24,6 +28,7 @@ report keeps the counts of the version that wrote it.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -85,7 +90,10 @@ def _check_estimate(estimate: Mapping[str, Any]) -> None:
 def _check_scopes(saved: list[Mapping[str, Any]], rows: list[Mapping[str, Any]]) -> None:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
-        groups.setdefault(row["operation"].get("scope") or NO_SCOPE, []).append(row)
+        operation = row["operation"]
+        function = (operation.get("attrs") or {}).get("function")
+        unscoped = f"{function}()" if isinstance(function, str) and function else NO_SCOPE
+        groups.setdefault(operation.get("scope") or unscoped, []).append(row)
     if len(saved) != len(groups):
         raise Invalid(
             "estimate.by_scope",
@@ -237,10 +245,51 @@ def _check_kernel_tables(data: Mapping[str, Any], compiled: int, names: list[str
         _equal("kernel_rows[*].traffic_bytes", sum(r["traffic_bytes"] for r in rows), compiled, "the compiled bytes")
 
 
+def _close(path: str, saved: float, expected: float, what: str) -> None:
+    """Saved seconds against the same figure recomputed (a float sum may differ in its last bits)."""
+    if not math.isclose(saved, expected, rel_tol=1e-9, abs_tol=1e-15):
+        raise Invalid(path, f"{show(saved)} is not {what} ({show(expected)})")
+
+
+def _check_profile(data: Mapping[str, Any]) -> None:
+    """The profile's kernels and events name kernels of the estimate; its derived figures agree."""
+    profile = data.get("profile")
+    analysis = data.get("analysis") or {}
+    if "time_coverage" in analysis and (analysis["time_coverage"] is None) != (profile is None):
+        has = "has no profile" if profile is None else "has a profile"
+        raise Invalid("analysis.time_coverage", f"{show(analysis['time_coverage'])}, but the report {has}")
+    if profile is None:
+        return
+    kernels = len(data["estimate"].get("kernels", ()))
+    seen: set[int] = set()
+    for i, measured in enumerate(profile.get("kernels", ())):
+        path = f"profile.kernels[{i}].kernel"
+        if measured["kernel"] >= kernels:
+            raise Invalid(path, f"{measured['kernel']} is not a kernel: estimate.kernels has {kernels}")
+        if measured["kernel"] in seen:
+            raise Invalid(path, f"kernel {measured['kernel']} is measured twice")
+        seen.add(measured["kernel"])
+    for i, event in enumerate(profile.get("events", ())):
+        if event["kernel"] >= kernels:
+            raise Invalid(
+                f"profile.events[{i}].kernel", f"{event['kernel']} is not a kernel: estimate.kernels has {kernels}"
+            )
+    wall, inside, runs = profile["wall_seconds"], profile["kernel_seconds"], profile["runs"]
+    if "outside_seconds" in profile:
+        _close("profile.outside_seconds", profile["outside_seconds"], max(wall - inside, 0.0), "wall − kernel seconds")
+    coverage = analysis.get("time_coverage")
+    if coverage is not None:
+        per_run = sum(measured["seconds"] / runs for measured in profile.get("kernels", ()))
+        what = "the profile's kernels' seconds per run, summed"
+        _close("analysis.time_coverage.kernel_seconds", coverage["kernel_seconds"], per_run, what)
+        _close("analysis.time_coverage.wall_seconds", coverage["wall_seconds"], wall / runs, "the profile's, per run")
+
+
 def check_totals_v2(data: Mapping[str, Any]) -> None:
-    """Version 1's totals, each ``unmodeled_work`` entry an unmodeled name, once, and the kernels."""
+    """Version 1's totals, each ``unmodeled_work`` entry an unmodeled name, once, the kernels and the profile."""
     check_totals_v1(data)
     _check_kernel_tables(data, *_check_kernels(data["estimate"]))
+    _check_profile(data)
     coverage = data["estimate"]["coverage"]
     names = {name for name, _ in coverage.get("unmodeled", ())}
     seen: set[str] = set()

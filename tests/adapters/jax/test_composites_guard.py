@@ -110,7 +110,8 @@ def test_every_jax_nn_activation_still_folds(fn, entry, per_element, dtype):
 
 def test_log_softmax_still_folds():
     (record,) = ADAPTER.trace(lambda x: jax.nn.log_softmax(x), (X,)).operations
-    assert (record.kind, record.attrs) == ("softmax", {"axis": 1, "log": True})
+    # unscoped: labeled with the user's function that made it (the per-scope table's group)
+    assert (record.kind, record.attrs) == ("softmax", {"axis": 1, "log": True, "function": "<lambda>"})
 
 
 def test_a_softmax_sequence_that_broadcasts_along_the_wrong_axis_is_walked():
@@ -122,7 +123,7 @@ def test_a_softmax_sequence_that_broadcasts_along_the_wrong_axis_is_walked():
         return e / lax.broadcast_in_dim(jnp.sum(e, axis=1), (8, 8), dims)
 
     (softmax,) = ADAPTER.trace(lambda x: shaped(x, (0,)), (square,)).operations  # row max, row sum: softmax
-    assert (softmax.kind, softmax.attrs) == ("softmax", {"axis": 1, "log": False})
+    assert (softmax.kind, softmax.attrs) == ("softmax", {"axis": 1, "log": False, "function": "shaped"})
     # (1,): row i's max subtracted from column i — another function, walked equation by equation
     walked = ADAPTER.trace(lambda x: shaped(x, (1,)), (square,))
     assert "softmax" not in folded_ops(walked)

@@ -187,7 +187,7 @@ def test_shard_map_bodies_are_walked():
 def test_a_recognised_jax_nn_call_is_one_record_and_its_equations_are_modeled():
     trace = ADAPTER.trace(lambda x: jax.nn.silu(x) * 2.0, (X,))
     silu, scaled = trace.operations
-    assert (silu.name, silu.kind, silu.attrs) == ("silu", "elementwise", {"op": "silu"})
+    assert (silu.name, silu.kind, silu.attrs) == ("silu", "elementwise", {"op": "silu", "function": "<lambda>"})
     assert silu.inputs == ((8, 16),)  # one read of x, one write of the result: 128 floats each
     assert (silu.cost.flops, silu.cost.read_bytes, silu.cost.write_bytes) == (5 * 128, 512, 512)  # 5 per element
     # the jit call and its body's logistic and mul are modeled, part of the one record; then the mul
