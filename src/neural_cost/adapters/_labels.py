@@ -99,11 +99,10 @@ class Origins:
             if not name:
                 result.append(op)
                 continue
-            attrs = made.get((op.attrs, name))
+            made_key = (id(op.attrs), name)  # the records keep their attrs alive: an id is not reused here
+            attrs = made.get(made_key)
             if attrs is None:
-                attrs = made[(op.attrs, name)] = FrozenAttrs(
-                    {**op.attrs, "function": name}, f"Operation {op.name!r} attrs"
-                )
+                attrs = made[made_key] = FrozenAttrs.trusted({**op.attrs, "function": name})
             labeled = op.relabeled(attrs)
             self._seen[id(labeled)] = (labeled, *origin[1:])  # ``label`` finds the labeled record's origin
             result.append(labeled)
