@@ -158,8 +158,10 @@ def test_a_fill_with_no_inputs_does_no_arithmetic_by_default():
 def test_one_registered_rule_per_code_in_report_order():
     # The report prints findings in registration order: header warnings first, then the other
     # warnings, the notes on peaks and counts, the advice, and the notes on timing.
+    # (issue 15 adds low_time_coverage, a header warning like low_coverage, printed right after it)
     assert list(FINDING_RULES) == [
         "low_coverage",
+        "low_time_coverage",
         "device_mismatch",
         "efficiency_above_100",
         "unmodeled_ops",
@@ -174,7 +176,11 @@ def test_one_registered_rule_per_code_in_report_order():
         "few_runs",
         "high_spread",
     ]
-    assert [code for code, entry in FINDING_RULES.items() if entry.header] == ["low_coverage", "device_mismatch"]
+    assert [code for code, entry in FINDING_RULES.items() if entry.header] == [
+        "low_coverage",
+        "low_time_coverage",
+        "device_mismatch",
+    ]
 
 
 def test_findings_come_in_rule_order_with_each_rules_severity():
@@ -272,3 +278,21 @@ def test_memory_bound_advice_does_not_promise_fusion_headroom_at_the_floor():
     report = analyze_gap(estimate, Measurement((1e-3,) * 5, device_kind="cpu"), spec)
     message = report.finding("memory_bound").message
     assert "headroom" not in message and "1.0×" not in message
+
+
+def test_a_profile_adds_the_time_warning_after_low_coverage_and_changes_the_gap_advice():
+    # tests/report/profiled.py: operations 3/4 = 75% and time 277/300 = 92.3%, both below a 0.95 threshold;
+    # observed 400 µs against a 156.36 µs bound (39.1%: large_gap); 5 runs of 400 µs (no spread, not few)
+    from tests.report.profiled import profiled_report
+
+    report = profiled_report(threshold=0.95)
+    assert [(f.code, f.severity, f.header) for f in report.findings] == [
+        ("low_coverage", "warning", True),
+        ("low_time_coverage", "warning", True),
+        ("unmodeled_ops", "warning", False),
+        ("memory_bound", "next", False),
+        ("large_gap", "next", False),
+    ]
+    assert "big.2 250.0 µs against a bound of 125.8 µs (2.0×)" in report.finding("large_gap").message
+    plain = profiled_report(None, threshold=0.95)
+    assert "low_time_coverage" not in [f.code for f in plain.findings]

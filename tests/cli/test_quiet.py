@@ -30,11 +30,13 @@ CPU_GUARD_TAIL = (
     "To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow with "
     "the appropriate compiler flags."
 )
+# PyTorch's profiler (Kineto) on each profiled pass (issue 15), copied from a real run
+KINETO = "USDT:2026-12-01 18:08:30 21121:21121 SyncActivityProfilerHandler.cpp:52] profiler_start"
 ERROR_RECORD = "E0000 00:00:1758131045.203198 3722035 cuda_dnn.cc:8579] Unable to register cuDNN factory"
 
 
 def test_noise_is_info_and_warning_records_only():
-    for line in (ABSL_NOTICE, ONEDNN, ONEDNN.replace("I0000", "W0000"), OLD_FORMAT, CPU_GUARD_TAIL):
+    for line in (ABSL_NOTICE, ONEDNN, ONEDNN.replace("I0000", "W0000"), OLD_FORMAT, CPU_GUARD_TAIL, KINETO):
         assert is_noise(line), line
     # an error record, the user's own output and a traceback line pass through
     for line in (ERROR_RECORD, "hello from my model", 'File "model.py", line 3', "I0000 is my log prefix"):

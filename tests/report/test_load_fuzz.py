@@ -4,7 +4,8 @@ SchemaError — never another exception (issue 12, item 3).
 Real reports: the bundled JAX MLP (``neural_cost.examples.jax_mlp``, small sizes) traced and
 timed by JaxAdapter, a PyTorch MLP by TorchAdapter, and a framework-free report with every
 optional section filled (scopes, a loop, a boundary, unmodeled operations, two dtypes, a
-cross-check, allocator figures, kernels and memory levels). Hypothesis draws corruptions of one field each — a value
+cross-check, allocator figures, kernels and memory levels, a profiled pass with events, an
+unmatched event and notes). Hypothesis draws corruptions of one field each — a value
 replaced (wrong types, NaN, ±Infinity, negatives, 10^400, strings, deep nesting), a key
 deleted or added, a number nudged, a byte of the file replaced or the file cut — with a
 fixed derandomised seed: the same ~2,700 cases every run.
@@ -38,6 +39,7 @@ from neural_cost import (
     estimate_operations,
     load_report,
 )
+from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent
 
 DEEP = "\x00deep\x00"  # replaced in the text by nesting json.dumps could not write
 VALUES = [
@@ -70,9 +72,10 @@ VALUES = [
     DEEP,
 ]
 # Free inputs: a different valid value there is a different, legitimate report.
+# A profiled pass is an input too: another valid profile gives the rows other measured times.
 FREE = re.compile(
     r"^(measurement\.(samples_seconds|warmup_seconds|compile_seconds|peak_memory_bytes)|hardware|analysis$"
-    r"|analysis\.coverage_threshold|estimate\.kernels\[\d+\]\.footprint_bytes)"
+    r"|analysis\.coverage_threshold|estimate\.kernels\[\d+\]\.footprint_bytes|profile)"
 )
 
 
@@ -140,7 +143,14 @@ def numbers(report):
     ]
     levels = [(lv.capacity_bytes, lv.bandwidth) for lv in h.memory_levels]
     bound = (report.bound_seconds, e.compiled_bytes, [(r.bound_seconds, r.traffic_bytes) for r in report.kernel_rows])
-    return (estimate, rows, scopes, counts, coverage, timing, spec, analysis, kernels, levels, bound)
+    measured = (
+        [(r.measured_seconds, r.events) for r in report.kernel_rows],
+        [(r.measured_seconds, r.shared) for r in report.operation_rows],
+        [r.measured_seconds for r in report.scope_rows],
+        report.time_coverage,
+        report.profile,
+    )
+    return (estimate, rows, scopes, counts, coverage, timing, spec, analysis, kernels, levels, bound, measured)
 
 
 def corrupt(doc, corruption):
@@ -271,7 +281,20 @@ def handmade_report():
         allocator={"reserved_bytes": 2 * 10**6},
         compile_seconds=0.5,
     )
-    return analyze_gap(estimate, timing, spec, coverage_threshold=0.5)
+    # 3 profiled runs: fusion.1 ×4 per run (12 events), copy.2 once per run; one memset matched no kernel
+    profile = Profile(
+        runs=3,
+        wall_seconds=90e-6,
+        kernels=(MeasuredKernel(0, 36e-6, 12), MeasuredKernel(1, 9e-6, 3)),
+        kernel_seconds=45e-6,
+        source="test profiler",
+        unmatched=(("memset", 3e-6, 3),),
+        notes=("a profile note",),
+        events=(ProfileEvent(0, 0.0, 3e-6), ProfileEvent(1, 3e-6, 3e-6, thread=7)),
+    )
+    return analyze_gap(
+        estimate, timing, spec, coverage_threshold=0.5, profile=profile, profile_notes=("a note on the profile",)
+    )
 
 
 def jax_report():

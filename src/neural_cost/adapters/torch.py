@@ -8,7 +8,8 @@ on every submodule. Nothing the user can observe changes
 (``_torch/preserve.py``, which lists what is restored and what cannot be): hooks and modes
 are removed even when the model raises, and parameters, buffers (the very objects),
 gradients, optimizer state and attributes, the RNG state and each submodule's attributes and
-train/eval flag are restored, after ``trace``, ``benchmark`` and ``profile_model`` alike.
+train/eval flag are restored, after ``trace``, ``benchmark``, ``profile`` (``_torch/profile.py``:
+torch.profiler's events joined to the trace's kernels) and ``profile_model`` alike.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 
 from ..core.errors import AdapterError, HardwareError, MeasurementError
+from ..core.profile import Profile
 from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.device import array_device
@@ -42,6 +44,7 @@ from ._torch import (  # noqa: F401  (register the table)
 )
 from ._torch.kernels import COMPILED_NOTE, KERNEL_SOURCE, is_compiled
 from ._torch.preserve import Grads, WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
+from ._torch.profile import profile_eager
 from ._torch.recorder import Recorder, module_scopes, tensors_in
 from ._torch.table import TorchContext
 from ._walk import check_loop_options
@@ -71,6 +74,7 @@ class TorchAdapter(FrameworkAdapter):
     framework = "torch"
     coverage_unit = "aten ops"
     traces_training_step = True
+    profiles = True
 
     def __init__(self, trip_counts: Mapping[int | str, int] | None = None, default_trip_count: int = 8) -> None:
         """The loop options every adapter takes (so ``adapter_for`` and the CLI make any
@@ -306,6 +310,30 @@ class TorchAdapter(FrameworkAdapter):
         if info is not None and (info.name, info.kind) != (measured.device, measured.device_kind):
             changes.update(device=info.name, device_kind=info.kind, device_source=f"{source}: {info.source}")
         return dataclasses.replace(measured, **changes) if changes else measured
+
+    def profile(
+        self,
+        model: Any,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        trace: Trace,
+        runs: int = 3,
+        training: bool = False,
+        loss_fn: Callable[[Any], Any] | None = None,
+        optimizer: Any | None = None,
+        **options: Any,
+    ) -> Profile:
+        """Measured time per kernel of ``trace`` over ``runs`` runs under ``torch.profiler``, run
+        as ``trace`` ran it (``training``/``loss_fn``/``optimizer`` alike), everything put back
+        afterwards; how events join kernels is in ``_torch/profile.py``."""
+        reject_options("TorchAdapter.profile", options, TRACE_OPTIONS)
+        keywords = dict(kwargs or {})
+        device = _reference_tensor(model, _positional(args), keywords)[0]
+        return profile_eager(
+            model, _positional(args), keywords, trace=trace, runs=runs, training=training, loss_fn=loss_fn,
+            optimizer=optimizer, loss=_loss, device=device.device if device is not None else None,
+        )  # fmt: skip
 
     # -- hardware ---------------------------------------------------------------------------
     def device_of(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.dtypes import dtype_info
 from ..core.units import format_percent, format_percent_down, format_seconds, format_si, plural
-from .suspects import above_100_message, first_touch_message, kernel_movers
+from .suspects import above_100_message, first_touch_message, kernel_movers, low_time_message, measured_gap_cause
 
 if TYPE_CHECKING:
     from .gap import GapReport
@@ -131,6 +131,13 @@ def _low_coverage(report: GapReport) -> Iterator[str]:
             f"Low coverage: {'; '.join(low)}; the roofline bound and efficiency describe part of the workload, "
             f"not all of it."
         )
+
+
+@finding("low_time_coverage", "warning", header=True)
+def _low_time_coverage(report: GapReport) -> Iterator[str]:
+    message = low_time_message(report)
+    if message:
+        yield message
 
 
 @finding("device_mismatch", "warning", header=True)
@@ -267,7 +274,10 @@ def _large_gap(report: GapReport) -> Iterator[str]:
     executions = sum(op.count for op in report.estimate.operations) or 1
     gap = observed - bound
     per_op = gap / executions
-    if per_op < DISPATCH_GAP_SECONDS:
+    measured = measured_gap_cause(report)
+    if measured:
+        cause = measured
+    elif per_op < DISPATCH_GAP_SECONDS:
         cause = (
             "at this size per-operation dispatch and launch overhead, not FLOPs or bytes, decides the "
             "time; larger batches or fused operations amortise it."

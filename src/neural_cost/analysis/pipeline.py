@@ -156,18 +156,26 @@ class Pipeline:
         warmup: int = 3,
         repeats: int = 10,
         clock: Callable[[], float] | None = None,
+        profile: bool = False,
     ) -> PipelineReport:
         """Trace, estimate and time each stage (and the total); a failing stage is reported, the
-        others still run. Without ``hardware`` the adapter's device spec is used."""
+        others still run. Without ``hardware`` the adapter's device spec is used. ``profile``:
+        also measure each stage's time per kernel (3 more runs per stage under the framework's
+        profiler; off by default, as a whole program's report profiled once says the same)."""
         if hardware is None and adapter is not None:
             try:
                 hardware = adapter.hardware()
             except NeuralCostError:
                 hardware = None
         results = tuple(
-            self._run(name, stage, adapter, hardware, warmup, repeats, clock) for name, stage in self.stages.items()
+            self._run(name, stage, adapter, hardware, warmup, repeats, clock, profile)
+            for name, stage in self.stages.items()
         )
-        total = self._run("end-to-end", self.total, adapter, hardware, warmup, repeats, clock) if self.total else None
+        total = (
+            self._run("end-to-end", self.total, adapter, hardware, warmup, repeats, clock, profile)
+            if self.total
+            else None
+        )
         return PipelineReport(results, total, hardware)
 
     @staticmethod
@@ -179,6 +187,7 @@ class Pipeline:
         warmup: int,
         repeats: int,
         clock: Callable[[], float] | None,
+        profile: bool = False,
     ) -> StageResult:
         kwargs = dict(stage.kwargs or {})
         try:
@@ -193,7 +202,9 @@ class Pipeline:
         if adapter is None or hardware is None:
             return StageResult(name, stage.calls, measurement, notes=notes)
         try:
-            report = analyze_workload(adapter, stage.fn, stage.args, kwargs, hardware, measurement=measurement)
+            report = analyze_workload(
+                adapter, stage.fn, stage.args, kwargs, hardware, measurement=measurement, profile=profile
+            )
         except Exception as error:
             if note is None:
                 return StageResult(name, stage.calls, error=_describe(error))

@@ -5,10 +5,15 @@ An efficiency above 100% is never clamped; it names the kernels that make up mos
 bound and, for each, the assumption it rests on: the memory level its footprint was placed
 in (data a kernel finds in a cache only because an earlier call or iteration left it there),
 a peak from a formula or table rather than a measurement, a loop count that was assumed.
+
+With a profiled pass (``analysis/timing.py``), the large-gap finding names the kernels measured
+furthest above their own bounds and the time outside every kernel, and a time coverage below the
+report's threshold is a header warning naming the unmodeled operations by their time.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -185,3 +190,65 @@ def kernel_movers(report: GapReport) -> str:
                 f"their intermediates out of memory, is the headroom."
             )
     return message
+
+
+def percent_down(fraction: float) -> str:
+    """``fraction`` as a percentage rounded *down* to 0.1% (so 99.96% never reads as a complete
+    100.0%); ``100.0%`` only when it is 1. The text report's time share prints through it too."""
+    if fraction >= 1:
+        return "100.0%"
+    tenths = min(math.floor(fraction * 1000 + 1e-9), 999)  # 1e-9: 0.961 * 1000 is 960.9999...
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def _outside(report: GapReport) -> str:
+    """``outside kernels (dispatch, syncs, idle gaps) 100.0 µs per run (25.0% of the profiled run)``."""
+    coverage = report.time_coverage
+    if coverage is None:
+        return ""
+    share = (
+        f" ({format_percent(coverage.outside_seconds / coverage.wall_seconds)} of the profiled run)"
+        if coverage.wall_seconds > 0
+        else ""
+    )
+    return f"outside kernels (dispatch, syncs, idle gaps) {format_seconds(coverage.outside_seconds)} per run{share}"
+
+
+def measured_gap_cause(report: GapReport) -> str | None:
+    """The large-gap finding's cause when a profile exists: the (up to ``NAMED``) kernels whose
+    measured time is furthest above their own bound, each with measured, bound and their ratio,
+    and the time outside every kernel; None without a profile."""
+    if report.profile is None or report.time_coverage is None:
+        return None
+    above = sorted(
+        (r for r in report.kernel_rows if r.measured_seconds is not None and r.measured_seconds > r.bound_seconds),
+        key=lambda r: -((r.measured_seconds or 0.0) - r.bound_seconds),
+    )[:NAMED]
+    outside = _outside(report)
+    if not above:
+        return f"no kernel is measured above its bound: the time is {outside}."
+    parts = []
+    for i, row in enumerate(above):
+        measured = row.measured_seconds or 0.0
+        ratio = f" ({measured / row.bound_seconds:.1f}×)" if row.bound_seconds > 0 else ""
+        against = "against a bound of " if i == 0 else "against "
+        parts.append(f"{row.name} {format_seconds(measured)} {against}{format_seconds(row.bound_seconds)}{ratio}")
+    return f"measured per kernel, the furthest above their bounds: {', '.join(parts)}; {outside}."
+
+
+def low_time_message(report: GapReport) -> str | None:
+    """The low-time-coverage warning: the measured time in modeled kernels is below the report's
+    coverage threshold; names the unmodeled operations by their share of the kernel time."""
+    coverage = report.time_coverage
+    fraction = coverage.fraction if coverage is not None else None
+    if coverage is None or fraction is None or fraction >= report.coverage_threshold:
+        return None
+    listed = ", ".join(
+        f"{name} {format_percent(seconds / coverage.kernel_seconds)}" for name, seconds in coverage.unmodeled[:5]
+    )
+    more = f" and {len(coverage.unmodeled) - 5} more" if len(coverage.unmodeled) > 5 else ""
+    return (
+        f"Low time coverage: only {percent_down(fraction)} of the measured kernel time "
+        f"({format_seconds(coverage.kernel_seconds)} per run) is in modeled kernels; unmodeled by time: "
+        f"{listed}{more}. The bound leaves their time out: the efficiency describes part of the run."
+    )

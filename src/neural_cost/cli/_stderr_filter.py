@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 
 # C++ log records in absl's format ("I0000 00:00:1796140672.024660   20375 port.cc:153] ...")
 # and TensorFlow's older one ("2025-09-17 14:44:05.157831: I external/.../cudart_stub.cc:32] ..."),
-# INFO and WARNING only; absl's notice that logging was not initialized; and the second line
-# of TensorFlow's cpu_feature_guard notice, which absl writes as its own line.
+# INFO and WARNING only; absl's notice that logging was not initialized; the second line
+# of TensorFlow's cpu_feature_guard notice, which absl writes as its own line; and the usage
+# trace PyTorch's profiler (Kineto) writes when it starts and stops ("USDT:2026-12-01 18:08:30
+# 21121:21121 SyncActivityProfilerHandler.cpp:52] profiler_start").
 NOISE_PATTERN = (
     r"[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [^\s:]+:\d+\] "
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] [^\s:]+:\d+\] "
     r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"
     r"|To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$"
+    r"|USDT:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ [^\s:]+:\d+\] "
 )
 #: Signals a terminal or a process-group kill sends to the CLI and its filter alike. The filter
 #: outlives them on purpose: it must stay to pass on what the dying CLI wrote last (the end of file

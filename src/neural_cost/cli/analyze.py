@@ -95,9 +95,18 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
                 adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training
             )
         hardware = _hardware(args, adapter, measurement, progress)
-        progress.stage("tracing")
+        progress.stage("tracing")  # and then, with --profile, the profiled runs
         return analyze_workload(
-            adapter, fn, inputs, kwargs, hardware, device=args.device, measurement=measurement, trace_options=training
+            adapter,
+            fn,
+            inputs,
+            kwargs,
+            hardware,
+            device=args.device,
+            measurement=measurement,
+            trace_options=training,
+            profile=args.profile,
+            profile_runs=args.profile_runs,
         )
 
 
@@ -110,11 +119,53 @@ def _print_report(args: argparse.Namespace, report: GapReport) -> int:
     if args.plot:  # a roofline of operations, or of scopes with --by scope (kernels sit at several levels)
         report.plot(args.plot, top=args.top, group_by_scope=args.by == "scope")
         print(f"wrote {args.plot}")
-    below = None if args.min_coverage is None else _below_gate(report, args.min_coverage)
-    if below is not None:
+    if args.trace_out:
+        print(f"wrote {write_trace_out(args.trace_out, report)}")
+    failed = [
+        below
+        for below in (
+            None if args.min_coverage is None else _below_gate(report, args.min_coverage),
+            None if args.min_time_coverage is None else below_time_gate(report, args.min_time_coverage),
+        )
+        if below is not None
+    ]
+    for below in failed:
         print(f"neural-cost: {below}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed else 0
+
+
+def write_trace_out(path: str, report: GapReport) -> str:
+    """``--trace-out PATH``: the profiled kernels as a Chrome/Perfetto trace; a clear error without a profile."""
+    from ..report.trace_out import write_trace
+
+    try:
+        return str(write_trace(report, path))
+    except NeuralCostError as error:
+        raise NeuralCostError(f"--trace-out {path}: {error}") from error
+
+
+def below_time_gate(report: GapReport, minimum: float) -> str | None:
+    """Why ``--min-time-coverage`` fails, or None; a NeuralCostError (exit 2) when no time coverage was
+    measured: a gate that cannot be evaluated must not pass."""
+    from ..analysis.suspects import percent_down
+
+    coverage = report.time_coverage
+    fraction = coverage.fraction if coverage is not None else None
+    if coverage is None or fraction is None:
+        why = "; ".join(report.profile_notes) or (
+            "the profiled pass matched no event to a kernel" if coverage is not None else "the report has no profile"
+        )
+        raise NeuralCostError(
+            f"--min-time-coverage {minimum:.1%}: no time coverage was measured, so it cannot gate ({why}); "
+            f"analyze with the profiler on (--profile, the default) and a framework whose adapter profiles"
+        )
+    if fraction >= minimum:
+        return None
+    message = f"time coverage {percent_down(fraction)} is below --min-time-coverage {minimum:.1%}"
+    if coverage.unmodeled and coverage.kernel_seconds > 0:
+        name, seconds = coverage.unmodeled[0]
+        message += f"; the unmodeled operation with the most time is {name} ({seconds / coverage.kernel_seconds:.1%})"
+    return message
 
 
 def _below_gate(report: GapReport, minimum: float) -> str | None:

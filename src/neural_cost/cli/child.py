@@ -49,8 +49,11 @@ def platform_problem(platform: str) -> str | None:
     return None
 
 
-def run_platform(spec: str, platform: str, warmup: int, repeats: int) -> dict[str, Any]:
-    """Everything the parent's row needs, as plain data; never raises for a workload's failure."""
+def run_platform(
+    spec: str, platform: str, warmup: int, repeats: int, profile: bool = True, profile_runs: int = 3
+) -> dict[str, Any]:
+    """Everything the parent's row needs, as plain data; never raises for a workload's failure.
+    ``profile``/``profile_runs``: the profiled pass after timing (``analyze_workload``'s)."""
     result: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
         "platform": platform,
@@ -76,7 +79,9 @@ def run_platform(spec: str, platform: str, warmup: int, repeats: int) -> dict[st
         if not adapter.device_from_environment and platform != "cpu":
             result["note"] = f"a {framework} workload runs where build() put it; JAX_PLATFORMS does not move it"
         with exits_reported("the workload", WORKLOAD_ADVICE):
-            report = analyze_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
+            report = analyze_workload(
+                adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, profile=profile, profile_runs=profile_runs
+            )
     except NeuralCostError as error:
         result["error"] = one_line(str(error).strip(), error) or type(error).__name__
         return result
@@ -96,17 +101,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--verbose", action="store_true", help="let the frameworks' log lines through")
+    parser.add_argument("--no-profile", dest="profile", action="store_false", help="no profiled pass after timing")
+    parser.add_argument("--profile-runs", type=int, default=3, help="runs under the profiler (default 3)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    run = (args.build, args.platform, args.warmup, args.repeats, args.profile, args.profile_runs)
     if args.verbose:
-        result = run_platform(args.build, args.platform, args.warmup, args.repeats)
+        result = run_platform(*run)
     else:
         quiet_frameworks()  # before JAX (or the workload's framework) is imported
         with filtered_stderr():
-            result = run_platform(args.build, args.platform, args.warmup, args.repeats)
+            result = run_platform(*run)
     write_json_atomic(args.json, result)
     if result["error"]:
         print(f"neural-cost compare ({args.platform}): {result['error']}", file=sys.stderr)

@@ -107,14 +107,23 @@ def _ended(code: int) -> str:
 
 
 def run_child(
-    spec: str, platform: str, warmup: int, repeats: int, timeout: float, verbose: bool = False
+    spec: str,
+    platform: str,
+    warmup: int,
+    repeats: int,
+    timeout: float,
+    verbose: bool = False,
+    profile: bool = True,
+    profile_runs: int = 3,
 ) -> dict[str, Any]:
     """One platform's result as the child wrote it, or a failed row built from what the child left.
-    ``verbose``: the child keeps the frameworks' log lines, and its stderr is copied to ours."""
+    ``verbose``: the child keeps the frameworks' log lines, and its stderr is copied to ours;
+    ``profile``/``profile_runs``: the child's profiled pass after timing."""
     with tempfile.TemporaryDirectory(prefix="neural-cost-compare-") as folder:
         out = Path(folder) / f"{platform}.json"
         command = [sys.executable, "-m", "neural_cost.cli.child", spec, "--platform", platform, "--json", str(out)]
         command += ["--warmup", str(warmup), "--repeats", str(repeats)] + (["--verbose"] if verbose else [])
+        command += ["--profile-runs", str(profile_runs)] + ([] if profile else ["--no-profile"])
         start = time.perf_counter()
         code, stdout, stderr = run_command(command, _child_env(platform), timeout)
         wall = time.perf_counter() - start
@@ -163,11 +172,21 @@ def _row(result: Mapping[str, Any]) -> tuple[str, ...] | str:
         f"{spread} ({measurement['runs']})",
         f"{format_seconds(analysis['bound_seconds'])} ({analysis['bound_side']})",
         format_percent(analysis["efficiency"]),
-        # the report's own two figures (exact shares, rounded down, work a ceiling), rebuilt from its JSON
-        " · ".join(coverage_figures(CostEstimate.from_dict(report["estimate"]))),
+        # the report's own figures (exact shares, rounded down, work a ceiling), rebuilt from its JSON
+        " · ".join(coverage_figures(CostEstimate.from_dict(report["estimate"]))) + _time_figure(analysis),
         format_si(analysis["achieved_flops_per_second"], "FLOP/s"),
         format_si(analysis["achieved_bytes_per_second"], "B/s"),
     )
+
+
+def _time_figure(analysis: Mapping[str, Any]) -> str:
+    """`` · 92.3%``, the time share, when the platform's report measured time per kernel (as its coverage
+    line prints it); the header then reads ``coverage (ops · work · time)``."""
+    from ..analysis.suspects import percent_down
+
+    coverage = analysis.get("time_coverage")
+    fraction = coverage.get("fraction") if isinstance(coverage, Mapping) else None
+    return f" · {percent_down(fraction)}" if isinstance(fraction, (int, float)) else ""
 
 
 def render_table(spec: str, results: Sequence[Mapping[str, Any]]) -> str:
@@ -176,8 +195,11 @@ def render_table(spec: str, results: Sequence[Mapping[str, Any]]) -> str:
     title = f"neural-cost compare: {spec}" + (f" ({', '.join(frameworks)})" if frameworks else "")
     rows = [_row(r) for r in results]
     cells = [r for r in rows if isinstance(r, tuple)]
-    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(HEADERS)]
-    lines = [title, "  " + "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)).rstrip()]
+    reports = [r.get("report") for r in results]
+    timed = any(isinstance(r, Mapping) and _time_figure(r.get("analysis") or {}) for r in reports)
+    headers = tuple(h.replace("work)", "work · time)") if timed else h for h in HEADERS)
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
+    lines = [title, "  " + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     for result, row in zip(results, rows, strict=True):
         if isinstance(row, tuple):
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
@@ -196,7 +218,18 @@ def run_compare(args: argparse.Namespace) -> int:
     try:
         for done, platform in enumerate(platforms):
             progress.runs(f"running {platform}", done, len(platforms))
-            results.append(run_child(args.build, platform, args.warmup, args.repeats, args.timeout, verbose))
+            results.append(
+                run_child(
+                    args.build,
+                    platform,
+                    args.warmup,
+                    args.repeats,
+                    args.timeout,
+                    verbose,
+                    getattr(args, "profile", True),
+                    getattr(args, "profile_runs", 3),
+                )
+            )
     except BaseException:
         progress.close()
         raise

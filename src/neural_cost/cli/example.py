@@ -44,7 +44,7 @@ def _framework(choice: str) -> str:
     return "jax"
 
 
-class _HandWritten(FrameworkAdapter):
+class HandWrittenNumpy(FrameworkAdapter):
     """The numpy MLP's operations, written out by hand (numpy has no graph to trace)."""
 
     framework = "numpy (hand-written operations)"
@@ -69,7 +69,7 @@ Workload = tuple[FrameworkAdapter, Any, tuple[Any, ...], dict[str, Any]]
 
 def _numpy_workload(batch: int) -> Workload:
     forward, arrays = numpy_mlp.build(batch=batch)
-    return _HandWritten(batch), forward, arrays, {}
+    return HandWrittenNumpy(batch), forward, arrays, {}
 
 
 def _jax_workload(batch: int) -> Workload:
@@ -88,7 +88,15 @@ def run_example(args: argparse.Namespace) -> int:
     adapter, forward, inputs, options = WORKLOADS[_framework(args.framework)](args.batch)
     hardware = host_spec(args.peak_flops, args.memory_bandwidth)
     report = analyze_workload(
-        adapter, forward, inputs, hardware=hardware, warmup=args.warmup, repeats=args.repeats, trace_options=options
+        adapter,
+        forward,
+        inputs,
+        hardware=hardware,
+        warmup=args.warmup,
+        repeats=args.repeats,
+        trace_options=options,
+        profile=getattr(args, "profile", True),
+        profile_runs=getattr(args, "profile_runs", 3),
     )
     print(report.render(top=args.top, by=args.by), end="")
     if args.json:
@@ -100,4 +108,8 @@ def run_example(args: argparse.Namespace) -> int:
                 f"in a writable directory"
             ) from error
         print(f"wrote {path}")
+    if getattr(args, "trace_out", None):
+        from .analyze import write_trace_out
+
+        print(f"wrote {write_trace_out(args.trace_out, report)}")
     return 0

@@ -120,6 +120,27 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
 
 
+def _add_profile_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after timing, run the workload --profile-runs more times under the framework's profiler to measure "
+        "each kernel's time: the tables gain measured and eff columns, coverage a time share (default: on)",
+    )
+    parser.add_argument(
+        "--profile-runs", type=_count(1), default=3, help="runs under the profiler, after the timed ones (default 3)"
+    )
+
+
+def _add_trace_out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trace-out",
+        metavar="PATH",
+        help="also write the profiled kernels as a Chrome/Perfetto trace (JSON, atomically; needs --profile)",
+    )
+
+
 #: The tables ``--by`` chooses (``GapReport.render(by=...)``; ``report/kernel_text.py`` holds the same tuple).
 TABLES = ("operation", "scope", "kernel")
 VERBOSE_HELP = "show the frameworks' own log lines and warnings (TensorFlow, absl, XLA), hidden by default"
@@ -149,6 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     example.add_argument("--batch", type=_count(1), default=256, help="batch size of the example (default 256)")
     _add_report_options(example)
+    _add_profile_options(example)
+    _add_trace_out(example)
     commands.add_parser("kinds", help="list the operation kinds and the convention each cost rule counts by")
     hardware = commands.add_parser(
         "hardware", help="print the detected spec of a device, where each number came from, and its ridge points"
@@ -174,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
     compare.add_argument("--timeout", type=_seconds, default=600.0, help="seconds per platform (default 600)")
     compare.add_argument("--json", metavar="PATH", help="also write every platform's report as JSON (atomically)")
+    _add_profile_options(compare)
     analyze = commands.add_parser("analyze", help="trace, time and score FILE.py:build here; print the full report")
     analyze.add_argument(
         "target", metavar="FILE.py:build", help="a function of no arguments returning (fn, args[, kwargs])"
@@ -186,10 +210,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     analyze.add_argument("--default-trip-count", type=_count(0), default=8, help="for loops nothing counts (default 8)")
     analyze.add_argument(
-        "--min-coverage", type=_fraction, help="exit 1 when coverage is below this fraction in [0, 1] (a CI gate)"
+        "--min-coverage",
+        type=_fraction,
+        help="exit 1 when coverage (the lower of operations and work) is below this fraction in [0, 1] (a CI gate)",
+    )
+    analyze.add_argument(
+        "--min-time-coverage",
+        type=_fraction,
+        help="exit 1 when the measured time in modeled kernels is below this fraction of the kernel time (a CI "
+        "gate; exit 2 when no time was measured)",
     )
     analyze.add_argument("--plot", metavar="PATH", help="also save the roofline plot (.png or .svg)")
     _add_report_options(analyze)
+    _add_profile_options(analyze)
+    _add_trace_out(analyze)
     diff = commands.add_parser("diff", help="compare two saved reports (--json files): before → after")
     diff.add_argument("before", help="the earlier report's JSON")
     diff.add_argument("after", help="the later report's JSON")
@@ -212,10 +246,20 @@ def _table_choice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     args.by = "scope"
 
 
+def _profile_choice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What needs a profiled pass cannot go with ``--no-profile``: said before any work."""
+    if getattr(args, "profile", True):
+        return
+    for flag, value in (("--trace-out", "trace_out"), ("--min-time-coverage", "min_time_coverage")):
+        if getattr(args, value, None) is not None:
+            parser.error(f"{flag} needs the profiled pass that --no-profile turns off (drop one of them)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     _table_choice(parser, args)
+    _profile_choice(parser, args)
     if args.verbose:
         return _run(args)
     quiet_frameworks()  # before any framework is imported: every import below is lazy

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..analysis.suspects import percent_down
 from ..core.units import format_percent, format_seconds, format_si, plural
 from .printable import printable
 from .text import coverage_figures
@@ -108,6 +109,16 @@ def _coverage_rows(before: CostEstimate, after: CostEstimate) -> list[tuple[str,
     return rows
 
 
+def _time_row(before: GapReport, after: GapReport) -> list[tuple[str, str, str, str]]:
+    """The time share of coverage, when either report was profiled (``-`` for one that was not)."""
+    fractions = [r.time_coverage.fraction if r.time_coverage is not None else None for r in (before, after)]
+    if before.profile is None and after.profile is None:
+        return []
+    shown = [percent_down(f) if f is not None else "-" for f in fractions]
+    a, b = fractions
+    return [("coverage (time)", shown[0], shown[1], "n/a" if a is None or b is None else _points(a, b))]
+
+
 def _kernels(report: GapReport) -> str:
     e = report.estimate
     if not e.kernels:
@@ -165,6 +176,7 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10, *, versions
     ]
     table = [(label, fmt(a), fmt(b), _delta(a, b, fmt)) for label, a, b, fmt in rows]
     table += _coverage_rows(before.estimate, after.estimate)
+    table += _time_row(before, after)
     lines = ["Neural cost diff (before → after)"]
     notes = _method_notes(before, after, versions)
     if (before.measurement.device, before.measurement.device_kind) != (

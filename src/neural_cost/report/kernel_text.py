@@ -18,6 +18,7 @@ from ..analysis.kernels import UNMAPPED, Levels
 from ..core.errors import RecordError
 from ..core.units import format_int, format_percent, format_seconds, format_si, plural
 from .printable import printable
+from .time_text import MEASURED_HEADS, kernel_cells, table_note
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -153,10 +154,13 @@ def _scopes(scopes: tuple[str, ...]) -> str:
 
 def kernel_table(report: GapReport, top: int) -> list[str]:
     """The top kernels by bound: ``runs`` is the kernel's executions, ``traffic`` its bytes over
-    all of them, ``level`` where its footprint was scored, ``share`` its bound ÷ the kernel bound."""
+    all of them, ``level`` where its footprint was scored, ``share`` its bound ÷ the kernel bound;
+    with a profile, ``measured`` (per run) and ``eff`` (the kernel's own bound ÷ measured)."""
     rows = report.kernel_rows
     shown = rows[:top]
+    measured = table_note(report)
     head = ["#", "kernel", "scopes", "runs", "FLOPs", "traffic", "level", "bound", "share"]
+    head += list(MEASURED_HEADS) if measured else []
     body = [
         [
             str(i),
@@ -168,6 +172,7 @@ def kernel_table(report: GapReport, top: int) -> list[str]:
             printable(level_name(report, row.level)),
             format_seconds(row.bound_seconds),
             format_percent(row.share),
+            *(kernel_cells(row) if measured else []),
         ]
         for i, row in enumerate(shown, start=1)
     ]
@@ -181,6 +186,7 @@ def kernel_table(report: GapReport, top: int) -> list[str]:
 
     source = report.estimate.kernel_source or "the compiled program"
     what = source if report.estimate.kernels else "no compiled program read: each operation scored as its own kernel"
-    lines = [f"top {len(shown)} of {plural(len(rows), 'kernels')} by share of bound ({what}):", fmt(head)]
+    title = f"top {len(shown)} of {plural(len(rows), 'kernels')} by share of bound ({what}{measured}):"
+    lines = [title, fmt(head)]
     lines.extend(fmt(cells) for cells in body)
     return lines

@@ -1,8 +1,9 @@
 """Reading a saved report back: real records, re-scorable against another device.
 
-``load_report(path)`` needs no framework: the estimate, measurement and hardware are
-rebuilt from plain data, and the analysis is recomputed from them (identically, since it is
-a pure function of those records); the provenance is the saved one.
+``load_report(path)`` needs no framework: the estimate, measurement, hardware and profiled
+pass (when there was one) are rebuilt from plain data, and the analysis is recomputed from
+them (identically, since it is a pure function of those records); the provenance is the
+saved one.
 
 A saved file is untrusted input, so nothing is built before the whole document is checked:
 the file's size, UTF-8 and nesting depth (``document.py``), then every field's type and
@@ -24,6 +25,7 @@ from ..core.coverage import Coverage, LoopAssumption
 from ..core.errors import NeuralCostError, SchemaError
 from ..core.estimate import CostEstimate, OperationCost, ScopeCost
 from ..core.kernels import Kernel
+from ..core.profile import Profile
 from ..core.records import TensorSpec
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
@@ -139,12 +141,17 @@ def report_from_dict(data: Any, where: str = "report") -> GapReport:
     measurement = _build(where, "measurement", lambda: Measurement.from_dict(data["measurement"]))
     hardware = _build(where, "hardware", lambda: HardwareSpec.from_dict(data["hardware"]))
     provenance = _build(where, "provenance", lambda: FrozenAttrs(data.get("provenance") or {}, "provenance"))
+    profile_data = data.get("profile")  # a profiled pass: the rows' measured times are recomputed from it
+    profile = None if profile_data is None else _build(where, "profile", lambda: Profile.from_dict(profile_data))
+    notes = tuple(data.get("profile_notes", ()))
     analysis = data.get("analysis") or {}
     threshold = analysis.get("coverage_threshold", DEFAULT_COVERAGE_THRESHOLD)
     report = _build(
         where,
         "estimate, measurement and hardware",
-        lambda: analyze_gap(estimate, measurement, hardware, coverage_threshold=threshold),
+        lambda: analyze_gap(
+            estimate, measurement, hardware, coverage_threshold=threshold, profile=profile, profile_notes=notes
+        ),
     )
     _check_finite(report, where)
     object.__setattr__(report, "provenance", provenance)

@@ -1,4 +1,8 @@
-"""The report as plain data: a versioned schema with provenance (``docs/report-schema.md``)."""
+"""The report as plain data: a versioned schema with provenance (``docs/report-schema.md``).
+
+A profiled pass is saved whole (``profile``: ``Profile.to_dict``, or null) with the notes on it
+(``profile_notes``); ``analysis.time_coverage`` and the rows' measured times are derived from it
+and recomputed when the report is loaded."""
 
 from __future__ import annotations
 
@@ -9,6 +13,21 @@ from .kernel_text import levels_in_order
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
+    from ..analysis.timing import TimeCoverage
+
+
+def time_coverage_to_dict(coverage: TimeCoverage | None) -> dict[str, Any] | None:
+    """``analysis.time_coverage``: per run, in seconds; the unmodeled as ``[name, seconds]``, most first."""
+    if coverage is None:
+        return None
+    return {
+        "fraction": coverage.fraction,
+        "modeled_seconds": coverage.modeled_seconds,
+        "kernel_seconds": coverage.kernel_seconds,
+        "unmodeled": [[name, seconds] for name, seconds in coverage.unmodeled],
+        "outside_seconds": coverage.outside_seconds,
+        "wall_seconds": coverage.wall_seconds,
+    }
 
 
 def report_to_dict(report: GapReport) -> dict[str, Any]:
@@ -36,7 +55,10 @@ def report_to_dict(report: GapReport) -> dict[str, Any]:
             "achieved_bytes_per_second": report.achieved_bytes_per_second,
             "coverage_threshold": report.coverage_threshold,
             "device_mismatch": report.device_mismatch,
+            "time_coverage": time_coverage_to_dict(report.time_coverage),
         },
+        "profile": report.profile.to_dict() if report.profile is not None else None,
+        "profile_notes": list(report.profile_notes),
         "findings": [f.to_dict() for f in report.findings],
         "operation_rows": [r.to_dict() for r in report.operation_rows],
         "scope_rows": [r.to_dict() for r in report.scope_rows],

@@ -1,10 +1,11 @@
 """The text report: a pure function of a GapReport's numbers.
 
-Header order (ARCHITECTURE.md, "The report says what it doesn't know"): title, coverage,
-WARNING lines, device, Device mismatch, inputs, timed runs; then the work, the three traffic
-figures, the kernel bound beside the program roofline, traffic by memory level, the floor,
-observed time, efficiency, achieved rates, findings, and the per-operation (per-scope,
-per-kernel) table. The kernel lines and table are in ``kernel_text.py``.
+Header order (ARCHITECTURE.md, "The report says what it doesn't know"): title, coverage (with
+a profile, the measured line below it: ``time_text.py``), the profile's notes, WARNING lines,
+device, Device mismatch, inputs, timed runs; then the work, the three traffic figures, the
+kernel bound beside the program roofline, traffic by memory level, the floor, observed time,
+efficiency, achieved rates, findings, and the per-operation (per-scope, per-kernel) table. The
+kernel lines and table are in ``kernel_text.py``; the measured time in ``time_text.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..core.units import format_int, format_percent, format_percent_down, format
 from .kernel_text import bound_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
 from .printable import printable
+from .time_text import MEASURED_HEADS, measured_line, note_lines, row_cells, table_note, time_figure
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -27,6 +29,8 @@ TITLE = "Neural cost gap analysis"
 #: A compile faster than this most likely came from JAX's in-process compilation cache.
 CACHED_COMPILE_SECONDS = 0.01
 INDENT = "  "
+#: Header findings printed as ``WARNING:`` lines under the coverage line (the others print as they are).
+WARNING_CODES = ("low_coverage", "low_time_coverage")
 
 
 def coverage_figures(estimate: CostEstimate) -> tuple[str, str]:
@@ -47,7 +51,8 @@ def coverage_figures(estimate: CostEstimate) -> tuple[str, str]:
 
 def _coverage_line(report: GapReport) -> str:
     """``coverage: operations 96.7% · work ≤ 26.6% (of 31 aten ops: modeled 30, free 0,
-    unmodeled 1: aten._linalg_svd x1)``; the figures are ``coverage_figures``."""
+    unmodeled 1: aten._linalg_svd x1)``; the figures are ``coverage_figures``, and with a profile
+    ``· time 92.3%`` follows the work (``time_text.py``)."""
     coverage, share = report.estimate.coverage, report.estimate.work_share
     operations, work = coverage_figures(report.estimate)
     executed = plural(coverage.total, coverage.unit)
@@ -68,7 +73,7 @@ def _coverage_line(report: GapReport) -> str:
         counts += f", unmodeled {format_int(coverage.unmodeled_count)}: {names}"
         if share is None:
             counts += "; the size of an unmodeled op was not recorded"
-    return f"coverage: operations {operations} · work {work} (of {executed}: {counts})"
+    return f"coverage: operations {operations} · work {work}{time_figure(report)} (of {executed}: {counts})"
 
 
 def peaks_text(h: HardwareSpec, dtypes: Iterable[str]) -> str:
@@ -203,12 +208,14 @@ def _efficiency_line(report: GapReport) -> str:
     return line
 
 
-def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str]) -> list[str]:
-    """The top rows. Operations: ``runs`` is how many times the row's operation executed
+def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str], measured: str = "") -> list[str]:
+    """The top rows by bound. Operations: ``runs`` is how many times the row's operation executed
     (``×8`` in an 8-trip loop). Scopes: ``executed ops`` is how many operations ran in the
-    scope, each once per execution — a layer of a matmul and a bias add, run once, reads 2."""
+    scope, each once per execution — a layer of a matmul and a bias add, run once, reads 2.
+    ``measured`` (the title's note when the report has a profile) adds the ``measured`` and
+    ``eff`` columns (``time_text.row_cells``)."""
     shown = rows[:top]
-    header = ("#", noun.rstrip("s"), "kind", "FLOPs", "bytes", "FLOP/B", "share")
+    header = ("#", noun.rstrip("s"), "kind", "FLOPs", "bytes", "FLOP/B", "share") + (MEASURED_HEADS if measured else ())
     show_runs = any(r.executions > 1 for r in shown)
     body = []
     for i, (row, name) in enumerate(zip(shown, names, strict=False), start=1):
@@ -222,6 +229,8 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str]) -> 
             intensity,
             format_percent(row.share),
         ]
+        if measured:
+            cells += row_cells(row)
         if show_runs:
             cells.insert(3, f"×{format_int(row.executions)}" if noun == "operations" else format_int(row.executions))
         body.append(cells)
@@ -236,7 +245,7 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str]) -> 
             c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
-    lines = [f"top {len(shown)} of {len(rows)} {noun} by share of bound:", fmt(head)]
+    lines = [f"top {len(shown)} of {len(rows)} {noun} by share of bound{measured}:", fmt(head)]
     lines.extend(fmt(cells) for cells in body)
     return lines
 
@@ -245,9 +254,13 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     """The text report; the table is per operation, per scope or per kernel (``by``, see ``table_view``)."""
     view = table_view(group_by_scope, by)
     lines = [_coverage_line(report)]
-    lines += [f"WARNING: {f.message}" for f in report.findings if f.header and f.code == "low_coverage"]
+    measured = measured_line(report)
+    if measured:
+        lines.append(measured)
+    lines += note_lines(report)
+    lines += [f"WARNING: {f.message}" for f in report.findings if f.header and f.code in WARNING_CODES]
     lines.append(_device_line(report))
-    lines += [f.message for f in report.findings if f.header and f.code != "low_coverage"]
+    lines += [f.message for f in report.findings if f.header and f.code not in WARNING_CODES]
     lines += [_inputs_line(report), _runs_line(report), _work_line(report), traffic_line(report)]
     cross_check = _cross_check_line(report)
     if cross_check:
@@ -267,6 +280,6 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
         rows = report.scope_rows if view == "scope" else report.operation_rows
         if rows:
             names = [row.name for row in rows] if view == "scope" else operation_labels(report, rows)
-            lines += _table(rows, top, "scopes" if view == "scope" else "operations", names)
+            lines += _table(rows, top, "scopes" if view == "scope" else "operations", names, table_note(report))
     # Names, devices and notes come from the report, which may come from a hostile file.
     return "\n".join([TITLE] + [INDENT + printable(line) for line in lines]) + "\n"

@@ -3,8 +3,8 @@
 Each check names the JSON path of what is wrong and why, as one ``Invalid`` that
 ``load.py`` turns into one SchemaError (``estimate.flops_by_dtype.float32: -5 must be a
 non-negative integer``). Version 1 is checked in three passes (version 2 adds the work share
-of coverage and the compiled program's kernels, ``docs/report-schema.md``, checked in the
-same passes):
+of coverage, the compiled program's kernels and a profiled pass's measured time per kernel,
+``docs/report-schema.md``, checked in the same passes):
 
 1. types: every field the schema defines has its JSON type; counts are integers (never
    booleans, floats or strings), numbers are finite and non-negative, free-form fields
@@ -16,9 +16,9 @@ same passes):
 3. totals: every total equals the sum of its rows (``totals.py``).
 
 Derived values (``flops``, ``runs``, ``median_seconds``, ``fraction``, ``compiled_bytes``,
-the ``analysis`` section, findings, table rows, ``kernel_rows``) are recomputed on load; their
-saved copies are type-checked and, where they are sums, checked against their rows. The
-building blocks of the checks are in ``checks.py``.
+the ``analysis`` section, findings, table rows, ``kernel_rows``, their measured times) are
+recomputed on load; their saved copies are type-checked and, where they are sums, checked
+against their rows. The building blocks of the checks are in ``checks.py``.
 """
 
 from __future__ import annotations
@@ -234,6 +234,8 @@ def validate_v1(data: Mapping[str, Any]) -> None:
         raise Invalid("estimate.coverage.unmodeled_work", "is a version-2 field in a version-1 report")
     if data["estimate"].get("kernels"):  # the same for kernels, which change the bound (an empty list is none)
         raise Invalid("estimate.kernels", "is a version-2 field in a version-1 report")
+    if data.get("profile") is not None:  # and for a profile, which gives the rows measured times
+        raise Invalid("profile", "is a version-2 field in a version-1 report")
     check_totals_v1(data)
 
 
@@ -249,7 +251,13 @@ KERNEL = record(
         "footprint_bytes": WORK,
         "executions": COUNT,
     },
-    {"scopes": array(NAME), "level": nullable(NAME), "kind": nullable(NAME), "source": nullable(NAME)},
+    {
+        "scopes": array(NAME),
+        "level": nullable(NAME),
+        "kind": nullable(NAME),
+        "source": nullable(NAME),
+        "unmodeled": array(TEXT),
+    },
 )
 KERNEL_ROW = record(
     {"name": NAME, "executions": WORK, "flops": WORK, "traffic_bytes": WORK, "level": NAME},
@@ -263,8 +271,36 @@ KERNEL_ROW = record(
         "compute_seconds": SECONDS,
         "memory_seconds": SECONDS,
         "share": NUMBER,
+        "index": nullable(COUNT),
+        "unmodeled": array(TEXT),
+        "measured_seconds": nullable(SECONDS),
+        "events": nullable(COUNT),
     },
 )
+# Measured time (issue 15): a profiled pass, saved whole; what is derived from it is recomputed.
+MEASURED_KERNEL = record({"kernel": COUNT, "seconds": SECONDS, "events": COUNT})
+PROFILE_EVENT = record({"kernel": COUNT, "start_seconds": SECONDS, "duration_seconds": SECONDS}, {"thread": COUNT})
+PROFILE = record(
+    {"runs": POSITIVE_COUNT, "wall_seconds": SECONDS, "kernel_seconds": SECONDS, "source": NAME},
+    {
+        "outside_seconds": SECONDS,
+        "kernels": array(MEASURED_KERNEL),
+        "unmatched": array(triple(TEXT, SECONDS, COUNT, "[name, seconds, events]")),
+        "notes": array(TEXT),
+        "events": array(PROFILE_EVENT),
+    },
+)
+TIME_COVERAGE = record(
+    {
+        "fraction": nullable(FRACTION),
+        "modeled_seconds": SECONDS,
+        "kernel_seconds": SECONDS,
+        "unmodeled": array(pair(TEXT, SECONDS)),
+        "outside_seconds": SECONDS,
+        "wall_seconds": SECONDS,
+    }
+)
+MEASURED_ROW = record({}, {"measured_seconds": nullable(SECONDS), "shared": BOOL})
 REPORT_V2_ADDITIONS = record(
     {
         "estimate": record(
@@ -292,10 +328,15 @@ REPORT_V2_ADDITIONS = record(
                     "compiled_bytes": WORK,
                     "traffic_by_level": mapping(WORK, NAME),
                     "kernel_notes": array(TEXT),
+                    "time_coverage": nullable(TIME_COVERAGE),
                 },
             )
         ),
         "kernel_rows": array(KERNEL_ROW),
+        "operation_rows": array(MEASURED_ROW),
+        "scope_rows": array(MEASURED_ROW),
+        "profile": nullable(PROFILE),
+        "profile_notes": array(TEXT),
     },
 )
 

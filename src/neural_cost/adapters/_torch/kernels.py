@@ -19,7 +19,9 @@ traffic equals its unfused traffic), except:
   traffic is its operands and results, each distinct region once (its footprint), not the
   weights re-read at every step as its records count them;
 - an unmodeled call (no table entry, or a builder that could not read it) is a kernel with
-  no records, its traffic its operand bytes: the bytes it moves are known when its FLOPs are not.
+  no records, its traffic its operand bytes: the bytes it moves are known when its FLOPs are not;
+  its ``unmodeled`` names the call as coverage does (``aten.histc``, ``mylib.slow``), so that
+  its measured time counts against time coverage.
 
 Every call executes once (eager runs its loops for real); a record's own ``count`` (a
 recurrent layer's steps) is inside its call's traffic.
@@ -129,9 +131,15 @@ class KernelLog:
                     footprint_bytes=footprint,
                     scopes=tuple(dict.fromkeys(scopes)),
                     kind=kind,
+                    unmodeled=() if records else (_label(func),),
                 )
             )
         return tuple(result)
+
+
+def _label(func: Any) -> str:
+    """How coverage names an unmodeled call (``aten.histc``, ``mylib.slow``): the recorder's label."""
+    return f"{getattr(func, 'namespace', 'aten')}.{func.overloadpacket.__name__}"
 
 
 def is_compiled(model: Any) -> bool:
