@@ -9,6 +9,7 @@ A library op counts as the op: Keras's norm layers and the ``Gelu``/``LogSigmoid
 does work is one kernel (``_tf/kernels.py``), its traffic the graph's unfused traffic; a
 ``tf.function(jit_compile=True)`` has XLA's kernels instead, read from its optimized HLO
 (``_tf/xla.py``), or the graph's ops with a note saying why they could not be read.
+``profile`` joins ``tf.profiler``'s events to those kernels (``_tf/profile.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import tensorflow as tf
 
 from ..core.errors import AdapterError, HardwareError
+from ..core.profile import Profile
 from ..core.records import Coverage, Operation, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark, display_name
@@ -28,6 +30,7 @@ from . import _tf
 from ._tf import ops  # noqa: F401  (registers the table)
 from ._tf.composites import norm_layers
 from ._tf.kernels import KERNEL_SOURCE, XLA_NOTE
+from ._tf.profile import profile_concrete
 from ._tf.table import TfContext
 from ._tf.walker import Walker
 from ._tf.xla import FALLBACK, XLA_SOURCE, optimized_hlo, xla_kernels
@@ -86,6 +89,7 @@ class TensorFlowAdapter(FrameworkAdapter):
     framework = "tensorflow"
     coverage_unit = "graph ops"
     compiles_when_timing = True  # benchmark() times a tf.function: Python around the ops is traced away
+    profiles = True  # profile(): tf.profiler's events per kernel (``_tf/profile.py``)
 
     def __init__(self, trip_counts: Mapping[int | str, int] | None = None, default_trip_count: int = 8) -> None:
         check_loop_options("TensorFlowAdapter", trip_counts, default_trip_count)
@@ -211,6 +215,36 @@ class TensorFlowAdapter(FrameworkAdapter):
             clock=measured.clock,
             compile_seconds=compile_seconds,
             peak_memory_bytes=_gpu_peak(),
+        )
+
+    def profile(
+        self,
+        model: Any,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        trace: Trace,
+        runs: int = 3,
+        training: bool = False,
+        **options: Any,
+    ) -> Profile:
+        """Measured time per kernel of ``trace`` over ``runs`` runs under ``tf.profiler``: the concrete
+        function the trace walked (same model, inputs and ``training``), run as ``benchmark`` runs it
+        (one warm run outside; variables a training step writes are put back). See ``_tf/profile.py``."""
+        reject_options("TensorFlowAdapter.profile", options, "training")
+        positional = _positional(args)
+        specs = [_spec(a, f"input {i}") for i, a in enumerate(positional)]
+        function = _callable(model, training, dict(kwargs or {}))
+        try:
+            concrete = function.get_concrete_function(*specs)
+        except Exception as error:
+            raise AdapterError(
+                f"TensorFlowAdapter.profile: tracing {_name_of(model)} failed ({type(error).__name__}): {error}"
+            ) from error
+        walker = Walker(self.trip_counts, self.default_trip_count, norm_layers(model), training)
+        clean, saved = _scope_cleaner(model), _written_variables(concrete)
+        return profile_concrete(
+            concrete, positional, trace, runs, walker=walker, clean=clean, saved=saved, finish=_finish
         )
 
     def hardware(self, device: Any = None) -> HardwareSpec:

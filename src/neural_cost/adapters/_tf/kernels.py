@@ -9,10 +9,16 @@ times it runs and its operands' sizes:
   execution, and it runs as often as they do (a loop body's op: the trip count the walker
   multiplies its records by), so a graph program's kernel traffic equals its unfused traffic;
 - an unmodeled op is a kernel with no records, its traffic its inputs and outputs when their
-  shapes are static; with a shape or type that cannot be sized it has no kernel (noted);
+  shapes are static; with a shape or type that cannot be sized it has no kernel (noted). Its
+  ``Kernel.unmodeled`` names the op type, and so does a ``PyFunc``'s (``tf.numpy_function``,
+  ``tf.py_function``): its ``callback`` record counts only the bytes sent to Python and back,
+  what the function computes is unknown — their measured time counts against time coverage;
 - a library op folded into one record (``composites``: a Keras norm layer, ``Gelu``) is one
   kernel, its record's;
 - the ops of a conditional's branches not costed have no kernel (their records are not counted).
+
+``KernelLog.placed`` keeps, after ``kernels()``, the entry (graph op, XLA op names) each kernel
+came from: the profile joins the profiler's events by them (``profile.py``).
 
 Footprint: the op's distinct input and output tensors, each once; the records' traffic when
 one cannot be sized (a variable handle: an optimizer's ``ResourceApply*`` reads its variables
@@ -72,6 +78,7 @@ class Pending:
     traffic: int  # per execution
     footprint: int
     hlo: tuple[str, ...] = ()  # the op_names XLA gives the HLO its records lower to (``hlo_map.py``)
+    op: Any = None  # the graph op (None for a folded library op): the profile reads its inputs
 
 
 class KernelLog:
@@ -79,6 +86,7 @@ class KernelLog:
 
     def __init__(self) -> None:
         self.pending: list[Pending] = []
+        self.placed: list[Pending] = []  # the entries of the last ``kernels()``, one per kernel
         self.unsized: dict[str, int] = {}  # unmodeled op type → ops with no kernel
 
     def modeled(
@@ -96,7 +104,7 @@ class KernelLog:
         sizes = _sizes(op) if op is not None else None
         local = str(op.name).rsplit("/", 1)[-1] if op is not None else kind
         footprint = sizes[1] if sizes else per_run
-        self.pending.append(Pending(kind, scope, local, list(records), count, per_run, footprint, hlo))
+        self.pending.append(Pending(kind, scope, local, list(records), count, per_run, footprint, hlo, op))
 
     def unmodeled(self, op: Any, scope: str | None, count: int) -> None:
         sizes = _sizes(op)
@@ -104,7 +112,7 @@ class KernelLog:
             self.unsized[str(op.type)] = self.unsized.get(str(op.type), 0) + 1
             return
         local = str(op.name).rsplit("/", 1)[-1]
-        self.pending.append(Pending(str(op.type), scope, local, [], count, sizes[0], sizes[1]))
+        self.pending.append(Pending(str(op.type), scope, local, [], count, sizes[0], sizes[1], (), op))
 
     def extend(self, other: KernelLog) -> None:
         self.pending += other.pending
@@ -140,6 +148,7 @@ class KernelLog:
             positions.setdefault(id(record), []).append(index)
         seen: dict[str, int] = {}
         result = []
+        self.placed = []
         for entry in self.pending:
             indices = tuple(positions[id(r)].pop(0) for r in entry.records if positions.get(id(r)))
             if entry.records and not indices:
@@ -148,6 +157,8 @@ class KernelLog:
             base = f"{scope}/{entry.local}" if scope else entry.local
             seen[base] = seen.get(base, 0) + 1
             scopes = [operations[i].scope for i in indices] if indices else [scope]
+            unknown = not entry.records or any(r.kind == "callback" for r in entry.records)
+            self.placed.append(entry)
             result.append(
                 Kernel(
                     base if seen[base] == 1 else f"{base}#{seen[base]}",
@@ -157,6 +168,7 @@ class KernelLog:
                     executions=entry.count,
                     scopes=tuple(dict.fromkeys(s for s in scopes if s)),
                     kind=entry.kind,
+                    unmodeled=(entry.kind,) if unknown else (),
                 )
             )
         return tuple(result)
