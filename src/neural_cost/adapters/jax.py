@@ -16,6 +16,7 @@ from typing import Any
 import jax
 
 from ..core.errors import AdapterError, HardwareError
+from ..core.profile import Profile
 from ..core.records import Coverage, Shape, TensorSpec, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, auto_sync, benchmark, display_name
@@ -36,6 +37,7 @@ from ._jax import (  # noqa: F401  (register the table)
 from ._jax.compiled import Executable, Executables, failed_cross_check
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
+from ._jax.profile import profile_executable
 from ._jax.program import read_kernels
 from ._jax.table import LowerContext
 from ._jax.walker import Walker, executed_bodies, scope_path
@@ -81,6 +83,7 @@ class JaxAdapter(FrameworkAdapter):
     coverage_unit = "equations"
     compiles_when_timing = True  # benchmark() jit-compiles the whole function
     device_from_environment = True  # JAX_PLATFORMS picks the device, wherever the arrays were made
+    profiles = True  # jax.profiler's events, joined to the kernels of the timed executable
 
     def __init__(
         self,
@@ -142,7 +145,7 @@ class JaxAdapter(FrameworkAdapter):
         dynamic_index = [i for i in range(len(positional)) if i not in static]
         operations = tuple(state.operations)
         executable, compile_error = self._executable(fn, positional, kwargs, static)
-        program = read_kernels(executable, operations, tuple(state.loops), self.default_trip_count)
+        program = read_kernels(executable, operations, tuple(state.loops), self.default_trip_count, coverage.unmodeled)
         cross_check = None
         if self.cross_check is not False:
             if compile_error is not None:
@@ -222,6 +225,26 @@ class JaxAdapter(FrameworkAdapter):
             clock=measured.clock,
             compile_seconds=executable.compile_seconds,
         )
+
+    def profile(
+        self,
+        model: Any,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        trace: Trace,
+        runs: int = 3,
+        static_argnums: int | Sequence[int] = (),
+        param_argnums: int | Sequence[int] = (),
+        **options: Any,
+    ) -> Profile:
+        """``runs`` runs of the executable ``benchmark`` timed (compiled now if none is kept) under
+        ``jax.profiler``, joined to ``trace.kernels`` (``_jax/profile.py``)."""
+        reject_options("JaxAdapter.profile", options, "static_argnums, param_argnums")
+        positional, static, kwargs = _positional(args), _static(static_argnums), dict(kwargs or {})
+        dynamic = _on_device(tuple(a for i, a in enumerate(positional) if i not in static))
+        program = (model, positional, kwargs, static)
+        return profile_executable(self.executables, program, dynamic, _on_device(kwargs), trace=trace, runs=runs)
 
     # -- hardware ---------------------------------------------------------------------------
     def workload_options(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
