@@ -134,7 +134,10 @@ class _Walk:
             opcode = instruction.opcode
             if opcode == "while":
                 trips = self._trips(instruction)
-                self.computation(instruction.calls("condition")[0], executions * (trips + 1))
+                # a loop XLA counted runs without its condition (the profiler shows no condition
+                # event); one whose count is known only at run time tests it trips + 1 times
+                checks = 0 if instruction.known_trip_count is not None else trips + 1
+                self.computation(instruction.calls("condition")[0], executions * checks)
                 self.computation(instruction.calls("body")[0], executions * trips, body=True)
             elif opcode == "conditional":
                 branches = instruction.calls("branch_computations") or (
