@@ -132,7 +132,9 @@ def test_a_streaming_loop_over_1_gib_is_scored_at_dram(calibrated_levels):
         return lax.fori_loop(0, 20, lambda i, a: a * 2.0 + 1.0, v)
 
     x = jnp.ones((256 * MiB,), jnp.float32)
-    report = analyze_workload(JaxAdapter(), stream, (x,), hardware=calibrated_levels, warmup=1, repeats=3, profile=False)
+    report = analyze_workload(
+        JaxAdapter(), stream, (x,), hardware=calibrated_levels, warmup=1, repeats=3, profile=False
+    )
     big = [row for row in report.kernel_rows if row.traffic_bytes >= MiB]
     assert {row.level for row in big} == {"DRAM"}
     assert sum(row.traffic_bytes for row in big) == 20 * 2 * 1024 * MiB + 2 * 1024 * MiB
@@ -141,7 +143,9 @@ def test_a_streaming_loop_over_1_gib_is_scored_at_dram(calibrated_levels):
 
 def test_a_fresh_1_gib_output_each_call_names_first_touch_page_faults(calibrated_levels):
     x = jnp.ones((256 * MiB,), jnp.float32)
-    report = analyze_workload(JaxAdapter(), lambda v: v * 2.0 + 1.0, (x,), hardware=calibrated_levels, repeats=3, profile=False)
+    report = analyze_workload(
+        JaxAdapter(), lambda v: v * 2.0 + 1.0, (x,), hardware=calibrated_levels, repeats=3, profile=False
+    )
     if report.efficiency >= 0.8:
         pytest.skip(f"this machine maps fresh pages fast enough ({report.efficiency:.0%}): nothing to name")
     finding = report.finding("first_touch")

@@ -86,7 +86,7 @@ def test_every_kernel_has_one_event_per_run_and_nothing_changes(build, count, ru
     report = _analyze(model, x, runs)
     profile = report.profile
     assert profile is not None, report.profile_notes
-    assert profile.source == f"torch.profiler ({runs} run{'s' if runs > 1 else ''})"
+    assert profile.source == "torch.profiler"
     kernels = report.estimate.kernels
     assert len(kernels) == count
     # eager PyTorch: every kernel executes once per run, so it has exactly `runs` events

@@ -270,7 +270,7 @@ def join(events: list[Event], wall: float, runs: int, kernels: tuple[Kernel, ...
         wall_seconds=wall,
         kernels=measured,
         kernel_seconds=union_seconds(iv for intervals in matched.values() for iv in intervals) * 1e-9,
-        source=f"jax.profiler XPlane ({runs} run{'s' if runs != 1 else ''})",
+        source="jax.profiler XPlane",
         unmatched=tuple(
             sorted(
                 ((name, union_seconds(iv) * 1e-9, len(iv)) for name, iv in unmatched.items()),

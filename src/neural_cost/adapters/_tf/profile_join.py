@@ -84,7 +84,7 @@ def build_profile(
             for k in sorted(matched)
         ),
         kernel_seconds=union_seconds(everything) * 1e-9,
-        source=f"tf.profiler XPlane ({runs} run{'s' if runs != 1 else ''})",
+        source="tf.profiler XPlane",
         unmatched=tuple(
             sorted(
                 ((name, union_seconds((s, e) for s, e, _ in iv) * 1e-9, len(iv)) for name, iv in unmatched.items()),

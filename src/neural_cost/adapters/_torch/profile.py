@@ -423,7 +423,7 @@ def _profile(
         wall_seconds=wall,
         kernels=tuple(MeasuredKernel(index, _seconds(matched[index]), executions[index]) for index in sorted(matched)),
         kernel_seconds=_seconds(everything),
-        source=f"torch.profiler ({plural(runs, 'runs')})",
+        source="torch.profiler",
         unmatched=tuple(
             sorted(
                 ((name, _seconds(found), unmatched_events[name]) for name, found in unmatched.items()),
