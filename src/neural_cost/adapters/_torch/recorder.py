@@ -13,6 +13,9 @@ scopes come from forward hooks.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import sysconfig
 import weakref
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -20,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ...core.attrs import FrozenAttrs
+from ...core.records import Operation
 from .._walk import WalkState, lower
 from .kernels import KernelLog
 from .table import REGISTRY, TABLE, AtenCall, TorchContext
@@ -132,6 +137,8 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         start, free = len(state.operations), state.free
         scope = self.scope()
         lower(state, REGISTRY, entry, name, 1, (call, TorchContext(scope)), label=f"{namespace}.{name}")
+        if scope is None and len(state.operations) > start:
+            _label_function(state.operations, start)
         if state.free == free:  # modeled (its records) or unmodeled (none): a kernel either way
             module = self.scopes[-1] if self.scopes else scope
             self.kernels.add(func, name, start, len(state.operations), module, scope, touched)
@@ -160,6 +167,55 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 allocs.append((buffer, tensor.numel() * tensor.element_size()))
         self.dataflow.append((tuple(dict.fromkeys(reads)), tuple(allocs)))
         return touched
+
+
+def _directory(path: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(path)), "")
+
+
+#: torch's and our own package folders and the standard library's; site-packages (where a
+#: user's model library lives, transformers say) is the user's even when inside the latter.
+_LIBRARY_DIRS = (
+    _directory(torch.__file__),
+    os.path.join(os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")), ""),
+    os.path.join(sysconfig.get_paths()["stdlib"], ""),
+)
+_SITE_DIRS = tuple(os.path.join(sysconfig.get_paths()[key], "") for key in ("purelib", "platlib"))
+_USER_CODE: dict[Any, bool] = {}
+
+
+def _is_user(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    if filename.startswith("<frozen") or path.startswith(_LIBRARY_DIRS[:2]):
+        return False
+    return not path.startswith(_LIBRARY_DIRS[2]) or path.startswith(_SITE_DIRS)
+
+
+def _user_function() -> str | None:
+    """The innermost function on the Python stack that is the user's (not torch's, ours or the
+    standard library's): ``forward`` of the model, ``loss_fn``, ``step``."""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        user = _USER_CODE.get(code)
+        if user is None:
+            user = _USER_CODE[code] = _is_user(code.co_filename)
+        if user:
+            return str(code.co_qualname).rpartition("<locals>.")[2]  # build.<locals>.step is step
+        frame = frame.f_back
+    return None
+
+
+def _label_function(operations: list[Operation], start: int) -> None:
+    """Records of an unscoped call (outside every submodule) carry the user's function that made
+    them, so the per-scope table groups them by it rather than as one "(no scope)" row."""
+    function = _user_function()
+    if not function:
+        return
+    for i in range(start, len(operations)):
+        op = operations[i]
+        if "function" not in op.attrs:
+            operations[i] = op.relabeled(FrozenAttrs.trusted({**op.attrs, "function": function}))
 
 
 @contextlib.contextmanager
