@@ -27,8 +27,9 @@ Operation rows (each at max(compute, memory) at main memory, as the per-operatio
   fusion.0's 2 µs per run split by bounds: mm 524.288 / 1,015.808 = 16/31 → 32/31 µs = 1.032258 µs "1.0 µs",
   add 15/31 → 30/31 µs = 0.967742 µs "967.7 ns"; both shared (no efficiency of their own).
   big: its kernel alone, 250 µs, not shared: eff 125.82912 / 250 = 50.3%.
-Scope rows: layer = mm + add = 2 µs (its bound: compute 528.384 ns, memory 98,304 / 1e11 = 983.04 ns → eff
-  983.04 / 2,000 = 49.152% → "49.2%"); tail = big = 250 µs (eff 50.3%).
+Scope rows: layer = mm + add = 2 µs; its efficiency compares the kernel bound behind that time (fusion.0's
+  528.384 ns, split 16/31 + 15/31 and summed back), never its unfused bound (983.04 ns): 528.384 / 2,000 =
+  26.4192% → "26.4%"; tail = big = 250 µs (eff 125.82912 / 250 = 50.3%).
 Events (one per execution; each run takes 400 µs of wall, kernels in turn on thread 0, run 2 starts at 400 µs):
   run 1: fusion.0 [0, 2) µs, copy.1 [2, 27), big.2 [27, 277), sort.3 [277, 300)
   run 2: the same, 400 µs later.

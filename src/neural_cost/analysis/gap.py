@@ -213,7 +213,7 @@ def analyze_gap(
         if not isinstance(profile, Profile):
             raise RecordError(f"analyze_gap: profile is a {type(profile).__name__}, not a Profile")
         profile.check_against(len(estimate.kernels))
-        times = record_times(estimate, op_rows, profile)
+        times = record_times(estimate, op_rows, kernels, profile)
         kernels = kernel_rows_with_time(kernels, profile)
         op_rows = operation_rows_with_time(op_rows, times)
         sc_rows = scope_rows_with_time(estimate, sc_rows, times)

@@ -84,6 +84,9 @@ class RowTime:
     #: The measured time is a share of a fused kernel's, split by bounds: the row has no
     #: efficiency of its own (the kernel's is shown).
     shared: bool = False
+    #: The kernel bound behind the measured time (the row's share of its kernels' bounds, split
+    #: as the time is): what the row's efficiency compares with, never its unfused bound.
+    measured_bound_seconds: float | None = None
 
     @property
     def bound_seconds(self) -> float:
@@ -91,10 +94,12 @@ class RowTime:
 
     @property
     def measured_efficiency(self) -> float | None:
-        """Its bound over its measured time (None without a measured time, or for a shared row)."""
+        """The kernel bound behind its measured time over that time (None without one, or for a
+        shared row: the kernel table shows the kernel's)."""
         if self.measured_seconds is None or self.shared or self.measured_seconds <= 0:
             return None
-        return self.bound_seconds / self.measured_seconds
+        bound = self.measured_bound_seconds if self.measured_bound_seconds is not None else self.bound_seconds
+        return bound / self.measured_seconds
 
     @property
     def arithmetic_intensity(self) -> float | None:

@@ -238,17 +238,17 @@ def measured_gap_cause(report: GapReport) -> str | None:
 
 def low_time_message(report: GapReport) -> str | None:
     """The low-time-coverage warning: the measured time in modeled kernels is below the report's
-    coverage threshold; names the unmodeled operations by their share of the kernel time."""
+    coverage threshold; names the unmodeled operations by their share of the measured time."""
     coverage = report.time_coverage
     fraction = coverage.fraction if coverage is not None else None
     if coverage is None or fraction is None or fraction >= report.coverage_threshold:
         return None
-    listed = ", ".join(
-        f"{name} {format_percent(seconds / coverage.kernel_seconds)}" for name, seconds in coverage.unmodeled[:5]
-    )
+    total = coverage.kernel_seconds + coverage.unmatched_seconds
+    listed = ", ".join(f"{name} {format_percent(seconds / total)}" for name, seconds in coverage.unmodeled[:5])
     more = f" and {len(coverage.unmodeled) - 5} more" if len(coverage.unmodeled) > 5 else ""
+    ceiling = "at most " if coverage.upper_bound else ""
     return (
-        f"Low time coverage: only {percent_down(fraction)} of the measured kernel time "
-        f"({format_seconds(coverage.kernel_seconds)} per run) is in modeled kernels; unmodeled by time: "
-        f"{listed}{more}. The bound leaves their time out: the efficiency describes part of the run."
+        f"Low time coverage: {ceiling}{percent_down(fraction)} of the measured time "
+        f"({format_seconds(total)} per run in kernels and unmatched events) is in modeled kernels; unmodeled by "
+        f"time: {listed}{more}. The bound leaves their time out: the efficiency describes part of the run."
     )

@@ -13,7 +13,8 @@ trace's kernels (``Trace.kernels``, by index). Conventions:
   ``kernel_seconds`` is *outside kernels* (dispatch, host syncs, idle gaps), never spread
   over the rows.
 - Events that match no kernel are listed in ``unmatched`` (name, seconds, events), never
-  dropped; their time is part of the time outside kernels.
+  dropped; time coverage counts them against itself. They may lie outside every kernel (an
+  unmodeled op with no kernel) or inside one (a host callback's own jitted work).
 - ``events`` keeps each matched execution (start relative to the first event, duration,
   thread) for a Chrome/Perfetto trace; it may be empty when the adapter does not keep them.
 """

@@ -27,6 +27,10 @@ def time_coverage_to_dict(coverage: TimeCoverage | None) -> dict[str, Any] | Non
         "unmodeled": [[name, seconds] for name, seconds in coverage.unmodeled],
         "outside_seconds": coverage.outside_seconds,
         "wall_seconds": coverage.wall_seconds,
+        "union_seconds": coverage.union_seconds,
+        "unmatched_seconds": coverage.unmatched_seconds,
+        "unattributed": list(coverage.unattributed),
+        "upper_bound": coverage.upper_bound,
     }
 
 

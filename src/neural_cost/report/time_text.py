@@ -2,7 +2,9 @@
 the ``measured``/``eff`` cells of the tables (``analysis/timing.py`` joins the profile to the rows).
 
 - The coverage line gains ``· time 92.3%``: the share of the measured time in kernels that runs
-  no unmodeled operation, rounded down (so 99.96% never prints as a complete 100.0%).
+  no unmodeled operation (events that matched no kernel count against it), rounded down (so
+  99.96% never prints as a complete 100.0%); ``≤`` when an unmodeled operation of the trace is
+  carried by no kernel (its time is somewhere we cannot see).
 - ``measured:`` (below it) says how much time per run was in kernels, how many kernels had events,
   the profiled runs and the profiler, the unmodeled operations ranked by their share of the kernel
   time, and the time outside every kernel (dispatch, syncs, idle gaps: never spread over rows),
@@ -42,15 +44,18 @@ def time_figure(report: GapReport) -> str:
     if coverage is None:
         return ""
     fraction = coverage.fraction
-    return " · time " + ("unknown" if fraction is None else percent_down(fraction))
+    if fraction is None:
+        return " · time unknown"
+    return " · time " + ("≤ " if coverage.upper_bound else "") + percent_down(fraction)
 
 
 def unmodeled_by_time(coverage: TimeCoverage, limit: int = NAMED_UNMODELED) -> str:
     """``sort 2.7%, custom_call foo 1.2%``: unmodeled operations by their share of the kernel time."""
-    if coverage.kernel_seconds <= 0:
+    total = coverage.kernel_seconds + coverage.unmatched_seconds
+    if total <= 0:
         return ""
     ranked = coverage.unmodeled[:limit]
-    shown = ", ".join(f"{name} {format_percent(seconds / coverage.kernel_seconds)}" for name, seconds in ranked)
+    shown = ", ".join(f"{name} {format_percent(seconds / total)}" for name, seconds in ranked)
     return shown + (", ..." if len(coverage.unmodeled) > limit else "")
 
 
@@ -70,17 +75,23 @@ def measured_line(report: GapReport) -> str | None:
     kernels = len(report.estimate.kernels)
     had = sum(1 for measured in profile.kernels if measured.kernel < kernels)
     line = (
-        f"measured: {format_seconds(coverage.kernel_seconds)} per run in kernels ({format_int(had)} of "
+        f"measured: {format_seconds(coverage.union_seconds)} per run in kernels ({format_int(had)} of "
         f"{plural(kernels, 'kernels')} had events; {plural(profile.runs, 'profiled runs')}, {profile.source})"
     )
+    if coverage.kernel_seconds > coverage.union_seconds * 1.01:
+        line += f" · kernels overlapped: {format_seconds(coverage.kernel_seconds)} summed"
     unmodeled = unmodeled_by_time(coverage)
     if unmodeled:
-        line += f" · unmodeled by time: {unmodeled} of kernel time"
-    line += " · " + outside_text(coverage)
+        line += f" · unmodeled by time: {unmodeled} of measured time"
     if profile.unmatched:
-        seconds = sum(s for _, s, _ in profile.unmatched) / profile.runs
         events = sum(c for _, _, c in profile.unmatched)
-        line += f", of which {plural(events, 'unmatched events')} {format_seconds(seconds)}"
+        line += (
+            f" · {plural(events, 'events')} matched no kernel: {format_seconds(coverage.unmatched_seconds)}, counted "
+            f"against time coverage"
+        )
+    if coverage.unattributed:
+        line += f" · no kernel carries {', '.join(coverage.unattributed[:NAMED_UNMODELED])}: time is a ceiling"
+    line += " · " + outside_text(coverage)
     return line
 
 

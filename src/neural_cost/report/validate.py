@@ -298,7 +298,13 @@ TIME_COVERAGE = record(
         "unmodeled": array(pair(TEXT, SECONDS)),
         "outside_seconds": SECONDS,
         "wall_seconds": SECONDS,
-    }
+    },
+    {
+        "union_seconds": SECONDS,
+        "unmatched_seconds": SECONDS,
+        "unattributed": array(TEXT),
+        "upper_bound": BOOL,
+    },
 )
 MEASURED_ROW = record({}, {"measured_seconds": nullable(SECONDS), "shared": BOOL})
 REPORT_V2_ADDITIONS = record(

@@ -113,6 +113,23 @@ def test_every_record_lands_in_one_kernel_or_the_unmapped_row():
     )
 
 
+def in_band(analyze, low, attempts=3):
+    """The first of up to ``attempts`` analyses whose efficiency lies in [low, 1]. Other load on a
+    shared machine only slows a run (a lower efficiency), so any attempt above 100% fails at once:
+    the bound would not be a bound."""
+    reports = []
+    for _ in range(attempts):
+        report = analyze()
+        assert report.efficiency <= 1.0, report.render()
+        if report.efficiency >= low:
+            return report
+        reports.append(report)
+    raise AssertionError(
+        f"efficiency below {low:.0%} in {attempts} attempts: {[f'{r.efficiency:.1%}' for r in reports]}\n"
+        + reports[-1].render()
+    )
+
+
 @pytest.fixture(scope="module")
 def calibrated_levels():
     from neural_cost.adapters._jax.level_probe import jax_level_kernels
@@ -132,13 +149,15 @@ def test_a_streaming_loop_over_1_gib_is_scored_at_dram(calibrated_levels):
         return lax.fori_loop(0, 20, lambda i, a: a * 2.0 + 1.0, v)
 
     x = jnp.ones((256 * MiB,), jnp.float32)
-    report = analyze_workload(
-        JaxAdapter(), stream, (x,), hardware=calibrated_levels, warmup=1, repeats=3, profile=False
+    report = in_band(
+        lambda: analyze_workload(
+            JaxAdapter(), stream, (x,), hardware=calibrated_levels, warmup=1, repeats=3, profile=False
+        ),
+        0.5,
     )
     big = [row for row in report.kernel_rows if row.traffic_bytes >= MiB]
     assert {row.level for row in big} == {"DRAM"}
     assert sum(row.traffic_bytes for row in big) == 20 * 2 * 1024 * MiB + 2 * 1024 * MiB
-    assert 0.5 <= report.efficiency <= 1.0, report.render()
 
 
 def test_a_fresh_1_gib_output_each_call_names_first_touch_page_faults(calibrated_levels):
@@ -165,11 +184,15 @@ def test_a_64_kib_loop_is_scored_at_l2_and_would_read_above_100_at_dram(calibrat
         return lax.fori_loop(0, 100_000, lambda i, a: a * 2.0 + 1.0, v)
 
     x = jnp.ones((16_384,), jnp.float32)
-    report = analyze_workload(JaxAdapter(), loop, (x,), hardware=calibrated_levels, warmup=2, repeats=5, profile=False)
+    report = in_band(
+        lambda: analyze_workload(
+            JaxAdapter(), loop, (x,), hardware=calibrated_levels, warmup=2, repeats=5, profile=False
+        ),
+        0.2,
+    )
     body = max(report.kernel_rows, key=lambda row: row.traffic_bytes)
     assert (body.footprint_bytes, body.executions, body.traffic_bytes) == (65_536, 100_000, 13_107_200_000)
     assert body.level == "L2"
-    assert 0.2 <= report.efficiency <= 1.0, report.render()
     at_dram = analyze_gap(report.estimate, report.measurement, dataclasses.replace(calibrated_levels, memory_levels=()))
     assert at_dram.efficiency > 1.0
     assert "lists no cache levels" in at_dram.finding("efficiency_above_100").message

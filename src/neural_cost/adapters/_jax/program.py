@@ -87,22 +87,23 @@ def _mark_unmodeled(
         ]
         if callbacks:
             marked[kernel.name] = tuple(dict.fromkeys(callbacks))
-    bare = [k for k in kernels if not k.operations]
-    if unmodeled and bare:  # only then is the HLO read a second time
+    if unmodeled:  # only then is the HLO read a second time
         from .hlo import hlo_text
 
         module = parse_hlo(hlo_text(executable.compiled))
         instructions = {i.name: i for computation in module.computations.values() for i in computation}
-        # an unmodeled name is the primitive, or ``primitive:target`` for a custom call
+        # an unmodeled name is the primitive, or ``primitive:target`` for a custom call; a fusion
+        # that runs one beside modeled records runs it too
         by_primitive = {name.partition(":")[0]: name for name in reversed(unmodeled)}
-        for kernel in bare:
+        for kernel in kernels:
             primitives = set()
             for op_name in _op_names(module, instructions.get(kernel.name)):
                 _scope, names = parse_op_name(op_name)
                 if names and names[0] in by_primitive:
                     primitives.add(by_primitive[names[0]])
             if primitives:
-                marked[kernel.name] = tuple(name for name in unmodeled if name in primitives)
+                found = tuple(name for name in unmodeled if name in primitives)
+                marked[kernel.name] = tuple(dict.fromkeys(marked.get(kernel.name, ()) + found))
     return tuple(replace(k, unmodeled=marked[k.name]) if k.name in marked else k for k in kernels)
 
 
