@@ -154,6 +154,14 @@ EXAMPLES = {
 }
 
 EXAMPLES.update(NEW_KIND_EXAMPLES)  # the kinds that replaced adapters' custom formulas (issue 11)
+# One device's all-reduce over 4 devices of (8, 16) float32 = 512 B: reduction FLOPs 3/4·128 = 96;
+# input read 512 B, output written 512 B (wire 2·3/4·512 = 768 B: tests/costs/test_collectives.py).
+EXAMPLES["collective"] = (
+    Operation("ar", "collective", ((8, 16),), (8, 16), "float32", attrs={"collective": "all_reduce", "group_size": 4}),
+    96,
+    512,
+    512,
+)
 
 
 def test_every_registered_kind_has_an_example_and_a_convention():

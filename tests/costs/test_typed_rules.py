@@ -67,6 +67,13 @@ TYPED_RULES: dict[str, tuple[Any, Any, dict[str, Any], dict[str, Any], dict[str,
     "foreach_elementwise": (((4,),), (4,), {}, {"alpha": 2}, {"lists": -1}),
     "nll_loss": (((3,), (3,)), (), {}, {"ignore_index": -100}, {"reduction": "avg"}),
     "nll_loss_backward": (((), (3,), ()), (3, 5), {}, {"ignore_index": -100}, {"reduction": 1}),
+    "collective": (
+        ((4,),),
+        (4,),
+        {"collective": "all_reduce", "group_size": 2},
+        {"algorithm": "ring"},
+        {"group_size": 0},
+    ),
 }
 TYPED_RULES.update(NEW_TYPED_RULES)  # the resampling, Fourier and linear-algebra kinds (issue 12 item 6)
 

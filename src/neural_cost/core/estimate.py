@@ -34,6 +34,8 @@ class OperationCost:
     write_bytes: int
     dense_flops: int
     transcendentals: int = 0
+    #: Bytes sent over device links, over all executions (collectives; 0 otherwise).
+    wire_bytes: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
@@ -50,6 +52,7 @@ class OperationCost:
             cost.write_bytes * n,
             dense * n,
             cost.transcendentals * n,
+            cost.wire_bytes * n,
         )
 
     @property
@@ -85,6 +88,7 @@ class OperationCost:
             "transcendentals": self.transcendentals,
             "read_bytes": self.read_bytes,
             "write_bytes": self.write_bytes,
+            "wire_bytes": self.wire_bytes,
         }
 
     @classmethod
@@ -96,6 +100,7 @@ class OperationCost:
             data["write_bytes"],
             data["dense_flops"],
             data.get("transcendentals", 0),
+            data.get("wire_bytes", 0),
         )
 
 
@@ -227,6 +232,11 @@ class CostEstimate:
         return tuple(row.operation for row in self.by_operation)
 
     @property
+    def wire_bytes(self) -> int:
+        """Bytes one device sends over its links, all collectives over all executions."""
+        return sum(row.wire_bytes for row in self.by_operation)
+
+    @property
     def unmapped_operations(self) -> tuple[int, ...]:
         """Indices of the records no kernel executes (all of them when there are no kernels)."""
         claimed = {i for kernel in self.kernels for i in kernel.operations}
@@ -274,6 +284,7 @@ class CostEstimate:
             "by_operation": [row.to_dict() for row in self.by_operation],
             "by_scope": [row.to_dict() for row in self.by_scope],
             "compiled_bytes": self.compiled_bytes,
+            "wire_bytes": self.wire_bytes,
             "kernel_source": self.kernel_source,
             "kernels": [kernel.to_dict() for kernel in self.kernels],
         }

@@ -28,6 +28,10 @@ class OpCost:
     dense_flops: int | None = None
     transcendentals: int = 0
     notes: tuple[str, ...] = field(default=())
+    #: A collective's bytes: what one device contributes, and what it sends over its links
+    #: (``costs/collectives.py``); 0 for every other kind.
+    payload_bytes: int = 0
+    wire_bytes: int = 0
 
     @property
     def flops(self) -> int:

@@ -3,6 +3,7 @@
 from ..core.kinds import known_kinds, rule_for
 from . import (  # noqa: F401  (each module registers its rules)
     callbacks,
+    collectives,
     conv,
     decompositions,
     distances,

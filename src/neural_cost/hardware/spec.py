@@ -12,6 +12,7 @@ from typing import Any
 from ..core.attrs import FrozenAttrs
 from ..core.dtypes import canonical_dtype
 from ..core.errors import HardwareError
+from .interconnect import Interconnect
 
 DEVICE_KINDS = ("cpu", "gpu", "tpu", "npu", "unknown")
 
@@ -140,6 +141,8 @@ class HardwareSpec:
     source: str = "user-supplied"
     sources: Mapping[str, str] | None = None
     memory_levels: tuple[MemoryLevel, ...] = ()
+    #: The links between devices (``hardware/interconnect.py``), fastest first; empty for one device.
+    interconnects: tuple[Interconnect, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -184,6 +187,10 @@ class HardwareSpec:
                 )
             object.__setattr__(self, "sources", FrozenAttrs(dict(sorted(self.sources.items()))) or None)
         object.__setattr__(self, "memory_levels", _memory_levels(self.memory_levels, self.name))
+        links = tuple(self.interconnects)
+        if any(not isinstance(link, Interconnect) for link in links):
+            raise HardwareError(f"HardwareSpec {self.name!r} interconnects must be Interconnect records")
+        object.__setattr__(self, "interconnects", links)
 
     def source_of(self, number: str) -> str:
         """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``) came from. A dtype
@@ -233,6 +240,7 @@ class HardwareSpec:
             **({"sources": dict(self.sources)} if self.sources else {}),
             # absent when empty, so reports written before levels existed read back byte for byte
             **({"memory_levels": [level.to_dict() for level in self.memory_levels]} if self.memory_levels else {}),
+            **({"interconnects": [link.to_dict() for link in self.interconnects]} if self.interconnects else {}),
         }
 
     @classmethod
@@ -247,4 +255,5 @@ class HardwareSpec:
             source=data.get("source", "user-supplied"),
             sources=data.get("sources"),
             memory_levels=tuple(MemoryLevel.from_dict(level) for level in data.get("memory_levels") or ()),
+            interconnects=tuple(Interconnect.from_dict(link) for link in data.get("interconnects") or ()),
         )

@@ -79,8 +79,8 @@ def _check_estimate(estimate: Mapping[str, Any]) -> None:
         "estimate.flops_by_dtype", estimate["flops_by_dtype"], _sum_flops(rows), "the sum over estimate.by_operation"
     )
     _own_flops(estimate, "estimate")
-    for field in ("read_bytes", "write_bytes", "dense_flops", "transcendentals"):
-        expected = sum(row.get(field, 0) for row in rows)  # the last two are optional, 0 when absent
+    for field in ("read_bytes", "write_bytes", "dense_flops", "transcendentals", "wire_bytes"):
+        expected = sum(row.get(field, 0) for row in rows)  # the last three are optional, 0 when absent
         _equal(f"estimate.{field}", estimate.get(field, 0), expected, f"the sum of estimate.by_operation[*].{field}")
     _check_scopes(estimate["by_scope"], rows)
     _check_coverage(estimate["coverage"])

@@ -97,7 +97,7 @@ OPERATION_COST = record(
         "write_bytes": WORK,
         "dense_flops": WORK,
     },
-    {"flops": WORK, "transcendentals": WORK},
+    {"flops": WORK, "transcendentals": WORK, "wire_bytes": WORK},
 )
 SCOPE_COST = record(
     {
@@ -140,6 +140,7 @@ ESTIMATE = record(
         "flops": WORK,
         "dense_flops": WORK,
         "transcendentals": WORK,
+        "wire_bytes": WORK,
         "compulsory_bytes": nullable(WORK),
         "arithmetic_intensity": nullable(NUMBER),
         "framework": nullable(TEXT),
@@ -180,6 +181,11 @@ MEMORY_LEVEL = record(
         "bandwidth_source": nullable(NAME),
     },
 )
+# The links between devices (issue 16); written only when the spec has some.
+INTERCONNECT = record(
+    {"name": NAME, "bandwidth": POSITIVE},
+    {"latency_seconds": SECONDS, "source": NAME},
+)
 HARDWARE = record(
     {"name": NAME, "peak_flops": POSITIVE, "memory_bandwidth": POSITIVE},
     {
@@ -188,6 +194,7 @@ HARDWARE = record(
         "memory_capacity": nullable(COUNT),
         "source": TEXT,
         "memory_levels": array(MEMORY_LEVEL),
+        "interconnects": array(INTERCONNECT),
     },
 )
 ANALYSIS = nullable(
