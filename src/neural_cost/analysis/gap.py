@@ -13,6 +13,7 @@ from ..core.profile import Profile
 from ..core.records import Operation
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
+from .communication import Communication, communication
 from .findings import Finding, build_findings
 from .kernels import KernelTime, kernel_rows, traffic_by_level
 from .presenter import presenter
@@ -77,11 +78,24 @@ class GapReport:
         return time_coverage(self.estimate, self.profile) if self.profile is not None else None
 
     @property
-    def bound_seconds(self) -> float:
-        """The kernel bound (the program roofline when there are no kernel rows)."""
+    def kernel_bound_seconds(self) -> float:
+        """The kernel bound (the program roofline when there are no kernel rows): compute and memory."""
         if not self.kernel_rows:
             return self.roofline_seconds
         return sum(row.bound_seconds for row in self.kernel_rows)
+
+    @property
+    def communication(self) -> Communication | None:
+        """The device's collectives on the spec's first link; None when the program has none."""
+        return communication(self.estimate, self.hardware, self.kernel_bound_seconds)
+
+    @property
+    def bound_seconds(self) -> float:
+        """The kernel bound; for a program with collectives scored on a link, the larger of it and
+        the communication time (perfect overlap: a lower bound whatever the schedule)."""
+        comm = self.communication
+        overlap = comm.overlap_seconds if comm is not None else None
+        return overlap if overlap is not None else self.kernel_bound_seconds
 
     @property
     def roofline_seconds(self) -> float:
@@ -96,6 +110,9 @@ class GapReport:
     @property
     def bound_side(self) -> str:
         """The side that decides most of the bound: kernels bound by compute against those by traffic."""
+        comm = self.communication
+        if comm is not None and comm.seconds is not None and comm.seconds > self.kernel_bound_seconds:
+            return "communication"
         if not self.kernel_rows:
             return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
         compute = sum(r.bound_seconds for r in self.kernel_rows if r.bound_side == "compute")

@@ -127,7 +127,7 @@ def bound_line(report: GapReport) -> str:
         f"program roofline {format_seconds(report.roofline_seconds)}: compute {compute}, "
         f"memory {memory} at {main_memory(report)}"
     )
-    bound = format_seconds(report.bound_seconds)
+    bound = format_seconds(report.kernel_bound_seconds)
     if not rows:
         return f"bound: {bound} ({roofline})"
     if not e.kernels:
@@ -136,6 +136,25 @@ def bound_line(report: GapReport) -> str:
     unmapped = len(e.unmapped_operations)
     rest = f" and that of {plural(unmapped, 'records')} no kernel executes" if unmapped else ""
     return f"bound: {bound}, the sum of {_their(kernels, 'kernels')}{rest} ({roofline})"
+
+
+def communication_line(report: GapReport) -> str | None:
+    """``communication: 1.79 kB per device over 2 collectives on host devices at 12.0 GB/s + 15.0 µs
+    latency each: 30.1 µs (62.0% of the no-overlap step) · step bound 48.5 µs with no overlap,
+    30.1 µs with perfect overlap (the headline: a lower bound)``; None without collectives."""
+    comm = report.communication
+    if comm is None:
+        return None
+    head = f"communication: {_bytes(comm.wire_bytes)} per device over {plural(comm.collectives, 'collectives')}"
+    if comm.seconds is None or comm.bandwidth is None:
+        return head + " · not scored: the spec lists no interconnect (pass HardwareSpec(interconnects=...))"
+    latency = f" + {format_seconds(comm.latency_seconds or 0.0)} latency each" if comm.latency_seconds else ""
+    share = f" ({format_percent(comm.share)} of the no-overlap step)" if comm.share is not None else ""
+    return (
+        f"{head} on {comm.link} at {format_si(comm.bandwidth, 'B/s')}{latency}: {format_seconds(comm.seconds)}{share}"
+        f" · step bound {format_seconds(comm.no_overlap_seconds or 0.0)} with no overlap, "
+        f"{format_seconds(comm.overlap_seconds or 0.0)} with perfect overlap (the headline: a lower bound)"
+    )
 
 
 def level_lines(report: GapReport) -> list[str]:

@@ -60,6 +60,8 @@ def report_to_dict(report: GapReport) -> dict[str, Any]:
             "coverage_threshold": report.coverage_threshold,
             "device_mismatch": report.device_mismatch,
             "time_coverage": time_coverage_to_dict(report.time_coverage),
+            "kernel_bound_seconds": report.kernel_bound_seconds,
+            "communication": report.communication.to_dict() if report.communication is not None else None,
         },
         "profile": report.profile.to_dict() if report.profile is not None else None,
         "profile_notes": list(report.profile_notes),

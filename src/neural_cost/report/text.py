@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
-from .kernel_text import bound_line, kernel_table, level_lines, table_view, traffic_line
+from .kernel_text import bound_line, communication_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
 from .printable import printable
 from .time_text import MEASURED_HEADS, measured_line, note_lines, row_cells, table_note, time_figure
@@ -266,6 +266,9 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     if cross_check:
         lines.append(cross_check)
     lines.append(bound_line(report))
+    comm = communication_line(report)
+    if comm is not None:
+        lines.append(comm)
     lines += level_lines(report)
     lines += [_floor_line(report), _observed_line(report), _efficiency_line(report)]
     traffic = "compiled" if report.estimate.kernels else "unfused"
