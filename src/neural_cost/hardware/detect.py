@@ -241,7 +241,28 @@ def _nvidia(ref: DeviceRef) -> tuple[HardwareSpec, DetectionResult]:
     levels, level_notes = gpu_levels(row, total, f"{gpu.source}: memory total" if gpu is not None else "")
     spec = dataclasses.replace(spec, memory_levels=levels)
     notes += level_notes
+    spec = _with_nvlink(spec, row.key, sources, notes)
     return spec, DetectionResult(f"cuda:{ref.index}", "gpu", spec.name, sources, tuple(notes), details)
+
+
+def _with_nvlink(spec: HardwareSpec, gpu_key: str, sources: dict[str, str], notes: list[str]) -> HardwareSpec:
+    """The NVLink generation links.toml lists for this chip row, as the spec's interconnect (if any)."""
+    from .links import gpu_link
+
+    try:
+        row = gpu_link(gpu_key)
+    except HardwareError as exc:  # a broken link table costs the interconnect, never the detection
+        notes.append(f"no interconnect attached: {exc}")
+        return spec
+    if row is None:
+        return spec
+    link = row.interconnect()
+    sources["interconnects"] = link.source
+    notes.append(
+        f"interconnect: {link.name}, {format_si(link.bandwidth, 'B/s')} per direction, from the link table for this "
+        f"chip; whether this GPU's peers are reached over NVLink (and over how many links) was not checked"
+    )
+    return dataclasses.replace(spec, interconnects=(link,))
 
 
 def _apple_gpu(ref: DeviceRef) -> tuple[HardwareSpec, DetectionResult]:

@@ -2,7 +2,7 @@
 
 ``Interconnect(name, bandwidth, latency_seconds, source)``: ``bandwidth`` is bytes per second one
 device sends over the link (one direction, as wire bytes are counted: ``costs/collectives.py``),
-``latency_seconds`` the fixed cost of one collective step over it, ``source`` where both came
+``latency_seconds`` the fixed cost of one collective over it, ``source`` where both came
 from (a datasheet row, a fit of measured all-reduces, the user). A collective of ``w`` wire
 bytes over it takes at least ``latency_seconds + w / bandwidth``.
 """
