@@ -245,6 +245,27 @@ def _callback(draw: Any) -> Case:
     )
 
 
+@strategy("collective")
+@st.composite
+def _collective(draw: Any) -> Case:
+    # one device's share: the input read, the output written; a reduction combines (n-1)/n of
+    # the input's elements (costs/collectives.py); the output is what the collective makes
+    inputs, out, dtype = (draw(shapes(0, 3)),), draw(shapes(0, 3)), draw(dtypes)
+    which = draw(st.sampled_from(("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute", "broadcast")))
+    n = draw(st.integers(1, 16))
+    elements = math.prod(inputs[0])
+    flops = (n - 1) * elements // n if which in ("all_reduce", "reduce_scatter") and n > 1 else 0
+    read, write = nbytes(inputs[0], dtype), nbytes(out, dtype)
+    return Case(
+        "collective",
+        inputs,
+        out,
+        dtype,
+        {"collective": which, "group_size": n},
+        expected=Expected(flops, 0, read, write),
+    )
+
+
 @strategy("custom")
 @st.composite
 def _custom(draw: Any) -> Case:

@@ -43,13 +43,15 @@ MAIN_KINDS = {
     "interpolate", "cdist", "decomposition",
 }  # fmt: skip
 #: Kinds whose output is whatever the caller or the program states, so no output "does not fit":
-#: a host callback's results, caller-described work, a gather's or copy's (concat, pad) result,
+#: a host callback's results, a collective's (gathered, scattered, exchanged) result,
+#: caller-described work, a gather's or copy's (concat, pad) result,
 #: generated random values, the factors of a decomposition, gradients asked for by attrs, the
 #: reduced values of a tensor list (any shape each), a list op's outputs its operands broadcast to, the
 #: gradients (dQ first) a fused attention backward returns. A record with no inputs (a fill)
 #: writes whatever shape it states.
 FREE_OUTPUT = {
     "callback",
+    "collective",
     "custom",
     "gather",
     "copy",

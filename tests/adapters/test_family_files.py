@@ -24,6 +24,7 @@ ALL = frozenset(PACKAGES)
 FAMILIES: dict[str, frozenset[str]] = {
     # TensorFlow has no fused attention op in its table: Keras attention is MatMul/Einsum + Softmax.
     "ops_attention": frozenset({"torch", "jax"}),
+    "ops_collectives": frozenset({"torch", "jax"}),
     "ops_conv": ALL,
     "ops_free": ALL,
     "ops_indexing": ALL,

@@ -207,7 +207,17 @@ def test_attr_spec_reads_keyword_only_parameters():
     spec = AttrSpec.of("demo", rule)
     assert spec.required == ("size",)
     assert dict(spec.defaults) == {"mode": "a"}
-    assert list(spec.checks) == ["op", "compute_dtype", "loop", "source", "function", "size", "mode"]
+    assert list(spec.checks) == [
+        "op",
+        "compute_dtype",
+        "loop",
+        "source",
+        "function",
+        "recompute",
+        "phase",
+        "size",
+        "mode",
+    ]
 
     def positional(op: Operation, size: int = 1) -> None:
         del op, size

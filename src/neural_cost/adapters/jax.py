@@ -23,6 +23,7 @@ from ..measure.timing import Measurement, auto_sync, benchmark, display_name
 from . import _jax
 from ._jax import (  # noqa: F401  (register the table)
     ops_attention,
+    ops_collectives,
     ops_conv,
     ops_free,
     ops_indexing,
@@ -153,7 +154,7 @@ class JaxAdapter(FrameworkAdapter):
             elif executable is not None:
                 cross_check = executable.cross_check()
         return Trace(
-            operations=operations,
+            operations=operations + program.operations,  # the partitioner's collectives, from the HLO
             coverage=coverage,
             input_shapes=_input_shapes(positional, kwargs, skip, returned),
             loop_assumptions=tuple(state.loops),

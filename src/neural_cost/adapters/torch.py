@@ -30,6 +30,7 @@ from ..measure.timing import Measurement, benchmark, display_name
 from . import _torch
 from ._torch import (  # noqa: F401  (register the table)
     ops_attention,
+    ops_collectives,
     ops_conv,
     ops_free,
     ops_indexing,

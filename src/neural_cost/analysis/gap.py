@@ -27,6 +27,7 @@ from .timing import (
     scope_rows_with_time,
     time_coverage,
 )
+from .utilization import Utilization, utilization
 
 if TYPE_CHECKING:
     import os
@@ -88,6 +89,12 @@ class GapReport:
     def communication(self) -> Communication | None:
         """The device's collectives on the spec's first link; None when the program has none."""
         return communication(self.estimate, self.hardware, self.kernel_bound_seconds)
+
+    @property
+    def utilization(self) -> Utilization | None:
+        """MFU and HFU of a training step, devices from its collectives (``analysis/utilization.py``);
+        None for inference. ``utilization(report, devices=8)`` says how many devices it ran on."""
+        return utilization(self)
 
     @property
     def bound_seconds(self) -> float:

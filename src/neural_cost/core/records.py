@@ -39,7 +39,7 @@ _COST_MEMO: dict[tuple[Any, ...], OpCost] = {}
 _COST_MEMO_LIMIT = 65_536
 #: Attributes for readers that every kind accepts and no rule reads: where a record ran (its loops)
 #: and came from (file:line or a graph op name).
-LABEL_ATTRS = frozenset({"loop", "source", "function"})
+LABEL_ATTRS = frozenset({"loop", "source", "function", "recompute", "phase"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,13 +149,16 @@ def _is_dtype(value: Any) -> bool:
 #: readers (a keyword parameter cannot be called ``op``: that is the record's name),
 #: ``compute_dtype`` is read by ``Operation.compute_dtype`` for every kind, and ``loop`` and
 #: ``source`` tell apart, for readers, records that share a name, and ``function`` groups
-#: unscoped records by the user's function that made them (``adapters/_labels.py``).
+#: unscoped records by the user's function that made them (``adapters/_labels.py``); ``recompute``
+#: marks activations a training step recomputes, ``phase`` a JAX backward's records (``analysis/utilization.py``).
 COMMON_ATTRS: dict[str, Check] = {
     "op": Check(lambda v: isinstance(v, str), "a string (the framework op's name, for readers)"),
     "compute_dtype": Check(_is_dtype, "an element type name such as 'float32' or 'bfloat16'"),
     "loop": Check(lambda v: isinstance(v, str), "a string (the loops the record runs in, for readers)"),
     "source": Check(lambda v: isinstance(v, str), "a string (where the record came from, for readers)"),
     "function": Check(lambda v: isinstance(v, str), "a string (the user's function that made it, for readers)"),
+    "recompute": Check(lambda v: v == "true", "'true' (recomputed activations: hardware FLOPs, not model FLOPs)"),
+    "phase": Check(lambda v: v in ("forward", "backward", "optimizer"), "'forward', 'backward' or 'optimizer'"),
 }
 
 

@@ -62,6 +62,7 @@ def report_to_dict(report: GapReport) -> dict[str, Any]:
             "time_coverage": time_coverage_to_dict(report.time_coverage),
             "kernel_bound_seconds": report.kernel_bound_seconds,
             "communication": report.communication.to_dict() if report.communication is not None else None,
+            "utilization": report.utilization.to_dict() if report.utilization is not None else None,
         },
         "profile": report.profile.to_dict() if report.profile is not None else None,
         "profile_notes": list(report.profile_notes),

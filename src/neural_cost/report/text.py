@@ -4,8 +4,9 @@ Header order (ARCHITECTURE.md, "The report says what it doesn't know"): title, c
 a profile, the measured line below it: ``time_text.py``), the profile's notes, WARNING lines,
 device, Device mismatch, inputs, timed runs; then the work, the three traffic figures, the
 kernel bound beside the program roofline, traffic by memory level, the floor, observed time,
-efficiency, achieved rates, findings, and the per-operation (per-scope, per-kernel) table. The
-kernel lines and table are in ``kernel_text.py``; the measured time in ``time_text.py``.
+efficiency, achieved rates, a training step's MFU and HFU (``utilization_text.py``), findings,
+and the per-operation (per-scope, per-kernel) table. The kernel lines and table are in
+``kernel_text.py``; the measured time in ``time_text.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .kernel_text import bound_line, communication_line, kernel_table, level_lin
 from .labels import operation_labels
 from .printable import printable
 from .time_text import MEASURED_HEADS, measured_line, note_lines, row_cells, table_note, time_figure
+from .utilization_text import utilization_line
 
 if TYPE_CHECKING:
     from ..analysis.gap import GapReport
@@ -276,6 +278,8 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
         f"achieved: {format_si(report.achieved_flops_per_second, 'FLOP/s')}, "
         f"{format_si(report.achieved_bytes_per_second, 'B/s')} of {traffic} traffic"
     )
+    utilization = utilization_line(report)  # a training step's MFU and HFU
+    lines += [utilization] if utilization else []
     lines += [f"{f.severity}: {f.message}" for f in report.findings if not f.header]
     if top > 0 and view == "kernel" and report.kernel_rows:
         lines += kernel_table(report, top)

@@ -113,13 +113,19 @@ def test_every_record_lands_in_one_kernel_or_the_unmapped_row():
     )
 
 
-def in_band(analyze, low, attempts=3):
+def in_band(analyze, low, attempts=3, levels=None):
     """The first of up to ``attempts`` analyses whose efficiency lies in [low, 1]. Other load on a
-    shared machine only slows a run (a lower efficiency), so any attempt above 100% fails at once:
-    the bound would not be a bound."""
+    shared machine only slows a run (a lower efficiency); an attempt above 100% means the bound is
+    too high: the levels' bandwidths are measured again once (load during their calibration reads
+    them low), and a second attempt above 100% fails."""
     reports = []
+    recalibrated = levels is None
     for _ in range(attempts):
         report = analyze()
+        if report.efficiency > 1.0 and not recalibrated:
+            levels.recalibrate()
+            recalibrated = True
+            report = analyze()
         assert report.efficiency <= 1.0, report.render()
         if report.efficiency >= low:
             return report
@@ -130,19 +136,29 @@ def in_band(analyze, low, attempts=3):
     )
 
 
+class Levels:
+    """This host's spec with its cache levels measured (in the test session's cache dir)."""
+
+    def __init__(self):
+        self.recalibrate()
+
+    def recalibrate(self):
+        from neural_cost.adapters._jax.level_probe import jax_level_kernels
+        from neural_cost.hardware.host_calibration import calibrate_host_levels
+
+        calibrate_host_levels(jax_level_kernels())
+        self.spec = JaxAdapter().hardware()
+
+
 @pytest.fixture(scope="module")
-def calibrated_levels():
-    from neural_cost.adapters._jax.level_probe import jax_level_kernels
-    from neural_cost.hardware.host_calibration import calibrate_host_levels
-
-    calibrate_host_levels(jax_level_kernels())
-    spec = JaxAdapter().hardware()
-    if not any(level.bandwidth for level in spec.memory_levels if level.name.startswith("L")):
+def levels():
+    measured = Levels()
+    if not any(level.bandwidth for level in measured.spec.memory_levels if level.name.startswith("L")):
         pytest.skip("no cache level could be measured on this machine")
-    return spec
+    return measured
 
 
-def test_a_streaming_loop_over_1_gib_is_scored_at_dram(calibrated_levels):
+def test_a_streaming_loop_over_1_gib_is_scored_at_dram(levels):
     # x * 2 + 1 over 1 GiB, 20 times in a fori_loop, updated in place: each pass reads and writes
     # 1 GiB at DRAM; the only other big kernel is the entry copy of the undonated carry.
     def stream(v):
@@ -150,20 +166,19 @@ def test_a_streaming_loop_over_1_gib_is_scored_at_dram(calibrated_levels):
 
     x = jnp.ones((256 * MiB,), jnp.float32)
     report = in_band(
-        lambda: analyze_workload(
-            JaxAdapter(), stream, (x,), hardware=calibrated_levels, warmup=1, repeats=3, profile=False
-        ),
+        lambda: analyze_workload(JaxAdapter(), stream, (x,), hardware=levels.spec, warmup=1, repeats=3, profile=False),
         0.5,
+        levels=levels,
     )
     big = [row for row in report.kernel_rows if row.traffic_bytes >= MiB]
     assert {row.level for row in big} == {"DRAM"}
     assert sum(row.traffic_bytes for row in big) == 20 * 2 * 1024 * MiB + 2 * 1024 * MiB
 
 
-def test_a_fresh_1_gib_output_each_call_names_first_touch_page_faults(calibrated_levels):
+def test_a_fresh_1_gib_output_each_call_names_first_touch_page_faults(levels):
     x = jnp.ones((256 * MiB,), jnp.float32)
     report = analyze_workload(
-        JaxAdapter(), lambda v: v * 2.0 + 1.0, (x,), hardware=calibrated_levels, repeats=3, profile=False
+        JaxAdapter(), lambda v: v * 2.0 + 1.0, (x,), hardware=levels.spec, repeats=3, profile=False
     )
     if report.efficiency >= 0.8:
         pytest.skip(f"this machine maps fresh pages fast enough ({report.efficiency:.0%}): nothing to name")
@@ -171,12 +186,12 @@ def test_a_fresh_1_gib_output_each_call_names_first_touch_page_faults(calibrated
     assert finding is not None and "1.07 GB" in finding.message and "page" in finding.message
 
 
-def test_a_64_kib_loop_is_scored_at_l2_and_would_read_above_100_at_dram(calibrated_levels):
+def test_a_64_kib_loop_is_scored_at_l2_and_would_read_above_100_at_dram(levels):
     # 16,384 float32 = 64 KiB carried through 100,000 iterations of x * 2 + 1: the body's fusion
     # reads the 64 KiB carry and writes it back over the same loop-state buffer (XLA keeps each
     # loop-state element in one buffer), a 64 KiB footprint: more than a 48 KiB L1d, inside a
     # per-core L2 of 1 MiB. Traffic (64 KiB read + 64 KiB written) × 100,000 = 13.1 GB.
-    l1 = next(level for level in calibrated_levels.memory_levels if level.name.startswith("L1"))
+    l1 = next(level for level in levels.spec.memory_levels if level.name.startswith("L1"))
     if l1.capacity_bytes >= 64 * 1024:
         pytest.skip(f"L1d here is {l1.capacity_bytes} B: the footprint fits it")
 
@@ -185,18 +200,17 @@ def test_a_64_kib_loop_is_scored_at_l2_and_would_read_above_100_at_dram(calibrat
 
     x = jnp.ones((16_384,), jnp.float32)
     report = in_band(
-        lambda: analyze_workload(
-            JaxAdapter(), loop, (x,), hardware=calibrated_levels, warmup=2, repeats=5, profile=False
-        ),
+        lambda: analyze_workload(JaxAdapter(), loop, (x,), hardware=levels.spec, warmup=2, repeats=5, profile=False),
         0.2,
+        levels=levels,
     )
     body = max(report.kernel_rows, key=lambda row: row.traffic_bytes)
     assert (body.footprint_bytes, body.executions, body.traffic_bytes) == (65_536, 100_000, 13_107_200_000)
     assert body.level == "L2"
-    at_dram = analyze_gap(report.estimate, report.measurement, dataclasses.replace(calibrated_levels, memory_levels=()))
+    at_dram = analyze_gap(report.estimate, report.measurement, dataclasses.replace(levels.spec, memory_levels=()))
     assert at_dram.efficiency > 1.0
     assert "lists no cache levels" in at_dram.finding("efficiency_above_100").message
     for row in report.kernel_rows:
         if row.footprint_bytes is not None and row.name != UNMAPPED:
-            level = next(lv for lv in calibrated_levels.memory_levels if lv.name == row.level)
+            level = next(lv for lv in levels.spec.memory_levels if lv.name == row.level)
             assert row.footprint_bytes <= level.capacity_bytes

@@ -5,7 +5,10 @@ entry computation and every computation reached through ``while``, ``conditional
 ``call``; every other instruction that does work is a kernel: fusions, custom calls, dots and
 convolutions outside fusions, copies, (dynamic-)update-slices, sorts, collectives. Aliasing
 and bookkeeping instructions (parameters, constants, tuples, get-tuple-element, bitcasts) are
-not, and an asynchronous pair is one kernel, at its start.
+not, and an asynchronous pair is one kernel, at its start. A collective the SPMD partitioner
+inserted carries the ``op_name`` of the equation whose sharding needed it (a gradient's
+``dot_general``): it claims no record by that name (``program.py`` gives it a ``collective``
+record of its own); one a ``shard_map`` wrote (``.../psum_invariant``) claims the jaxpr's record.
 
 Per execution, a kernel's traffic is the bytes of its operands (each as often as it is
 passed) and results, as the HLO shapes them — a fusion's operands are its inputs, so what
@@ -36,9 +39,12 @@ from ...core.errors import AdapterError
 from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .hlo_map import MARKER_OPCODES, Mark, Site, assign, parse_op_name
-from .hlo_text import HloModule, Instruction, parse_hlo
+from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, parse_hlo
+from .ops_collectives import COLLECTIVES
 
-__all__ = ["CompiledKernels", "OpNameParser", "WhileLoop", "compiled_kernels", "hlo_text", "read_sites"]
+__all__ = [
+    "CompiledKernels", "OpNameParser", "WhileLoop", "collective_of", "compiled_kernels", "hlo_text", "read_sites",
+]  # fmt: skip
 
 _NOT_KERNELS = frozenset(
     {
@@ -80,11 +86,23 @@ class CompiledKernels:
     #: ``(HLO while, trip count, where it came from, the trace's loop label or None)``.
     loops: tuple[tuple[str, int, str, str | None], ...]
     notes: tuple[str, ...]
+    #: The module the kernels were read from (its collectives' shapes and groups, for ``program.py``).
+    module: HloModule | None = None
 
     @property
     def traffic_bytes(self) -> int:
         """Compiled traffic: every kernel's bytes over all its executions."""
         return sum(k.total_traffic_bytes for k in self.kernels)
+
+
+def collective_of(module: HloModule, instruction: Instruction) -> Instruction | None:
+    """The collective a kernel runs: itself (an ``all-reduce``, an ``all-gather-start``...), or the
+    one an ``async-start`` wraps (the root of its called computation); None for any other kernel."""
+    if instruction.opcode.removesuffix("-start") in COLLECTIVE_OPCODES:
+        return instruction
+    called = instruction.calls("calls") if instruction.opcode == "async-start" else ()
+    root = module.root(called[0]) if called else None
+    return root if root is not None and root.opcode in COLLECTIVE_OPCODES else None
 
 
 def hlo_text(compiled: Any) -> str:
@@ -202,7 +220,10 @@ class _Walk:
         )
         if kernel.op_name:
             computes = kernel.opcode != "fusion"
-            site.marks.append(Mark(*self.parse(kernel.op_name), computes, kernel.nbytes, site.source))
+            scope, names = self.parse(kernel.op_name)
+            collective = collective_of(self.module, kernel) is not None
+            if not collective or (names and names[0] in COLLECTIVES):  # a partitioner's collective claims nothing
+                site.marks.append(Mark(scope, names, computes, kernel.nbytes, site.source))
         if kernel.opcode == "fusion":
             self._marks(kernel.calls("calls"), site.marks)
         return site
@@ -367,4 +388,4 @@ def compiled_kernels(
         raise AdapterError(f"the compiled program's HLO cannot be read: {error}") from error
     sites, trips, notes = read_sites(module, loops=loops, trip_count=trip_count, default_trip_count=default_trip_count)
     kernels, unmapped, duplicated = assign(sites, operations)
-    return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes))
+    return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes), module)

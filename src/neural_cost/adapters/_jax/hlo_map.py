@@ -45,7 +45,16 @@ __all__ = ["MARKER_OPCODES", "Mark", "Site", "assign", "parse_op_name"]
 _WRAPPED = re.compile(r"^([A-Za-z_][\w.\-]*)\((.*)\)$", re.DOTALL)
 _JIT = frozenset({"jit", "pjit", "xla_pmap", "pmap"})
 _CONTROL = frozenset(
-    {"closed_call", "checkpoint", "remat", "rematted_computation", "core_call", "custom_jvp_call", "custom_vjp_call"}
+    {
+        "closed_call",
+        "checkpoint",
+        "remat",
+        "rematted_computation",
+        "core_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "shard_map",
+    }
 )
 #: How far down a key's queue a record of the instruction's size is looked for.
 _LOOKAHEAD = 64

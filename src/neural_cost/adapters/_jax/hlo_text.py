@@ -11,6 +11,16 @@ A while loop XLA has analysed carries ``backend_config={..."known_trip_count":{"
 Operands are printed by name only (``add(%a, %b)``); older versions print each operand's shape
 before its name, which this reader also accepts (operand bytes always come from the operand's
 own defining instruction).
+
+A collective's group size (``Instruction.group_size``: how many devices take part) is read from
+its ``replica_groups`` in each syntax XLA prints — explicit ``{{0,1,2,3},{4,5,6,7}}``, iota
+``[2,4]<=[8]`` (2 groups of 4; a ``T(...)`` transpose changes members, not sizes), and the mesh
+form jaxlib 0.10.2 prints for SPMD partitioned programs, ``mesh['axis_0'=8,'axis_1'=1]
+{'axis_0'}`` (the product of the named axes' sizes; a sub-axis ``'a':(2)4`` is 4 wide) — and, for
+the explicit and iota forms, XLA's group modes: an all-reduce, all-gather or reduce-scatter with
+a ``channel_id`` but without ``use_global_device_ids=true`` groups replicas across every
+partition (× ``num_partitions``), and an empty ``{}`` is every replica, partition or device by
+the same modes. A ``collective-permute``'s group is the devices its ``source_target_pairs`` name.
 """
 
 from __future__ import annotations
@@ -19,7 +29,9 @@ import os
 import re
 from dataclasses import dataclass
 
-__all__ = ["HloModule", "Instruction", "parse_hlo", "shape_bytes"]
+__all__ = [
+    "COLLECTIVE_OPCODES", "HloModule", "Instruction", "arrays", "collective_group_size", "parse_hlo", "shape_bytes",
+]  # fmt: skip
 
 #: Bits per element of each HLO element type; ``token`` and ``opaque`` hold no data.
 _ELEMENT_BITS = {
@@ -48,6 +60,15 @@ _SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
 _TUPLE_INDEX = re.compile(r"\bindex=(\d+)")
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?')
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+#: Collective opcodes (an asynchronous ``-start`` reads as its collective), as the cost rule names them.
+COLLECTIVE_OPCODES = {
+    "all-reduce": "all_reduce", "all-gather": "all_gather", "reduce-scatter": "reduce_scatter",
+    "all-to-all": "all_to_all", "collective-permute": "permute", "collective-broadcast": "broadcast",
+}  # fmt: skip
+#: Those whose ``use_global_device_ids`` is a flag: with a channel but without it, groups are replicas.
+_GLOBAL_ID_FLAG = frozenset({"all-reduce", "all-gather", "reduce-scatter"})
+_MESH_AXIS = re.compile(r"'?([^'=,\s]+)'?=(\d+)")
+_SUB_AXIS = re.compile(r":\(\d+\)(\d+)$")
 
 
 def shape_bytes(shape: str) -> int:
@@ -63,6 +84,66 @@ def shape_bytes(shape: str) -> int:
             count *= int(dim.lstrip("<="))
         total += (count * bits + 7) // 8
     return total
+
+
+def arrays(shape: str) -> list[tuple[str, tuple[int, ...]]]:
+    """``(element type, dims)`` of each array in an HLO shape (a tuple's in order; bounds taken)."""
+    return [
+        (element, tuple(int(d.strip().lstrip("<=")) for d in dims.split(",") if d.strip()))
+        for element, dims in _ARRAY.findall(shape)
+    ]
+
+
+def collective_group_size(opcode: str, attributes: str, partitions: int = 1, replicas: int = 1) -> int | None:
+    """How many devices take part in one group of a collective (the module docstring); None when
+    its attributes say nothing readable."""
+    base = opcode.removesuffix("-start")
+    if base == "collective-permute":
+        at = attributes.find("source_target_pairs=")
+        if at < 0:
+            return None
+        pairs = attributes[at + len("source_target_pairs=") :]
+        return len(set(re.findall(r"\d+", pairs[: _balanced(pairs, 0)]))) if pairs.startswith("{") else None
+    channel = "channel_id=" in attributes
+    flag = base in _GLOBAL_ID_FLAG
+    across = channel and flag and "use_global_device_ids=true" not in attributes  # replicas × partitions
+    at = attributes.find("replica_groups=")
+    if at < 0:
+        return None
+    value = attributes[at + len("replica_groups=") :]
+    if value.startswith("{"):
+        inner = value[1 : _balanced(value, 0) - 1].strip()
+        first = re.match(r"\{([^}]*)\}", inner)
+        if first is None:  # {}: every replica, partition or device, by the group mode
+            if not channel:
+                return replicas
+            return partitions if not flag else replicas * partitions
+        size = len(re.findall(r"\d+", first.group(1)))
+    elif (iota := re.match(r"\[(\d+),(\d+)\]<=", value)) is not None:
+        size = int(iota.group(2))
+    elif value.startswith("maximal_mesh["):
+        return 1
+    elif value.startswith("mesh["):
+        end = _balanced(value, 4)
+        sizes = dict(_MESH_AXIS.findall(value[5 : end - 1]))
+        rest = value[end:]
+        if rest.startswith(", device_ids=("):
+            rest = rest[rest.find("(") :]
+            rest = rest[_balanced(rest, 0) :]
+        rest = rest.lstrip()
+        if not rest.startswith("{"):
+            return None
+        size = 1
+        for axis in filter(None, (a.strip() for a in rest[1 : _balanced(rest, 0) - 1].split(","))):
+            sub = _SUB_AXIS.search(axis)
+            name = axis[: sub.start()] if sub else axis
+            if sub is None and name.strip("'") not in sizes:
+                return None
+            size *= int(sub.group(1)) if sub else int(sizes[name.strip("'")])
+        return size  # mesh axes name devices: no group mode multiplies them
+    else:
+        return None
+    return size * partitions if across else size
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +165,10 @@ class Instruction:
     parameter_number: int | None = None
     #: A get-tuple-element's ``index=``; None for every other opcode.
     tuple_index: int | None = None
+    #: The result's HLO shape as printed (``f32[64,32]{1,0}``, a tuple ``(f32[8], s32[])``).
+    shape: str = ""
+    #: A collective's devices per group (``collective_group_size``); None for every other opcode.
+    group_size: int | None = None
 
     def calls(self, role: str) -> tuple[str, ...]:
         for key, names in self.called:
@@ -99,6 +184,9 @@ class HloModule:
     computations: dict[str, tuple[Instruction, ...]]
     #: ``stack_frame_id`` → ``file.py:line`` (the frame's own location).
     frames: dict[int, str]
+    #: The header's ``num_partitions`` and ``replica_count`` (1 when not printed).
+    partitions: int = 1
+    replicas: int = 1
 
     def source(self, instruction: Instruction) -> str | None:
         if instruction.frame is not None and instruction.frame in self.frames:
@@ -128,7 +216,7 @@ def _balanced(text: str, start: int) -> int:
     raise ValueError(f"unbalanced brackets in HLO text: {text[start : start + 80]!r}")
 
 
-def _instruction(line: str) -> Instruction | None:
+def _instruction(line: str, partitions: int = 1, replicas: int = 1) -> Instruction | None:
     match = _INSTRUCTION.match(line)
     if match is None:
         return None
@@ -153,6 +241,7 @@ def _instruction(line: str) -> Instruction | None:
     source_file, source_line = _SOURCE_FILE.search(attributes), _SOURCE_LINE.search(attributes)
     trips = _TRIP_COUNT.search(attributes)
     index = _TUPLE_INDEX.search(attributes)
+    collective = opcode.group(1).removesuffix("-start") in COLLECTIVE_OPCODES
     return Instruction(
         name=name,
         opcode=opcode.group(1),
@@ -168,6 +257,8 @@ def _instruction(line: str) -> Instruction | None:
         root=root,
         parameter_number=int(rest[open_at + 1 : close_at - 1]) if opcode.group(1) == "parameter" else None,
         tuple_index=int(index.group(1)) if opcode.group(1) == "get-tuple-element" and index else None,
+        shape=shape,
+        group_size=collective_group_size(opcode.group(1), attributes, partitions, replicas) if collective else None,
     )
 
 
@@ -192,6 +283,10 @@ def parse_hlo(text: str) -> HloModule:
     if not lines or not lines[0].startswith("HloModule"):
         raise ValueError("the text does not start with 'HloModule': not an HLO module")
     name = lines[0].split()[1].rstrip(",")
+    partitions_found = re.search(r"\bnum_partitions=(\d+)", lines[0])
+    replicas_found = re.search(r"\breplica_count=(\d+)", lines[0])
+    partitions = int(partitions_found.group(1)) if partitions_found else 1
+    replicas = int(replicas_found.group(1)) if replicas_found else 1
     computations: dict[str, tuple[Instruction, ...]] = {}
     tables: dict[str, list[str]] = {table: [] for table in _TABLES}
     entry: str | None = None
@@ -205,7 +300,7 @@ def parse_hlo(text: str) -> HloModule:
                 computations[current_name] = tuple(current)
                 current = None
             elif stripped:
-                instruction = _instruction(line)
+                instruction = _instruction(line, partitions, replicas)
                 if instruction is None:
                     raise ValueError(f"cannot read HLO instruction {stripped[:120]!r} in {current_name}")
                 current.append(instruction)
@@ -225,4 +320,4 @@ def parse_hlo(text: str) -> HloModule:
             tables[table].append(stripped)
     if entry is None or entry not in computations:
         raise ValueError(f"HLO module {name} has no ENTRY computation")
-    return HloModule(name, entry, computations, _frames(tables))
+    return HloModule(name, entry, computations, _frames(tables), partitions, replicas)

@@ -12,6 +12,16 @@ modeled time: a kernel that executes no record but whose instruction's ``op_name
 its fusion's instructions' ``op_name``) ends in a primitive ``Coverage.unmodeled`` lists; and a
 host callback's custom call (``pure_callback``, ``io_callback``...), whose record counts only
 the bytes sent to the host and back — what the Python function computes is unknown.
+
+A collective the SPMD partitioner inserted (``jit`` with shardings: a gradient's all-reduce, a
+row-sharded matmul's partial sums) is in no jaxpr: its kernel gets a ``collective`` record of
+its own, appended after the trace's records (``Program.operations``; its index belongs to that
+kernel), read from the per-device HLO: inputs the operands' shapes, output the result's (an
+asynchronous ``-start``'s ``-done``), group size from ``replica_groups``, count the kernel's
+executions. A collective whose records the jaxpr already has (a ``shard_map``'s ``psum``:
+its ``op_name`` ends in the primitive) gets none. Records outside ``shard_map`` are counted at
+their jaxpr's global shapes — the whole mesh's work — while collectives are per device: a
+partitioned program's trace says so in a note.
 """
 
 from __future__ import annotations
@@ -23,10 +33,23 @@ from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .compiled import Executable
 from .hlo_map import parse_op_name
-from .hlo_text import HloModule, Instruction, parse_hlo
+from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays
+from .ops_collectives import COLLECTIVES
 
 KERNEL_SOURCE = "XLA optimized HLO of the timed executable (fusions, copies, custom calls; loops multiplied)"
 UNREAD = "no kernels: {why}; the bound scores each record at its unfused traffic"
+GLOBAL_SHAPES = (
+    "partitioned over {n} devices: records outside shard_map are counted at global shapes (the whole mesh's "
+    "work), while collectives are per device"
+)
+#: HLO element types as canonical dtype names (a collective of another type is unmodeled).
+_DTYPES = {
+    "pred": "bool", "s4": "int4", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u4": "uint4", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
+    "c128": "complex128", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+    "f8e4m3fnuz": "float8_e4m3fnuz", "f8e5m2fnuz": "float8_e5m2fnuz", "f4e2m1fn": "float4_e2m1fn",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +57,8 @@ class Program:
     kernels: tuple[Kernel, ...] = ()
     source: str | None = None
     notes: tuple[str, ...] = ()
+    #: Records the HLO adds after the trace's (the partitioner's collectives), indexed from there on.
+    operations: tuple[Operation, ...] = ()
 
 
 def _names(indices: Sequence[int], operations: Sequence[Operation], limit: int = 5) -> str:
@@ -56,10 +81,15 @@ def read_kernels(
 
     try:
         found = compiled_kernels(executable.compiled, operations, loops=loops, default_trip_count=default_trip_count)
-        kernels = _mark_unmodeled(executable, found.kernels, operations, [name for name, _ in unmodeled])
+        assert found.module is not None
+        kernels = _mark_unmodeled(found.module, found.kernels, operations, [name for name, _ in unmodeled])
+        kernels, added, collective_notes = _collectives(found.module, kernels, operations)
     except Exception as error:  # unreadable HLO: said in the report, never a failed trace
         return Program(notes=(UNREAD.format(why=f"{type(error).__name__}: {error}"[:300]),))
-    notes = list(found.notes)
+    notes = list(found.notes) + collective_notes
+    devices = found.module.partitions * found.module.replicas
+    if devices > 1:
+        notes.append(GLOBAL_SHAPES.format(n=devices))
     if found.unmapped:
         flops = sum(operations[i].cost.flops * operations[i].count for i in found.unmapped)
         names = _names(found.unmapped, operations)
@@ -73,11 +103,83 @@ def read_kernels(
             f"XLA duplicated {len(dup)} record(s) into several kernels ({_names(dup, operations)}): each counts its "
             f"FLOPs in the first, while every copy's traffic counts"
         )
-    return Program(kernels, KERNEL_SOURCE, tuple(notes))
+    return Program(kernels, KERNEL_SOURCE, tuple(notes), added)
+
+
+def _collectives(
+    module: HloModule, kernels: tuple[Kernel, ...], operations: Sequence[Operation]
+) -> tuple[tuple[Kernel, ...], tuple[Operation, ...], list[str]]:
+    """``kernels`` with a ``collective`` record for each collective the partitioner inserted
+    (the module docstring), the records, and a note for any that cannot be read."""
+    from .hlo import collective_of
+
+    instructions = {i.name: i for computation in module.computations.values() for i in computation}
+    dones = {i.operands[0]: i for i in instructions.values() if i.opcode.endswith("-done") and i.operands}
+    added: list[Operation] = []
+    notes: list[str] = []
+    result = []
+    for kernel in kernels:
+        start = instructions.get(kernel.name)
+        collective = collective_of(module, start) if start is not None else None
+        if start is None or collective is None or any(operations[i].kind == "collective" for i in kernel.operations):
+            result.append(kernel)
+            continue
+        scope, names = parse_op_name(collective.op_name or start.op_name or "")
+        if names and names[0] in COLLECTIVES:  # the jaxpr's own: its record, or its name in Coverage.unmodeled
+            result.append(kernel)
+            continue
+        record = _record(instructions, dones.get(start.name), collective, scope, kernel)
+        if record is None:
+            notes.append(f"collective {kernel.name} ({collective.opcode}): its group or shapes cannot be read")
+            result.append(replace(kernel, unmodeled=(*kernel.unmodeled, collective.opcode)))
+            continue
+        flops = dict(kernel.flops_by_dtype)
+        for dtype, value in record.cost.flops_by_dtype.items():
+            flops[dtype] = flops.get(dtype, 0) + value * record.count
+        scopes = kernel.scopes if not scope or scope in kernel.scopes else (*kernel.scopes, scope)
+        index = len(operations) + len(added)
+        added.append(record)
+        result.append(replace(kernel, operations=(*kernel.operations, index), flops_by_dtype=flops, scopes=scopes))
+    return tuple(result), tuple(added), notes
+
+
+def _record(
+    instructions: dict[str, Instruction],
+    done: Instruction | None,
+    collective: Instruction,
+    scope: str | None,
+    kernel: Kernel,
+) -> Operation | None:
+    """One device's share of ``collective`` as a record (``done``: the ``-done`` of its kernel's
+    start), or None when its group or shapes cannot be read. HLO names are unique in a module."""
+    operands = [instructions.get(operand) for operand in collective.operands]
+    if collective.group_size is None or any(operand is None for operand in operands):
+        return None
+    inputs = [a for operand in operands if operand is not None for a in arrays(operand.shape)]
+    result = collective.shape
+    if collective.opcode.endswith("-start"):  # a tuple of buffers: the result is the -done's
+        result = done.shape if done is not None else ""
+    outputs = arrays(result)
+    if not inputs or not outputs or any(element not in _DTYPES for element, _ in (*inputs, *outputs)):
+        return None
+    base = collective.opcode.removesuffix("-start")
+    return Operation(
+        base,
+        "collective",
+        tuple(dims for _, dims in inputs),
+        outputs[0][1],
+        _DTYPES[outputs[0][0]],
+        scope=scope,
+        attrs={"collective": COLLECTIVE_OPCODES[base], "group_size": collective.group_size, "op": collective.name},
+        input_dtypes=tuple(_DTYPES[element] for element, _ in inputs),
+        extra_outputs=tuple(dims for _, dims in outputs[1:]),
+        extra_output_dtypes=tuple(_DTYPES[element] for element, _ in outputs[1:]) if outputs[1:] else None,
+        count=kernel.executions,
+    )
 
 
 def _mark_unmodeled(
-    executable: Executable, kernels: tuple[Kernel, ...], operations: Sequence[Operation], unmodeled: list[str]
+    module: HloModule, kernels: tuple[Kernel, ...], operations: Sequence[Operation], unmodeled: list[str]
 ) -> tuple[Kernel, ...]:
     """``kernels`` with ``unmodeled`` set on those whose work no cost rule models (the module docstring)."""
     marked: dict[str, tuple[str, ...]] = {}
@@ -87,10 +189,7 @@ def _mark_unmodeled(
         ]
         if callbacks:
             marked[kernel.name] = tuple(dict.fromkeys(callbacks))
-    if unmodeled:  # only then is the HLO read a second time
-        from .hlo import hlo_text
-
-        module = parse_hlo(hlo_text(executable.compiled))
+    if unmodeled:
         instructions = {i.name: i for computation in module.computations.values() for i in computation}
         # an unmodeled name is the primitive, or ``primitive:target`` for a custom call; a fusion
         # that runs one beside modeled records runs it too

@@ -9,7 +9,7 @@ record of the right kind, permuting layouts into the canonical ones the rules ex
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...core.dtypes import canonical_dtype
@@ -19,13 +19,15 @@ from .._registry import OpTable
 
 
 class LowerContext:
-    """What a builder needs to make records: shapes and dtypes of atoms, the scope, the count."""
+    """What a builder needs to make records: shapes and dtypes of atoms, the scope, the count,
+    and the sizes of the mesh axes an enclosing ``shard_map`` makes manual (``{name: size}``)."""
 
-    __slots__ = ("count", "scope")
+    __slots__ = ("axes", "count", "scope")
 
-    def __init__(self, scope: str | None, count: int) -> None:
+    def __init__(self, scope: str | None, count: int, axes: Mapping[str, int] | None = None) -> None:
         self.scope = scope
         self.count = count
+        self.axes: Mapping[str, int] = axes or {}
 
     @staticmethod
     def shape(atom: Any) -> Shape:

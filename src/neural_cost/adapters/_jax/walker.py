@@ -35,6 +35,8 @@ from .composites import (
     use_counts,
 )
 from .loops import infer_trip_count
+from .ops_collectives import mesh_axes
+from .recompute import Recompute
 from .table import REGISTRY, TABLE, LowerContext
 
 CALL_BOUNDARY = "a call boundary: its body's equations are counted instead"
@@ -192,13 +194,16 @@ class Walker:
         #: Flax norm layers by scope path (``composites.flax_norms``); each folds once.
         self.norms = {path: call for path, call in (norms or {}).items() if call is not None}
         self.origins = Origins()
+        self.recompute = Recompute()  # recomputed (checkpoint) and backward records, labeled at the end
+        self.axes: dict[str, int] = {}  # mesh axis sizes of the enclosing shard_maps (their collectives' groups)
 
     def run(self, closed_jaxpr: Any) -> WalkState:
         state = WalkState()
         self.walk(_open(closed_jaxpr), 1, None, state)
         self.loops.check()
+        found = self.recompute.found(state.operations, closed_jaxpr)  # before labels replace the records
         state.operations = self.origins.functions(state.operations, _function)
-        state.operations = self.origins.label(state.operations, _source)
+        state.operations = self.recompute.label(self.origins.label(state.operations, _source), found)
         return state
 
     def walk(self, jaxpr: Any, count: int, prefix: str | None, state: WalkState) -> None:
@@ -224,6 +229,7 @@ class Walker:
                 taken = 1
             if len(state.operations) > before:
                 self.origins.mark(state.operations[before:], eqn.source_info)
+                self.recompute.mark(state.operations[before:], eqn)
             i += taken
 
     # -- library ops counted as the op (see ``composites``) -------------------------------
@@ -309,7 +315,7 @@ class Walker:
             return self._cond(eqn, count, scope, state)
         entry = TABLE.get(name)
         if entry is not None:
-            lower(state, REGISTRY, entry, name, count, (eqn, LowerContext(scope, count)), where=scope)
+            lower(state, REGISTRY, entry, name, count, (eqn, LowerContext(scope, count, self.axes)), where=scope)
             return None
         named = name in ("jit", "pjit") and eqn.params.get("name") in JIT_COMPOSITES
         if named and self._jit_composite(eqn, count, scope, state):
@@ -318,8 +324,10 @@ class Walker:
         if bodies and name in KNOWN_CALLS:
             state.free += count
             state.free_reasons[name] = CALL_BOUNDARY
+            outer, self.axes = self.axes, {**self.axes, **mesh_axes(eqn.params.get("mesh"))}  # a shard_map's axes
             for _key, body in bodies:
                 self.walk(_open(body), count, scope, state)
+            self.axes = outer
             return None
         if name in ("reduce", "reduce_window") and bodies:
             return self._reduction_with_body(eqn, count, scope, state, bodies[0][1])

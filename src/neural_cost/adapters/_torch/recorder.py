@@ -27,6 +27,7 @@ from ...core.attrs import FrozenAttrs
 from ...core.records import Operation
 from .._walk import WalkState, lower
 from .kernels import KernelLog
+from .recompute import mark_recomputed, recomputing
 from .table import REGISTRY, TABLE, AtenCall, TorchContext
 
 if TYPE_CHECKING:
@@ -115,7 +116,10 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         namespace = str(getattr(func, "namespace", "aten"))
-        entry = TABLE.get(str(func.overloadpacket.__name__)) if namespace == "aten" else None
+        key = str(func.overloadpacket.__name__)
+        if namespace != "aten":  # other namespaces' entries are keyed "c10d.allreduce_"
+            key = f"{namespace}.{key}"
+        entry = TABLE.get(key)
         if entry is None and namespace == "aten" and _is_composite(func):
             # A composite op (conv2d, einsum, scaled_dot_product_attention...) reaches this mode
             # whole under inference_mode; run the decomposition eager runs, with the mode on, so
@@ -136,9 +140,11 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             return out
         start, free = len(state.operations), state.free
         scope = self.scope()
-        lower(state, REGISTRY, entry, name, 1, (call, TorchContext(scope)), label=f"{namespace}.{name}")
+        lower(state, REGISTRY, entry, key, 1, (call, TorchContext(scope)), label=f"{namespace}.{name}")
         if scope is None and len(state.operations) > start:
             _label_function(state.operations, start)
+        if self.phase == "backward" and len(state.operations) > start and recomputing():  # checkpoint recompute
+            mark_recomputed(state.operations, start)
         if state.free == free:  # modeled (its records) or unmodeled (none): a kernel either way
             module = self.scopes[-1] if self.scopes else scope
             self.kernels.add(func, name, start, len(state.operations), module, scope, touched)

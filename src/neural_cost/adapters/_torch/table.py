@@ -1,5 +1,7 @@
 """The aten op table: every aten op packet is modeled (a builder), free (with its reason),
-or absent — which means unmodeled: counted and named in Coverage, never dropped.
+or absent — which means unmodeled: counted and named in Coverage, never dropped. An aten op
+is keyed by its packet name (``addmm``); an op of another namespace by ``namespace.name``
+(``c10d.allreduce_``, ``_c10d_functional.wait_tensor``: ``ops_collectives.py``).
 
 A builder receives the ``AtenCall`` (the op, its arguments and its output, all real
 tensors) and a ``TorchContext``, and returns the ``Operation`` records for that call —

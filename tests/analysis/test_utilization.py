@@ -1,0 +1,150 @@
+"""MFU and HFU of a training step, by hand (``analysis/utilization.py``).
+
+A hand-built step: a forward matmul (64,64)@(64,64) float32 — 2·64³ = 524,288 FLOPs — and a
+bias-free add of two (64,64) — 4,096 FLOPs —; its backward: the same matmul recomputed
+(labeled ``recompute``: 524,288) and two gradient matmuls (2 × 524,288 = 1,048,576).
+  model    = 524,288 + 4,096 + 1,048,576 = 1,576,960 FLOPs
+  hardware = model + 524,288             = 2,101,248 FLOPs
+Spec: 1 TFLOP/s (float32), observed 5 µs on 1 device → capacity 5e-6 × 1e12 = 5,000,000 FLOPs.
+  MFU = 1,576,960 / 5,000,000 = 0.315392 (31.5%); HFU = 2,101,248 / 5,000,000 = 0.4202496 (42.0%).
+"""
+
+import json
+
+import pytest
+
+from neural_cost import HardwareSpec, Operation, analyze_gap, estimate_operations
+from neural_cost.analysis.utilization import utilization
+from neural_cost.core.errors import RecordError
+from neural_cost.report.load import report_from_dict
+from tests.helpers import cpu_measurement
+
+MM = ((64, 64), (64, 64))
+BACKWARD = {"phase": "backward"}
+STEP = (
+    Operation("mm", "matmul", MM, (64, 64), "float32"),
+    Operation("add", "elementwise", MM, (64, 64), "float32", attrs={"op": "add"}),
+    Operation("mm", "matmul", MM, (64, 64), "float32", attrs={**BACKWARD, "recompute": "true"}),
+    Operation("mm_grad", "matmul", MM, (64, 64), "float32", attrs=BACKWARD, count=2),
+)
+SPEC = HardwareSpec("T", 1e12, 1e11, kind="cpu", source="test table")
+OBSERVED = cpu_measurement((5e-6,) * 5)
+
+
+def report_of(operations, spec=SPEC, measurement=OBSERVED, framework=None):
+    return analyze_gap(estimate_operations(operations, framework=framework), measurement, spec)
+
+
+def test_mfu_and_hfu_by_hand():
+    report = report_of(STEP)
+    u = report.utilization
+    assert (u.model_flops, u.hardware_flops, u.recomputed_flops) == (1_576_960, 2_101_248, 524_288)
+    assert (u.dtype, u.peak, u.devices) == ("float32", 1e12, 1)
+    assert u.mfu == pytest.approx(0.315392) and u.hfu == pytest.approx(0.4202496)
+    assert (
+        "  utilization: MFU 31.5% · HFU 42.0% (model 1.58 MFLOP, hardware 2.10 MFLOP incl. 524 kFLOP recomputed; "
+        "float32 peak 1.00 TFLOP/s (test table) × 1 device)\n"
+    ) in report.render(top=0)
+    assert report.to_dict()["analysis"]["utilization"] == {
+        "model_flops": 1_576_960,
+        "hardware_flops": 2_101_248,
+        "recomputed_flops": 524_288,
+        "mfu": u.mfu,
+        "hfu": u.hfu,
+        "peak": 1e12,
+        "dtype": "float32",
+        "devices": 1,
+    }
+
+
+def test_the_labels_survive_a_saved_report():
+    report = report_of(STEP)
+    loaded = report_from_dict(json.loads(json.dumps(report.to_dict())))
+    assert loaded.utilization == report.utilization
+
+
+def test_without_recomputation_model_equals_hardware():
+    report = report_of(STEP[:2] + STEP[3:])
+    u = report.utilization
+    assert u.model_flops == u.hardware_flops == 1_576_960 and u.mfu == u.hfu == pytest.approx(0.315392)
+    assert "(model = hardware 1.58 MFLOP, nothing recomputed; float32 peak" in report.render(top=0)
+
+
+def test_inference_has_no_utilization():
+    forward = STEP[:2]
+    report = report_of(forward)
+    assert report.utilization is None
+    assert "utilization:" not in report.render(top=0)
+    assert report.to_dict()["analysis"]["utilization"] is None
+
+
+def test_a_backward_is_told_by_each_framework_s_marks():
+    plain = [op for op in STEP if not op.attrs]
+    torch_step = [*plain, Operation("mm_grad", "matmul", MM, (64, 64), "float32", scope="backward")]
+    tf_step = [*plain, Operation("MatMul", "matmul", MM, (64, 64), "float32", scope="gradient_tape/dense")]
+    assert report_of(torch_step, framework="torch").utilization is not None
+    assert report_of(tf_step, framework="tensorflow").utilization is not None
+    # A JAX module that happens to be called "backward" is no backward pass.
+    assert report_of(torch_step, framework="jax").utilization is None
+
+
+def test_the_peak_is_that_of_the_dtype_of_the_matrix_flops():
+    # bfloat16 matmuls: forward and backward 2 × 524,288 = 1,048,576; a float32 add over
+    # (1024,1024): 1,048,576 FLOPs — as many, but no matrix FLOPs, so the peak is bfloat16's.
+    # model = hardware = 2,097,152; capacity 1e-6 × 4e12 = 4,000,000 → MFU = 0.524288.
+    ops = (
+        Operation("mm", "matmul", MM, (64, 64), "bfloat16"),
+        Operation("mm_grad", "matmul", MM, (64, 64), "bfloat16", attrs=BACKWARD),
+        Operation("add", "elementwise", ((1024, 1024), (1024, 1024)), (1024, 1024), "float32", attrs={"op": "add"}),
+    )
+    spec = HardwareSpec("G", 2e12, 1e12, kind="gpu", peak_flops_by_dtype={"bfloat16": 4e12, "float32": 2e12})
+    u = report_of(ops, spec, cpu_measurement((1e-6,) * 5)).utilization
+    assert (u.dtype, u.peak, u.matrix_dtype) == ("bfloat16", 4e12, True)
+    assert u.mfu == pytest.approx(0.524288)
+
+
+def test_without_matrix_flops_the_dtype_with_most_flops_is_said():
+    # add 4,096 float32 FLOPs forward and, in the backward, 4,096 more: 8,192 over 5,000,000.
+    ops = (STEP[1], Operation("add", "elementwise", MM, (64, 64), "float32", attrs={"op": "add", **BACKWARD}))
+    report = report_of(ops)
+    assert report.utilization.mfu == pytest.approx(8_192 / 5_000_000)
+    assert "float32 (no matmul or convolution FLOPs) peak 1.00 TFLOP/s" in report.render(top=0)
+
+
+def test_devices_from_collectives_scale_the_step_not_the_ratio():
+    # One device's program of 8 (a psum of the (64,64) result over 8: 7/8 · 4,096 = 3,584
+    # reduction FLOPs): 524,288 + 524,288 + 3,584 = 1,052,160 FLOPs per device; the step is
+    # 8 × 1,052,160 = 8,417,280 FLOPs on 8 × 1 TFLOP/s for 5 µs (40,000,000): MFU 0.210432,
+    # the same as one device's 1,052,160 / 5,000,000.
+    psum = Operation(
+        "psum", "collective", ((64, 64),), (64, 64), "float32", attrs={"collective": "all_reduce", "group_size": 8}
+    )
+    ops = (STEP[0], Operation("mm_grad", "matmul", MM, (64, 64), "float32", attrs=BACKWARD), psum)
+    report = report_of(ops)
+    u = report.utilization
+    assert (u.devices, u.model_flops) == (8, 8_417_280) and u.mfu == pytest.approx(0.210432)
+    assert "× 8 devices)" in report.render(top=0)
+    given = utilization(report, devices=16)  # more devices than one group: still one device's program
+    assert (given.devices, given.model_flops) == (16, 16_834_560) and given.mfu == pytest.approx(0.210432)
+
+
+def test_devices_given_for_a_whole_step_divide_it():
+    # No collectives: the trace is the whole step, spread over the 4 devices given:
+    # 1,576,960 / (5e-6 · 1e12 · 4) = 0.078848.
+    u = utilization(report_of(STEP), devices=4)
+    assert (u.devices, u.model_flops) == (4, 1_576_960) and u.mfu == pytest.approx(0.078848)
+
+
+@pytest.mark.parametrize("devices", [0, -1, 2.0, True])
+def test_devices_must_be_a_positive_integer(devices):
+    with pytest.raises(RecordError, match=r"utilization: devices=.* must be a positive integer"):
+        utilization(report_of(STEP), devices=devices)
+
+
+def test_labels_are_checked_and_never_change_a_cost():
+    labeled = STEP[0].relabeled(STEP[2].attrs)
+    assert labeled.cost == STEP[0].cost and labeled.attrs["recompute"] == "true"
+    with pytest.raises(RecordError, match="recompute"):
+        Operation("mm", "matmul", MM, (64, 64), attrs={"recompute": True})
+    with pytest.raises(RecordError, match="phase"):
+        Operation("mm", "matmul", MM, (64, 64), attrs={"phase": "backwards"})
