@@ -37,6 +37,7 @@ from .hardware.detect import DetectionResult, detect_hardware
 from .measure import Measurement, benchmark
 from .report.diff import diff_reports
 from .report.load import load_report
+from .report.merge import MergedReport, merge_reports
 
 __all__ = [
     "AdapterError",
@@ -55,6 +56,7 @@ __all__ = [
     "MeasurementError",
     "MemoryLevel",
     "MemoryProfile",
+    "MergedReport",
     "ModelProfile",
     "NeuralCostError",
     "Operation",
@@ -82,5 +84,6 @@ __all__ = [
     "estimate_trace",
     "known_kinds",
     "load_report",
+    "merge_reports",
     "profile_model",
 ]

@@ -231,6 +231,11 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument(
         "--max-bytes", type=_count(1), default=None, help="read reports larger than the default limit (400 MB)"
     )
+    merge = commands.add_parser("merge", help="merge the saved reports of a run's ranks (one --json file a rank)")
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json", help="one saved report per rank")
+    merge.add_argument(
+        "--max-bytes", type=_count(1), default=None, help="read reports larger than the default limit (400 MB)"
+    )
     for command in commands.choices.values():
         # also after the command (`analyze x.py:build -v`); SUPPRESS keeps a `-v` given before it
         _add_verbose(command, argparse.SUPPRESS)
@@ -285,6 +290,10 @@ def _run(args: argparse.Namespace) -> int:
             from .analyze import run_diff
 
             return run_diff(args)
+        if args.command == "merge":
+            from .merge import run_merge
+
+            return run_merge(args)
         if args.command == "compare":
             from .compare import run_compare
 
