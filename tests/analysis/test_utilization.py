@@ -148,3 +148,104 @@ def test_labels_are_checked_and_never_change_a_cost():
         Operation("mm", "matmul", MM, (64, 64), attrs={"recompute": True})
     with pytest.raises(RecordError, match="phase"):
         Operation("mm", "matmul", MM, (64, 64), attrs={"phase": "backwards"})
+
+
+# A hand-built transformer LM training step: batch B=2 of T=4 int32 token ids, a (V=10, D=8)
+# embedding table, one attention layer (L=1) with H=2 heads of Q=4, one (8,8) weight w.
+#   embedding: 0 FLOPs (a lookup).
+#   attention (non-causal, fused): B·H·(T·T·(2·(Q+Q)+6) − 2·T) = 4·(16·22 − 8) = 1,376.
+#   w forward (8 tokens, 8)@(8, 8): 2·8·8·8 = 1,024; its two gradients 2 × 1,024 = 2,048.
+#   attention backward, four (2,2,4,4)@(2,2,4,4): 4 × 2·2·2·4·4·4 = 2,048.
+#   model = 1,376 + 1,024 + 2,048 + 2,048 = 6,496 FLOPs.
+# PaLM appendix B: N = 64 (w; the 80-element table is embedding), tokens = B·T = 8:
+#   8 × (6·64 + 12·1·2·4·4) = 8 × (384 + 384) = 6,144; ours is 6,496/6,144 − 1 = +5.7% (+6%).
+# Throughput over 5 µs: 2 / 5e-6 = 400,000 samples/s; × 4 = 1,600,000 tokens/s.
+def lm_step(table=True, seq=4):
+    from neural_cost.core.records import TensorSpec
+
+    qkv = (2, 2, seq, 4)
+    ops = (
+        Operation("embed", "embedding", ((10, 8), (2, 4)), (2, 4, 8), "float32", input_dtypes=("float32", "int32")),
+        Operation("attn", "attention", (qkv,) * 3, qkv, "float32"),
+        Operation("w", "matmul", ((8, 8), (8, 8)), (8, 8), "float32"),
+        Operation("w_grad", "matmul", ((8, 8), (8, 8)), (8, 8), "float32", attrs=BACKWARD, count=2),
+        Operation("attn_grad", "matmul", ((2, 2, 4, 4),) * 2, (2, 2, 4, 4), "float32", attrs=BACKWARD, count=4),
+    )
+    parameters = [TensorSpec("table", (10, 8), "float32", "parameter")] if table else []
+    boundary = [
+        TensorSpec("tokens", (2, 4), "int32", "input"),
+        *parameters,
+        TensorSpec("w", (8, 8), "float32", "parameter"),
+    ]
+    shapes = [("tokens", (2, 4)), ("table", (10, 8)), ("w", (8, 8))]
+    return analyze_gap(estimate_operations(ops, boundary=boundary, input_shapes=shapes), OBSERVED, SPEC)
+
+
+def test_tokens_per_second_and_the_closed_form_by_hand():
+    report = lm_step()
+    u = report.utilization
+    assert (u.model_flops, u.batch, u.sequence, u.closed_form_flops) == (6_496, 2, 4, 6_144)
+    assert u.samples_per_second == pytest.approx(400_000) and u.tokens_per_second == pytest.approx(1_600_000)
+    text = report.render(top=0)
+    assert "inputs: tokens (2, 4), table (10, 8), w (8, 8) · batch 2 (leading dim of tokens)\n" in text
+    assert (
+        "× 1 device) · 1,600,000 tokens/s (batch 2 × seq 4); closed form 6·N·T + attention: 6.14 kFLOP "
+        "(ours 6.50 kFLOP, +6%: ours counts elementwise, norms and softmax the formula leaves out)\n"
+    ) in text
+    saved = report.to_dict()["analysis"]["utilization"]
+    assert saved["closed_form_flops"] == 6_144 and saved["tokens_per_second"] == pytest.approx(1_600_000)
+
+
+def test_samples_per_second_for_a_float_input():
+    # STEP's input x (64, 64) float32: batch 64, no tokens; 64 / 5e-6 = 12,800,000 samples/s.
+    from neural_cost.core.records import TensorSpec
+
+    estimate = estimate_operations(
+        STEP, boundary=[TensorSpec("x", (64, 64), "float32", "input")], input_shapes=[("x", (64, 64))]
+    )
+    u = analyze_gap(estimate, OBSERVED, SPEC).utilization
+    assert (u.batch, u.sequence, u.tokens_per_second, u.closed_form_flops) == (64, None, None, None)
+    line = analyze_gap(estimate, OBSERVED, SPEC).render(top=0)
+    assert "× 1 device) · 12,800,000 samples/s\n" in line and "closed form" not in line
+
+
+def test_no_closed_form_without_every_term():
+    # The table not a parameter of the boundary: N unreadable. An attention over 5 positions
+    # where the tokens have 4: T unreadable. Neither guesses; throughput stays.
+    for report in (lm_step(table=False), lm_step(seq=5)):
+        u = report.utilization
+        assert u.closed_form_flops is None and u.sequence == 4
+        assert "closed form" not in report.render(top=0)
+
+
+def test_closed_form_of_a_tiny_torch_gpt_by_hand():
+    # Two pre-norm blocks (D=32, H=4, Q=8), an embedding (100, 32) and an untied head (100, 32)
+    # traced on int64 tokens (2, 16). Parameters 31,808 (= sum of numel); N = 31,808 − 3,200
+    # (the table; the head's (100, 32) stays) = 28,608. Per token 6·28,608 + 12·2·4·8·16 =
+    # 171,648 + 12,288 = 183,936; × 32 tokens = 5,885,952.
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from neural_cost import estimate_trace
+    from neural_cost.adapters import TorchAdapter
+
+    class Block(nn.Module):
+        def __init__(self, d=32, h=4):
+            super().__init__()
+            self.h, self.ln1, self.ln2 = h, nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.pr = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = (y.view(b, t, self.h, d // self.h).transpose(1, 2) for y in self.qkv(self.ln1(x)).split(d, -1))
+            a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+            return x + self.pr(nn.functional.gelu(self.fc(self.ln2(x))))
+
+    model = nn.Sequential(nn.Embedding(100, 32), Block(), Block(), nn.Linear(32, 100, bias=False))
+    assert sum(p.numel() for p in model.parameters()) == 31_808
+    tokens = torch.randint(0, 100, (2, 16))
+    estimate = estimate_trace(TorchAdapter().trace(model, (tokens,), training=True, loss_fn=lambda out: out.sum()))
+    u = analyze_gap(estimate, OBSERVED, SPEC).utilization
+    assert (u.batch, u.sequence, u.closed_form_flops) == (2, 16, 5_885_952)

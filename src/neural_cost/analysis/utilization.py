@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.dtypes import dtype_info
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate, OperationCost
 
@@ -55,6 +56,22 @@ class Utilization:
     devices: int
     #: Whether ``dtype`` is the matrix FLOPs' dtype (False: the step has no matrix FLOPs).
     matrix_dtype: bool = True
+    #: The batch (leading dim of the first non-parameter input, ``batch_input``); None unknown.
+    batch: int | None = None
+    #: Tokens per sample when that input is integer-typed (batch, seq) token ids; else None.
+    sequence: int | None = None
+    #: PaLM appendix B's 6·N·tokens + 12·L·H·Q·T·tokens, when the trace is a transformer LM
+    #: whose N, L, H, Q, T its records give (``closed_form_flops``); else None.
+    closed_form_flops: int | None = None
+
+    @property
+    def samples_per_second(self) -> float | None:
+        return self.batch / self.observed_seconds if self.batch is not None and self.observed_seconds > 0 else None
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        samples = self.samples_per_second
+        return samples * self.sequence if samples is not None and self.sequence is not None else None
 
     @property
     def recomputed_flops(self) -> int:
@@ -75,7 +92,7 @@ class Utilization:
         return self._share(self.hardware_flops)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "model_flops": self.model_flops,
             "hardware_flops": self.hardware_flops,
             "recomputed_flops": self.recomputed_flops,
@@ -85,6 +102,12 @@ class Utilization:
             "dtype": self.dtype,
             "devices": self.devices,
         }
+        known = {
+            "samples_per_second": self.samples_per_second,
+            "tokens_per_second": self.tokens_per_second,
+            "closed_form_flops": self.closed_form_flops,
+        }
+        return {**out, **{key: value for key, value in known.items() if value is not None}}
 
 
 def is_recomputed(row: OperationCost) -> bool:
@@ -147,6 +170,7 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
     else:
         scale = devices if grouped else 1
     spec = report.hardware
+    batch, sequence = throughput_shape(estimate)
     return Utilization(
         model_flops=model * scale,
         hardware_flops=hardware * scale,
@@ -156,4 +180,82 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
         peak_source=spec.source_of(f"peak_flops[{dtype}]"),
         devices=devices,
         matrix_dtype=matrix is not None,
+        batch=batch,
+        sequence=sequence,
+        closed_form_flops=_times(closed_form_flops(estimate, batch, sequence), scale),
     )
+
+
+def batch_input(estimate: CostEstimate) -> tuple[str, tuple[int, ...]] | None:
+    """The input the batch size is read from: never a parameter (a weight matrix's leading dim
+    is no batch). The first input the boundary does not mark as a parameter — and, where no
+    parameter is marked at all (a JAX ``fn(w, x)`` traced without ``param_argnums``), the first
+    whose leading dim is the first output's, as a batch is; else the first input."""
+    boundary = estimate.boundary
+    parameters = {t.name for t in boundary if t.role == "parameter"}
+    inputs = [(name, shape) for name, shape in estimate.input_shapes if shape and name not in parameters]
+    if not inputs:
+        return None
+    outputs = [t.shape for t in boundary if t.role == "output" and t.shape]
+    if not parameters and outputs and len(inputs) > 1:
+        for name, shape in inputs:
+            if shape[0] == outputs[0][0]:
+                return name, shape
+    return inputs[0]
+
+
+def throughput_shape(estimate: CostEstimate) -> tuple[int | None, int | None]:
+    """(batch, sequence): the batch input's leading dim, and its second when the boundary says it
+    is integer-typed and 2-D (token ids, (batch, seq)); None where the trace does not say."""
+    source = batch_input(estimate)
+    if source is None:
+        return None, None
+    name, shape = source
+    dtypes = [t.dtype for t in estimate.boundary if t.name == name and t.role == "input"]
+    tokens = len(shape) == 2 and len(dtypes) == 1 and dtype_info(dtypes[0]).category in ("int", "uint")
+    return shape[0], shape[1] if tokens else None
+
+
+def _forward(row: OperationCost) -> bool:
+    return row.operation.attrs.get("phase") != "backward" and not is_recomputed(row)
+
+
+def closed_form_flops(estimate: CostEstimate, batch: int | None, sequence: int | None) -> int | None:
+    """PaLM appendix B's model FLOPs of a transformer LM step: tokens × (6·N + 12·L·H·Q·T).
+    Read only from the records, never guessed: T the token input's seq; N the parameters'
+    elements less each ``embedding`` record's table (one parameter of its shape: a head of the same
+    shape, untied, stays in N);
+    L the forward ``attention`` records (× their counts), each with q (batch, H, T, Q) — all
+    sharing H and Q, and batch and T the token input's. None when any of these is missing."""
+    if batch is None or sequence is None:
+        return None
+    rows = [row for row in estimate.by_operation if _forward(row)]
+    attention = [row.operation for row in rows if row.kind == "attention"]
+    tables = {row.operation.inputs[0] for row in rows if row.kind == "embedding"}
+    parameters = [t.shape for t in estimate.boundary if t.role == "parameter"]
+    if not attention or not tables or not parameters:
+        return None
+    if any(not any(shape == table for shape in parameters) for table in tables):
+        return None  # a table the boundary does not list as a parameter: N cannot be read
+    queries = {op.inputs[0] for op in attention}
+    if len(queries) != 1:
+        return None  # layers of different shapes: no single H, Q, T
+    ((q_batch, heads, length, head_dim),) = queries
+    if q_batch != batch or length != sequence:
+        return None
+    layers = sum(op.count for op in attention)
+    embedding = sum(_elements(table) for table in tables)  # one parameter per table: an untied head stays in N
+    non_embedding = sum(_elements(shape) for shape in parameters) - embedding
+    per_token = 6 * non_embedding + 12 * layers * heads * head_dim * sequence
+    return batch * sequence * per_token
+
+
+def _times(flops: int | None, scale: int) -> int | None:
+    return flops * scale if flops is not None else None
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for dim in shape:
+        n *= dim
+    return n

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..analysis.utilization import batch_input
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
 from .kernel_text import bound_line, communication_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
@@ -122,27 +123,9 @@ def _inputs_line(report: GapReport) -> str:
     if not shapes:
         return "inputs: not recorded"
     listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes)
-    source = _batch_input(report)
+    source = batch_input(report.estimate)
     batch = f" · batch {source[1][0]} (leading dim of {source[0]})" if source else ""
     return f"inputs: {listed}{batch}"
-
-
-def _batch_input(report: GapReport) -> tuple[str, tuple[int, ...]] | None:
-    """The input the batch size is read from: never a parameter (a weight matrix's leading dim
-    is no batch). The first input the boundary does not mark as a parameter — and, where no
-    parameter is marked at all (a JAX ``fn(w, x)`` traced without ``param_argnums``), the first
-    whose leading dim is the first output's, as a batch is; else the first input."""
-    boundary = report.estimate.boundary
-    parameters = {t.name for t in boundary if t.role == "parameter"}
-    inputs = [(name, shape) for name, shape in report.estimate.input_shapes if shape and name not in parameters]
-    if not inputs:
-        return None
-    outputs = [t.shape for t in boundary if t.role == "output" and t.shape]
-    if not parameters and outputs and len(inputs) > 1:
-        for name, shape in inputs:
-            if shape[0] == outputs[0][0]:
-                return name, shape
-    return inputs[0]
 
 
 def _runs_line(report: GapReport) -> str:
