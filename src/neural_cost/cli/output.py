@@ -4,29 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..report.plot import file_mode
+from ..report.figure import write_atomically
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, file_mode(target))  # the user's umask, as a plain open() would give, not mkstemp's 0600
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomically(path, lambda handle: handle.write(text), binary=False)
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:

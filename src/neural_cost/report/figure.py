@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from ..core.errors import FrameworkNotInstalledError, NeuralCostError
 
@@ -70,26 +71,39 @@ def file_mode(target: Path) -> int:
     return 0o666 & ~umask
 
 
-def save_figure(figure: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write ``figure`` to ``path`` (PNG or SVG by extension): complete or absent, never half-written."""
-    file_format = format_of(path)
+def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool) -> Path:
+    """Write a file through ``write(handle)``: complete or absent, never half-written (a temporary
+    file in the same folder, synced, given the user's umask mode, then renamed over ``path``).
+    An OSError (a folder at that path, a full disk) propagates; the temporary file never stays."""
     target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as error:
-        raise NeuralCostError(
-            f"plot path {os.fspath(path)!r}: cannot write ({error.strerror or error}); "
-            f"pass a path to a file in a writable directory"
-        ) from error
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            figure.savefig(handle, format=file_format)
+        handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
+        with handle:
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, file_mode(target))
+        os.chmod(tmp, file_mode(target))  # the user's umask, as a plain open() would give, not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def unwritable(what: str, path: str | os.PathLike[str], error: OSError) -> NeuralCostError:
+    """The error for a result file that cannot be written, naming it and what to do."""
+    return NeuralCostError(
+        f"{what} {os.fspath(path)!r}: cannot write ({error.strerror or error}); "
+        f"pass a path to a file in a writable directory"
+    )
+
+
+def save_figure(figure: Figure, path: str | os.PathLike[str]) -> Path:
+    """Write ``figure`` to ``path`` (PNG or SVG by extension): complete or absent, never half-written."""
+    file_format = format_of(path)
+    try:
+        return write_atomically(path, lambda handle: figure.savefig(handle, format=file_format), binary=True)
+    except OSError as error:
+        raise unwritable("plot path", path, error) from error

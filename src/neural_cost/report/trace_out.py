@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NeuralCostError
-from .figure import file_mode
+from .figure import unwritable, write_atomically
 from .kernel_text import level_name
 
 if TYPE_CHECKING:
@@ -133,28 +132,7 @@ def write_trace(report: GapReport, path: str | os.PathLike[str]) -> Path:
     """Write ``report``'s profiled pass to ``path`` as a Chrome/Perfetto trace (see the module
     docstring); atomically. NeuralCostError without a profile, or when the path cannot be written."""
     text = json.dumps(trace_events(report), allow_nan=False) + "\n"
-    target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as error:
-        raise NeuralCostError(
-            f"trace path {os.fspath(path)!r}: cannot write ({error.strerror or error}); "
-            f"pass a path to a file in a writable directory"
-        ) from error
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, file_mode(target))  # the user's umask, as a plain open() would give
-        os.replace(tmp, target)
-    except BaseException as error:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(error, OSError):  # a folder at that path, a full disk
-            raise NeuralCostError(
-                f"trace path {os.fspath(path)!r}: cannot write ({error.strerror or error}); "
-                f"pass a path to a file in a writable directory"
-            ) from error
-        raise
-    return target
+        return write_atomically(path, lambda handle: handle.write(text), binary=False)
+    except OSError as error:  # a folder at that path, a full disk
+        raise unwritable("trace path", path, error) from error
