@@ -604,3 +604,22 @@ def test_counts_match_xla_where_conventions_agree():
     ours = one("exp", lax.exp, X).cost
     assert xla_exp["transcendentals"] == ours.transcendentals == 12
     assert xla_exp.get("flops", 0.0) == 0.0 and ours.flops == 12
+
+
+def test_reduce_precision_to_the_values_own_format_is_free():
+    # float32 has 8 exponent and 23 mantissa bits: rounding to (8, 23) is the identity (a checkpoint
+    # policy's marker) and free; rounding to float16's (5, 10) is one op per element: 8 FLOPs on (8,)
+    from jax import lax
+
+    from neural_cost.adapters import JaxAdapter
+
+    x = jnp.ones((8,), jnp.float32)
+    trace = JaxAdapter().trace(
+        lambda v: (
+            lax.reduce_precision(v, exponent_bits=8, mantissa_bits=23)
+            + lax.reduce_precision(v, exponent_bits=5, mantissa_bits=10)
+        ),
+        (x,),
+    )
+    assert [(op.name, op.cost.flops) for op in trace.operations] == [("reduce_precision", 8), ("add", 8)]
+    assert trace.coverage.free == 1

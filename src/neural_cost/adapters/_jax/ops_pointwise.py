@@ -108,9 +108,10 @@ def _pointwise(eqn: Any, ctx: LowerContext, **attrs: Any) -> Operation:
 
 
 _RESULT_DTYPE = ("select_n", "clamp")  # the predicate / bounds come first: charge the result's dtype
+_OWN_LOGIC = (*_RESULT_DTYPE, "reduce_precision")
 
 
-@lowers(*(name for name in ALIASES if name not in _RESULT_DTYPE))
+@lowers(*(name for name in ALIASES if name not in _OWN_LOGIC))
 def _aliased(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
     return [_pointwise(eqn, ctx)]
 
@@ -135,8 +136,27 @@ def _iota(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
 
 CONDITIONALLY_FREE = {
     "convert_element_type": "same dtype in and out: only weak-typing metadata changes, the value is the same buffer",
+    "reduce_precision": "rounds to at least the value's own exponent and mantissa bits: the identity (a "
+    "checkpoint policy's marker), which XLA removes",
 }
 EMPTY_REASONS.update(CONDITIONALLY_FREE)
+
+
+@lowers("reduce_precision")
+def _reduce_precision(eqn: Any, ctx: LowerContext) -> Sequence[Operation]:
+    """A rounding to a narrower format is counted as the catalog's; one to the value's own format
+    (or wider) changes nothing and is free: see CONDITIONALLY_FREE."""
+    import numpy as np
+
+    dtype = np.dtype(eqn.invars[0].aval.dtype)
+    try:
+        info = np.finfo(dtype)
+    except ValueError:
+        return [_pointwise(eqn, ctx)]
+    exponent_bits, mantissa_bits = int(eqn.params["exponent_bits"]), int(eqn.params["mantissa_bits"])
+    if exponent_bits >= info.nexp and mantissa_bits >= info.nmant:
+        return []
+    return [_pointwise(eqn, ctx)]
 
 
 @lowers("convert_element_type")
