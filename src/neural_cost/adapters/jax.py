@@ -17,7 +17,7 @@ import jax
 
 from ..core.errors import AdapterError, HardwareError
 from ..core.profile import Profile
-from ..core.records import Coverage, Shape, TensorSpec, Trace
+from ..core.records import Coverage, Shape, Trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, auto_sync, benchmark, display_name
 from . import _jax
@@ -35,13 +35,13 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_random_optim,
     ops_reduce,
 )
+from ._jax.boundary import boundary_of
 from ._jax.compiled import Executable, Executables, failed_cross_check
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
 from ._jax.profile import profile_executable
 from ._jax.program import read_kernels
-from ._jax.table import LowerContext
-from ._jax.walker import Walker, executed_bodies, scope_path
+from ._jax.walker import Walker, scope_path
 from ._walk import check_loop_options
 from .base import FrameworkAdapter, reject_options, require_modeled
 
@@ -159,11 +159,12 @@ class JaxAdapter(FrameworkAdapter):
             input_shapes=_input_shapes(positional, kwargs, skip, returned),
             loop_assumptions=tuple(state.loops),
             framework="jax",
-            boundary=_boundary(closed, dynamic, dynamic_index, kwargs, params),
+            boundary=boundary_of(closed, dynamic, dynamic_index, kwargs, params, executable),
             notes=tuple(dict.fromkeys([*state.notes, *program.notes])),
             cross_check=cross_check,
             kernels=program.kernels,
             kernel_source=program.source,
+            devices=program.devices,
         )
 
     def _executable(
@@ -369,62 +370,6 @@ def _tree_shapes(tree: Any) -> tuple[Any, tuple[tuple[int, ...], ...]]:
     the function hands the argument back updated."""
     leaves, structure = jax.tree_util.tree_flatten(tree)
     return structure, tuple(tuple(int(d) for d in getattr(leaf, "shape", ())) for leaf in leaves)
-
-
-def _boundary(
-    closed: Any, dynamic: tuple[Any, ...], indices: list[int], kwargs: Mapping[str, Any], params: set[int]
-) -> tuple[TensorSpec, ...]:
-    """The program's inputs (parameters where named by ``param_argnums``), captured constants and outputs."""
-    jaxpr = closed.jaxpr
-    flat, _ = jax.tree_util.tree_flatten_with_path((dynamic, dict(kwargs)))
-    specs = []
-    named = len(flat) == len(jaxpr.invars)
-    for position, var in enumerate(jaxpr.invars):
-        role, name = "input", f"in{position}"
-        if named:
-            path = flat[position][0]
-            head = getattr(path[0], "idx", 1)
-            if head == 0:  # a positional argument
-                arg_index = indices[getattr(path[1], "idx", 0)]
-                role = "parameter" if arg_index in params else "input"
-                name = f"arg{arg_index}{jax.tree_util.keystr(path[2:])}"
-            else:
-                name = jax.tree_util.keystr(path[1:]).strip("[]'\"")
-        specs.append(TensorSpec(name, LowerContext.shape(var), LowerContext.dtype(var), role))
-    # Arrays the function closed over (weights, tables), at the top level or inside a jit,
-    # scan body or other sub-jaxpr (a jitted function keeps its own consts); each array once.
-    for i, var in enumerate(_closed_over(closed)):
-        specs.append(TensorSpec(f"const{i}", LowerContext.shape(var), LowerContext.dtype(var), "parameter"))
-    for i, var in enumerate(jaxpr.outvars):
-        # a literal is not a buffer; an input returned unchanged is one (XLA copies it to a new buffer)
-        if hasattr(var, "aval") and not hasattr(var, "val"):
-            specs.append(TensorSpec(f"out{i}", LowerContext.shape(var), LowerContext.dtype(var), "output"))
-    return tuple(specs)
-
-
-def _closed_over(closed: Any) -> list[Any]:
-    """The constvars of ``closed`` and of every ClosedJaxpr inside it, one per distinct array."""
-    found: list[Any] = []
-    seen: set[int] = set()
-    visited: set[int] = set()
-
-    def visit(closed_jaxpr: Any) -> None:
-        jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
-        if id(jaxpr) in visited or not hasattr(jaxpr, "eqns"):
-            return
-        visited.add(id(jaxpr))
-        values = list(getattr(closed_jaxpr, "consts", ()))
-        for position, var in enumerate(jaxpr.constvars):
-            key = id(values[position]) if position < len(values) else id(var)
-            if key not in seen:
-                seen.add(key)
-                found.append(var)
-        for eqn in jaxpr.eqns:
-            for _key, body in executed_bodies(str(eqn.primitive.name), eqn.params):
-                visit(body)
-
-    visit(closed)
-    return found
 
 
 def _is_unbound_linen(model: Any) -> bool:

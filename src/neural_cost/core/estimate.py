@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .attrs import FrozenAttrs, attrs_to_json
+from .errors import RecordError
 from .kernels import Kernel, check_kernels
 from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as_input_shapes
 
@@ -200,8 +201,12 @@ class CostEstimate:
     kernels: tuple[Kernel, ...] = ()
     #: Where the kernels come from (``XLA optimized HLO``, ``eager aten ops``...), or None.
     kernel_source: str | None = None
+    #: Devices a partitioned program runs on at once (``Trace.devices``): the rows are one device's.
+    devices: int = 1
 
     def __post_init__(self) -> None:
+        if type(self.devices) is not int or self.devices < 1:
+            raise RecordError(f"CostEstimate.devices={self.devices!r} must be a positive integer")
         object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
         if self.cross_check is not None and not isinstance(self.cross_check, FrozenAttrs):
             object.__setattr__(self, "cross_check", FrozenAttrs(self.cross_check, "CostEstimate.cross_check"))
@@ -287,6 +292,7 @@ class CostEstimate:
             "wire_bytes": self.wire_bytes,
             "kernel_source": self.kernel_source,
             "kernels": [kernel.to_dict() for kernel in self.kernels],
+            "devices": self.devices,
         }
 
     @classmethod
@@ -309,4 +315,5 @@ class CostEstimate:
             cross_check=data.get("cross_check"),
             kernels=tuple(Kernel.from_dict(k) for k in data.get("kernels") or ()),
             kernel_source=data.get("kernel_source"),
+            devices=data.get("devices", 1),
         )

@@ -50,6 +50,9 @@ class TensorSpec:
     shape: Shape
     dtype: str = "float32"
     role: str = "input"
+    #: The part one device holds when the tensor is sharded over several (JAX: the array's
+    #: ``sharding.shard_shape``), same rank as ``shape``; None when each device holds it whole.
+    shard_shape: Shape | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name, "TensorSpec.name")
@@ -57,17 +60,35 @@ class TensorSpec:
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype, f"TensorSpec {self.name!r} dtype"))
         if self.role not in TENSOR_ROLES:
             raise RecordError(f"TensorSpec {self.name!r} role={self.role!r}; use one of {', '.join(TENSOR_ROLES)}")
+        if self.shard_shape is not None:
+            shard = as_shape(self.shard_shape, f"TensorSpec {self.name!r} shard_shape")
+            if len(shard) != len(self.shape) or any(s > d for s, d in zip(shard, self.shape, strict=True)):
+                raise RecordError(
+                    f"TensorSpec {self.name!r} shard_shape={shard} must have the rank of shape={self.shape} and no "
+                    f"dimension larger than it (it is the part one device holds)"
+                )
+            object.__setattr__(self, "shard_shape", shard)
 
     @property
     def nbytes(self) -> int:
         return dtype_info(self.dtype).nbytes(num_elements(self.shape))
 
+    @property
+    def device_bytes(self) -> int:
+        """The bytes one device holds: its shard's, or the whole tensor's when it is not sharded."""
+        shape = self.shape if self.shard_shape is None else self.shard_shape
+        return dtype_info(self.dtype).nbytes(num_elements(shape))
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "role": self.role}
+        data: dict[str, Any] = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "role": self.role}
+        if self.shard_shape is not None:
+            data["shard_shape"] = list(self.shard_shape)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TensorSpec:
-        return cls(data["name"], tuple(data["shape"]), data["dtype"], data["role"])
+        shard = data.get("shard_shape")
+        return cls(data["name"], tuple(data["shape"]), data["dtype"], data["role"], None if shard is None else tuple(shard))
 
 
 def _shapes(raw: Any, op: Operation, field_name: str) -> tuple[Shape, ...]:
@@ -315,8 +336,13 @@ class Trace:
     kernels: tuple[Kernel, ...] = ()
     #: Where the kernels come from (``XLA optimized HLO``, ``eager aten ops``...), or None.
     kernel_source: str | None = None
+    #: The devices one program runs on at once when it is partitioned (JAX's SPMD ``jit``):
+    #: every record is then one device's share. 1 for a single device's program.
+    devices: int = 1
 
     def __post_init__(self) -> None:
+        if type(self.devices) is not int or self.devices < 1:
+            raise RecordError(f"Trace.devices={self.devices!r} must be a positive integer")
         ops = tuple(self.operations)
         for i, op in enumerate(ops):
             if not isinstance(op, Operation):
@@ -351,6 +377,7 @@ class Trace:
             "dataflow": [[list(reads), [list(a) for a in allocs]] for reads, allocs in self.dataflow],
             "kernel_source": self.kernel_source,
             "kernels": [kernel.to_dict() for kernel in self.kernels],
+            "devices": self.devices,
         }
 
     @classmethod
@@ -369,4 +396,5 @@ class Trace:
             ),
             kernels=tuple(Kernel.from_dict(k) for k in data.get("kernels") or ()),
             kernel_source=data.get("kernel_source"),
+            devices=data.get("devices", 1),
         )

@@ -19,12 +19,13 @@ NO_SCOPE = "(no scope)"
 
 
 def compulsory_bytes(boundary: Sequence[TensorSpec]) -> int | None:
-    """The program's own inputs, parameters and outputs, each moved once (None if unknown)."""
+    """The program's own inputs, parameters and outputs, each moved once (None if unknown); a
+    sharded tensor by the part one device holds, as the records of a partitioned program are."""
     if not boundary:
         return None
     seen: dict[str, int] = {}
     for tensor in boundary:
-        seen.setdefault(f"{tensor.role}:{tensor.name}", tensor.nbytes)
+        seen.setdefault(f"{tensor.role}:{tensor.name}", tensor.device_bytes)
     return sum(seen.values())
 
 
@@ -75,6 +76,7 @@ def estimate_operations(
     cross_check: Mapping[str, Any] | None = None,
     kernels: Sequence[Kernel] = (),
     kernel_source: str | None = None,
+    devices: int = 1,
 ) -> CostEstimate:
     """Sum the cost of every operation. Without ``coverage`` all operations count as modeled.
 
@@ -143,6 +145,7 @@ def estimate_trace(trace: Trace) -> CostEstimate:
         cross_check=trace.cross_check,
         kernels=trace.kernels,
         kernel_source=trace.kernel_source,
+        devices=trace.devices,
     )
 
 

@@ -126,7 +126,10 @@ LOOP_ASSUMPTION = record(
     {"label": NAME, "trip_count": COUNT, "source": choice(LOOP_SOURCES, "a loop-count source")},
     {"scope": nullable(TEXT), "location": nullable(TEXT)},
 )
-TENSOR = record({"name": NAME, "shape": SHAPE, "dtype": DTYPE, "role": choice(TENSOR_ROLES, "a tensor role")})
+TENSOR = record(
+    {"name": NAME, "shape": SHAPE, "dtype": DTYPE, "role": choice(TENSOR_ROLES, "a tensor role")},
+    {"shard_shape": SHAPE},
+)
 ESTIMATE = record(
     {
         "flops_by_dtype": FLOPS_BY_DTYPE,
@@ -328,6 +331,7 @@ REPORT_V2_ADDITIONS = record(
                 "kernels": array(KERNEL),
                 "kernel_source": nullable(TEXT),
                 "compiled_bytes": WORK,
+                "devices": POSITIVE_COUNT,
             },
         )
     },

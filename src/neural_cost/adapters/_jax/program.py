@@ -59,6 +59,8 @@ class Program:
     notes: tuple[str, ...] = ()
     #: Records the HLO adds after the trace's (the partitioner's collectives), indexed from there on.
     operations: tuple[Operation, ...] = ()
+    #: Devices the executable is partitioned over (``Trace.devices``).
+    devices: int = 1
 
 
 def _names(indices: Sequence[int], operations: Sequence[Operation], limit: int = 5) -> str:
