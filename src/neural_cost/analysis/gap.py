@@ -16,6 +16,7 @@ from ..measure.timing import Measurement
 from .communication import Communication, communication
 from .findings import Finding, build_findings
 from .kernels import KernelTime, kernel_rows, traffic_by_level
+from .memory import MemoryProfile, memory_profile
 from .presenter import presenter
 from .provenance import collect_provenance
 from .rows import RowTime, check_float_range, compute_seconds, operation_rows, scope_rows, seconds
@@ -27,7 +28,7 @@ from .timing import (
     scope_rows_with_time,
     time_coverage,
 )
-from .utilization import Utilization, utilization
+from .utilization import Utilization, is_training_step, utilization
 
 if TYPE_CHECKING:
     import os
@@ -87,14 +88,21 @@ class GapReport:
 
     @property
     def communication(self) -> Communication | None:
-        """The device's collectives on the spec's first link; None when the program has none."""
-        return communication(self.estimate, self.hardware, self.kernel_bound_seconds)
+        """The device's collectives on the spec's first link, and their measured time with a
+        profile; None when the program has none."""
+        return communication(self.estimate, self.hardware, self.kernel_bound_seconds, self.profile)
 
     @property
     def utilization(self) -> Utilization | None:
         """MFU and HFU of a training step, devices from its collectives (``analysis/utilization.py``);
         None for inference. ``utilization(report, devices=8)`` says how many devices it ran on."""
         return utilization(self)
+
+    @property
+    def memory(self) -> MemoryProfile:
+        """One device's memory (``analysis/memory.py``) from the estimate's boundary: gradients for a
+        training step, the optimizer state unknown (a report does not say which optimizer ran)."""
+        return memory_profile(self.estimate, is_training_step(self.estimate), None, hardware=self.hardware)
 
     @property
     def bound_seconds(self) -> float:

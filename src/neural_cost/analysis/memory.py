@@ -4,6 +4,15 @@ Two bounds bracket activation memory: the largest single operation output (perfe
 liveness: only one result alive at a time) and the sum of every executed operation's
 output (nothing ever freed; a loop body's outputs counted once per iteration). Real
 allocator telemetry from a measurement sits between them.
+
+Every figure is one device's. A sharded program's boundary tensors count at the part one
+device holds (``TensorSpec.device_bytes``: a parameter sharded 8 ways is an eighth of it, a
+replicated one whole), and so do its gradients and optimizer state, which shard with the
+parameters; ``devices`` says how many devices run the program (``CostEstimate.devices``, else
+the largest collective group, else 1). The optimizer state is ``optimizer_state_multiplier`` ×
+the gradients, or unknown (None) when no multiplier is given (``GapReport.memory``: a saved
+report does not say which optimizer ran); a PyTorch trace's boundary does not hold the
+optimizer's state tensors, so the multiplier is the only source there.
 """
 
 from __future__ import annotations
@@ -14,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
-from ..core.units import format_si
+from ..core.units import format_si, plural
 from ..costs.estimate import estimate_trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
+from .utilization import collective_devices
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -27,13 +37,14 @@ if TYPE_CHECKING:
 class MemoryProfile:
     parameter_bytes: int
     gradient_bytes: int
-    optimizer_state_bytes: int
+    #: None when the optimizer is unknown (``optimizer_state_multiplier=None``): never a silent 0.
+    optimizer_state_bytes: int | None
     input_bytes: int
     output_bytes: int
     activation_minimum_peak_bytes: int
     activation_conservative_peak_bytes: int
     training: bool
-    optimizer_state_multiplier: float
+    optimizer_state_multiplier: float | None
     notes: tuple[str, ...] = ()
     #: Peak of live intermediate buffers walking the traced op order, each freed after its last
     #: read (None when the adapter records no dataflow); between the two bounds above.
@@ -41,10 +52,15 @@ class MemoryProfile:
     #: The allocator's measured peak, when a measurement with telemetry was given.
     measured_peak_bytes: int | None = None
     findings: tuple[str, ...] = ()
+    #: Devices the program runs on; every figure above is one device's.
+    devices: int = 1
 
     @property
-    def training_minimum_bytes(self) -> int:
-        """Parameters + gradients + optimizer state: what training holds before any activation."""
+    def training_minimum_bytes(self) -> int | None:
+        """Parameters + gradients + optimizer state: what training holds before any activation;
+        None when the optimizer state is unknown."""
+        if self.optimizer_state_bytes is None:
+            return None
         return self.parameter_bytes + self.gradient_bytes + self.optimizer_state_bytes
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,6 +79,7 @@ class MemoryProfile:
             "activation_liveness_peak_bytes": self.activation_liveness_peak_bytes,
             "measured_peak_bytes": self.measured_peak_bytes,
             "findings": list(self.findings),
+            "devices": self.devices,
         }
 
 
@@ -100,18 +117,19 @@ def liveness_peak(dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, in
 def memory_profile(
     estimate: CostEstimate,
     training: bool = False,
-    optimizer_state_multiplier: float = 0,
+    optimizer_state_multiplier: float | None = 0,
     *,
     dataflow: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]] = (),
     measurement: Measurement | None = None,
     hardware: HardwareSpec | None = None,
     trainable_bytes: int | None = None,
 ) -> MemoryProfile:
-    """The memory profile of an estimate whose boundary names its parameters.
+    """One device's memory profile of an estimate whose boundary names its parameters.
 
     ``trainable_bytes``: the bytes of the parameters that train (a frozen parameter or a
-    buffer gets no gradient and no optimizer state); default: every parameter."""
-    if (
+    buffer gets no gradient and no optimizer state), on one device; default: every parameter.
+    ``optimizer_state_multiplier=None``: the optimizer state is unknown (None, said in a note)."""
+    if optimizer_state_multiplier is not None and (
         isinstance(optimizer_state_multiplier, bool)
         or not isinstance(optimizer_state_multiplier, (int, float))
         or optimizer_state_multiplier < 0
@@ -122,8 +140,16 @@ def memory_profile(
         )
     by_role: dict[str, int] = {"input": 0, "parameter": 0, "output": 0}
     for tensor in estimate.boundary:
-        by_role[tensor.role] += tensor.nbytes
+        by_role[tensor.role] += tensor.device_bytes
+    devices = estimate.devices if estimate.devices > 1 else collective_devices(estimate) or 1
     notes = []
+    sharded = [tensor for tensor in estimate.boundary if tensor.shard_shape is not None]
+    if sharded:
+        of = f" (one of {devices} devices)" if devices > 1 else ""
+        notes.append(
+            f"{plural(len(sharded), 'sharded tensors')} at the boundary counted at the part one device holds{of}; "
+            f"the others whole on every device"
+        )
     if not estimate.boundary:
         notes.append("the trace names no inputs, parameters or outputs: their sizes are unknown and counted as 0")
     elif by_role["parameter"] == 0:
@@ -136,13 +162,21 @@ def memory_profile(
             f"(of {format_si(parameters, 'B')} of parameters and buffers)"
         )
     gradients = trainable if training else 0
-    optimizer_state = int(trainable * optimizer_state_multiplier) if training else 0
+    optimizer_state: int | None = 0
+    if training and optimizer_state_multiplier is None:
+        optimizer_state = None
+        notes.append("optimizer state unknown: no optimizer_state_multiplier given (2 for Adam, 1 for momentum SGD)")
+    elif training and optimizer_state_multiplier is not None:
+        optimizer_state = int(trainable * optimizer_state_multiplier)
     outputs = [row.operation.output_bytes for row in estimate.by_operation]
-    training_minimum = parameters + gradients + optimizer_state
+    held = parameters + gradients + (optimizer_state or 0)
     findings = []
-    if hardware is not None and hardware.memory_capacity is not None and training_minimum > hardware.memory_capacity:
+    if hardware is not None and hardware.memory_capacity is not None and held > hardware.memory_capacity:
+        what = (
+            "parameters, gradients and optimizer state" if optimizer_state is not None else "parameters and gradients"
+        )
         findings.append(
-            f"parameters, gradients and optimizer state need {format_si(training_minimum, 'B')}, more than the "
+            f"{what} need {format_si(held, 'B')}, more than the "
             f"{format_si(hardware.memory_capacity, 'B')} of {hardware.name}: training does not fit before any "
             f"activation (shard the optimizer state, use lower precision, or a device with more memory)"
         )
@@ -157,12 +191,18 @@ def memory_profile(
             row.operation.output_bytes * row.operation.count for row in estimate.by_operation
         ),
         training=training,
-        optimizer_state_multiplier=float(optimizer_state_multiplier),
+        optimizer_state_multiplier=None if optimizer_state_multiplier is None else float(optimizer_state_multiplier),
         notes=tuple(notes),
         activation_liveness_peak_bytes=liveness_peak(dataflow) if dataflow else None,
         measured_peak_bytes=measurement.peak_memory_bytes if measurement is not None else None,
         findings=tuple(findings),
+        devices=devices,
     )
+
+
+def is_distributed(estimate: CostEstimate) -> bool:
+    """Whether the program runs on several devices at once: ``devices`` > 1 or any collective."""
+    return estimate.devices > 1 or any(op.kind == "collective" for op in estimate.operations)
 
 
 def profile_model(

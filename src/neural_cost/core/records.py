@@ -88,7 +88,9 @@ class TensorSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TensorSpec:
         shard = data.get("shard_shape")
-        return cls(data["name"], tuple(data["shape"]), data["dtype"], data["role"], None if shard is None else tuple(shard))
+        return cls(
+            data["name"], tuple(data["shape"]), data["dtype"], data["role"], None if shard is None else tuple(shard)
+        )
 
 
 def _shapes(raw: Any, op: Operation, field_name: str) -> tuple[Shape, ...]:

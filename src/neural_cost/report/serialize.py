@@ -2,13 +2,15 @@
 
 A profiled pass is saved whole (``profile``: ``Profile.to_dict``, or null) with the notes on it
 (``profile_notes``); ``analysis.time_coverage`` and the rows' measured times are derived from it
-and recomputed when the report is loaded."""
+and recomputed when the report is loaded. ``analysis.memory`` is one device's memory profile
+(``GapReport.memory``) for a distributed program, null for a program on one device."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.gap import SCHEMA, SCHEMA_VERSION
+from ..analysis.memory import is_distributed
 from .kernel_text import levels_in_order
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ def report_to_dict(report: GapReport) -> dict[str, Any]:
             "kernel_bound_seconds": report.kernel_bound_seconds,
             "communication": report.communication.to_dict() if report.communication is not None else None,
             "utilization": report.utilization.to_dict() if report.utilization is not None else None,
+            "memory": report.memory.to_dict() if is_distributed(report.estimate) else None,
         },
         "profile": report.profile.to_dict() if report.profile is not None else None,
         "profile_notes": list(report.profile_notes),

@@ -18,6 +18,7 @@ from ..analysis.utilization import batch_input
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
 from .kernel_text import bound_line, communication_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
+from .memory_text import memory_lines
 from .printable import printable
 from .time_text import MEASURED_HEADS, measured_line, note_lines, row_cells, table_note, time_figure
 from .utilization_text import utilization_line
@@ -254,6 +255,7 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     comm = communication_line(report)
     if comm is not None:
         lines.append(comm)
+    lines += memory_lines(report)  # one device's memory, for a distributed program
     lines += level_lines(report)
     lines += [_floor_line(report), _observed_line(report), _efficiency_line(report)]
     traffic = "compiled" if report.estimate.kernels else "unfused"

@@ -131,7 +131,9 @@ def _check_compulsory(estimate: Mapping[str, Any]) -> None:
     else:
         seen: dict[str, int] = {}  # a tensor listed twice (an input that is also an output) moves once
         for tensor in boundary:
-            nbytes = dtype_info(tensor["dtype"]).nbytes(num_elements(tuple(tensor["shape"])))
+            nbytes = dtype_info(tensor["dtype"]).nbytes(
+                num_elements(tuple(tensor.get("shard_shape") or tensor["shape"]))
+            )
             seen.setdefault(f"{tensor['role']}:{tensor['name']}", nbytes)
         expected = sum(seen.values())
     _equal(

@@ -317,6 +317,43 @@ TIME_COVERAGE = record(
     },
 )
 MEASURED_ROW = record({}, {"measured_seconds": nullable(SECONDS), "shared": BOOL})
+# One device's memory in a distributed program (issue 16; ``analysis/memory.py``), derived: type-checked.
+MEMORY = record(
+    {
+        "parameter_bytes": WORK,
+        "gradient_bytes": WORK,
+        "optimizer_state_bytes": nullable(WORK),
+        "devices": POSITIVE_COUNT,
+    },
+    {
+        "training_minimum_bytes": nullable(WORK),
+        "input_bytes": WORK,
+        "output_bytes": WORK,
+        "activation_minimum_peak_bytes": WORK,
+        "activation_conservative_peak_bytes": WORK,
+        "activation_liveness_peak_bytes": nullable(WORK),
+        "measured_peak_bytes": nullable(WORK),
+        "training": BOOL,
+        "optimizer_state_multiplier": nullable(NUMBER),
+        "notes": array(TEXT),
+        "findings": array(TEXT),
+    },
+)
+# A distributed program's communication (``analysis/communication.py``), derived: type-checked.
+COMMUNICATION = record(
+    {"wire_bytes": WORK, "collectives": COUNT},
+    {
+        "link": nullable(NAME),
+        "bandwidth": nullable(NUMBER),
+        "latency_seconds": nullable(SECONDS),
+        "seconds": nullable(SECONDS),
+        "no_overlap_seconds": nullable(SECONDS),
+        "overlap_seconds": nullable(SECONDS),
+        "share": nullable(FRACTION),
+        "measured_seconds": nullable(SECONDS),
+        "measured_by": nullable(TEXT),
+    },
+)
 REPORT_V2_ADDITIONS = record(
     {
         "estimate": record(
@@ -346,6 +383,8 @@ REPORT_V2_ADDITIONS = record(
                     "traffic_by_level": mapping(WORK, NAME),
                     "kernel_notes": array(TEXT),
                     "time_coverage": nullable(TIME_COVERAGE),
+                    "memory": nullable(MEMORY),
+                    "communication": nullable(COMMUNICATION),
                 },
             )
         ),

@@ -19,6 +19,13 @@ DDP: an MLP 32→64→64→4 has 32·64+64 + 64·64+64 + 64·4+4 = 2,112 + 4,160
 parameters, 26,128 B in float32. DDP all-reduces every gradient once per step, in buckets;
 with ``bucket_cap_mb=0.01`` (10,485 B) more than one. Summed over buckets: payload 26,128 B,
 wire 2·1/2·26,128 = 26,128 B, reduction FLOPs 1/2·6,532 = 3,266.
+
+DDP's communication, on a spec whose interconnect is "loopback" at 1e9 B/s and 50 µs latency:
+one collective execution per bucket, so the bound is buckets × 50 µs + 26,128 B / 1e9 B/s =
+buckets × 50 µs + 26.128 µs (2 buckets, 4,420 + 2,112 elements here: 126.128 µs). Measured: the
+bucket all-reduce kernels' profiled time per run, summed — each kernel's time is its
+``c10d::allreduce_`` call and its transfer (the ``gloo:all_reduce`` event on gloo's worker
+thread, joined in order: ``profile_collectives.py``).
 """
 
 from __future__ import annotations
@@ -158,13 +165,107 @@ def test_ddp_training_step_all_reduces_the_parameter_bytes_per_rank(ddp, rank):
 
 @gloo
 @pytest.mark.parametrize("rank", [0, 1])
-def test_profile_joins_the_all_reduce_kernels(ddp, rank):
-    """Each bucket all-reduce kernel has its 2 events (one per profiled run); its time is the
-    ``c10d::allreduce_`` call on the calling thread (for gloo, the transfer runs on gloo's own
-    threads as ``gloo:all_reduce`` events, which join no kernel)."""
-    kernels = ddp[rank]["collective_kernels"]
-    assert len(kernels) == len([r for r in ddp[rank]["records"] if r["collective"] == "all_reduce"])
+def test_profile_joins_the_all_reduce_kernels_and_their_gloo_transfers(ddp, rank):
+    """Each bucket all-reduce kernel has its 2 executions (one per profiled run); its time is the
+    ``c10d::allreduce_`` call on the calling thread and the ``gloo:all_reduce`` transfer on a
+    gloo worker thread, joined in order: 4 intervals on at least 2 threads."""
+    from neural_cost.adapters._torch.profile_collectives import JOINED, TRANSFERS
+    from neural_cost.analysis import communication
+
+    result = ddp[rank]
+    kernels = result["collective_kernels"]
+    assert len(kernels) == len([r for r in result["records"] if r["collective"] == "all_reduce"])
     assert all(k["events"] == 2 and k["seconds"] > 0 for k in kernels), kernels
+    assert all(k["intervals"] == 4 and k["threads"] >= 2 for k in kernels), kernels
+    assert not [u for u in result["unmatched"] if u[0].startswith("gloo:")], result["unmatched"]
+    assert [n for n in result["notes"] if n.startswith(TRANSFERS)] == [
+        n for n in result["notes"] if n.startswith(JOINED)
+    ]
+    assert any(n.startswith(JOINED) for n in result["notes"]), result["notes"]
+    assert communication._TRANSFERS == TRANSFERS  # the analysis reads the adapter's notes by this start
+
+
+@gloo
+@pytest.mark.parametrize("rank", [0, 1])
+def test_ddp_all_reduce_time_is_measured_beside_its_bound(ddp, rank):
+    from neural_cost.core.units import format_seconds
+
+    result = ddp[rank]
+    comm = result["communication"]
+    buckets = len(result["ddp_buckets"])  # DDP's own count (2 here, see the docstring)
+    assert comm["collectives"] == buckets and comm["wire_bytes"] == PARAM_BYTES
+    assert comm["seconds"] == pytest.approx(buckets * 50e-6 + PARAM_BYTES / 1e9)  # 126.128 µs for 2
+    measured = sum(k["seconds"] for k in result["collective_kernels"]) / 2  # 2 profiled runs
+    assert comm["measured_seconds"] > 0 and comm["measured_seconds"] == pytest.approx(measured)
+    assert comm["measured_by"] == "profiled: gloo worker events joined in order, waits for slower ranks included"
+    line = result["communication_line"]
+    bound = format_seconds(buckets * 50e-6 + PARAM_BYTES / 1e9)
+    assert f"on loopback at 1.00 GB/s + 50.0 µs latency each: {bound} (" in line, line
+    label = "profiled: gloo worker events joined in order, waits for slower ranks included"
+    assert f"· measured {format_seconds(measured)} ({label}) ·" in line, line
+
+
+class _Event:
+    """A stand-in for a torch.profiler event: name, thread, input shapes and a time range (µs)."""
+
+    def __init__(self, name, thread, start, end, shapes=()):
+        from types import SimpleNamespace
+
+        self.name, self.thread, self.input_shapes = name, thread, list(shapes)
+        self.time_range = SimpleNamespace(start=start, end=end)
+
+
+def _collectives():
+    from neural_cost.adapters._torch.profile_collectives import Collective
+
+    # kernel 3: a bucket all-reduce of 4,420 elements; kernel 5: a reduce-scatter of a (64, 32) input
+    return {3: Collective(frozenset({"all_reduce"}), 4_420), 5: Collective(frozenset({"reduce_scatter"}), 2_048)}
+
+
+def test_transfers_join_their_kernel_executions_in_order():
+    from neural_cost.adapters._torch.profile_collectives import JOINED, join_transfers, transfer_events
+
+    worker = [
+        _Event("gloo:all_reduce", 7, 20.0, 90.0, [[64, 32]]),  # gloo runs a reduce-scatter as an all-reduce
+        _Event("gloo:all_reduce", 6, 10.0, 50.0, [[4420]]),
+        _Event("aten::copy_", 7, 30.0, 40.0, [[64, 32], [64, 32]]),  # inside the transfer on its thread
+        _Event("aten::empty", 6, 60.0, 61.0),  # after the transfer on its thread: not part of it
+    ]
+    transfers, rest = transfer_events(worker)
+    assert [e.thread for e in transfers] == [6, 7] and [e.name for e in rest] == ["aten::empty"]
+    calls = [(3, [(1.0, 5.0, ("cpu", 0))]), (0, [(6.0, 8.0, ("cpu", 0))]), (5, [(9.0, 12.0, ("cpu", 0))])]
+    left, notes = join_transfers(0, transfers, calls, _collectives())
+    assert left == [] and len(notes) == 1 and notes[0].startswith(JOINED)
+    assert calls[0][1] == [(1.0, 5.0, ("cpu", 0)), (10.0, 50.0, ("cpu", 6))]  # its call, then its transfer
+    assert calls[1][1] == [(6.0, 8.0, ("cpu", 0))]  # kernel 0 runs no collective
+    assert calls[2][1] == [(9.0, 12.0, ("cpu", 0)), (20.0, 90.0, ("cpu", 7))]
+
+
+@pytest.mark.parametrize(
+    "transfers, said",
+    [
+        ([("gloo:all_reduce", [[4420]])], "1 gloo worker event for 2 collective kernel executions on the CPU"),
+        ([("gloo:all_reduce", [[2048]]), ("gloo:all_reduce", [[4420]])], "its transfer 1 (gloo:all_reduce, 2,048"),
+        ([("gloo:all_reduce", [[4420]]), ("gloo:all_gather", [[64, 32]])], "its transfer 2 (gloo:all_gather, 2,048"),
+    ],
+    ids=["counts differ", "order swapped", "another collective"],
+)
+def test_transfers_that_do_not_fit_in_order_are_left_unmatched_never_guessed(transfers, said):
+    from neural_cost.adapters._torch.profile_collectives import UNJOINED, join_transfers
+
+    events = [_Event(name, 6, 10.0 * i, 10.0 * i + 5, shapes) for i, (name, shapes) in enumerate(transfers)]
+    calls = [(3, [(1.0, 2.0, ("cpu", 0))]), (5, [(3.0, 4.0, ("cpu", 0))])]
+    left, (note,) = join_transfers(1, events, calls, _collectives())
+    assert left == events and note.startswith(f"{UNJOINED}: profiled run 2: {said}")
+    assert all(len(intervals) == 1 for _, intervals in calls)  # the calls keep their own time alone
+
+
+def test_a_collective_with_device_work_needs_no_transfer():
+    """NCCL's kernel is the call's device work (linked by correlation id): nothing to join."""
+    from neural_cost.adapters._torch.profile_collectives import join_transfers
+
+    calls = [(3, [(1.0, 2.0, ("device", 7))])]
+    assert join_transfers(0, [], calls, _collectives()) == ([], [])
 
 
 @gloo
@@ -252,8 +353,11 @@ def _functional(rank: int) -> dict:
 
 
 def _ddp(rank: int) -> dict:
+    from neural_cost import HardwareSpec, analyze_gap, estimate_trace
     from neural_cost.adapters import TorchAdapter
+    from neural_cost.hardware.interconnect import Interconnect
     from tests.adapters.torch.test_no_mutation import assert_unchanged, state_of
+    from tests.helpers import cpu_measurement
 
     nn = torch.nn
     torch.manual_seed(0)
@@ -288,10 +392,14 @@ def _ddp(rank: int) -> dict:
     measured = {m.kernel: m for m in profile.kernels}
     collective_kernels = [
         {"name": k.name, "events": measured[i].events if i in measured else 0,
-         "seconds": measured[i].seconds if i in measured else 0.0}
+         "seconds": measured[i].seconds if i in measured else 0.0,
+         "intervals": sum(e.kernel == i for e in profile.events),
+         "threads": len({e.thread for e in profile.events if e.kernel == i})}
         for i, k in enumerate(trace.kernels)
         if any(trace.operations[j].kind == "collective" for j in k.operations)
     ]  # fmt: skip
+    spec = HardwareSpec("T", 1e12, 1e11, kind="cpu", interconnects=(Interconnect("loopback", 1e9, 50e-6, "test"),))
+    report = analyze_gap(estimate_trace(trace), cpu_measurement(), spec, profile=profile)
     logging = ddp._get_ddp_logging_data()
     return {
         "records": _records(trace),
@@ -302,6 +410,9 @@ def _ddp(rank: int) -> dict:
         "unmodeled": list(trace.coverage.unmodeled),
         "collective_kernels": collective_kernels,
         "unmatched": [list(u) for u in profile.unmatched],
+        "notes": list(profile.notes),
+        "communication": report.to_dict()["analysis"]["communication"],
+        "communication_line": next(line for line in report.render(top=0).splitlines() if "communication:" in line),
     }
 
 

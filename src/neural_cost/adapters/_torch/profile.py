@@ -34,7 +34,8 @@ it calls) launched device work (CUDA kernels, copies, memsets, linked by correla
 intervals are those of the device work instead; an execution that launched none keeps its
 CPU interval. A kernel's seconds are the union of its intervals over the runs, its events
 its executions (for eager PyTorch, once per run each); ``ProfileEvent`` keeps each interval
-(``thread`` numbers CPU threads and device streams in order of first appearance).
+(``thread`` numbers CPU threads and device streams in order of first appearance). A collective
+run by gloo also has its transfer on a worker thread, joined in order: ``profile_collectives.py``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from ...core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
 from ...core.records import Trace
 from ...core.units import plural
 from .preserve import WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
+from .profile_collectives import Collectives, collective_kernels, interval, join_transfers, transfer_events
 from .recorder import Recorder, module_scopes
 from .table import TABLE, Free
 
@@ -171,7 +173,7 @@ def profile_eager(
             raise AdapterError(f"TorchAdapter.profile: the warm run raised {type(error).__name__}: {error}") from error
         events, wall = _profiled_runs(work, runs, device if on_cuda else None)
     keys, notes = _expected(trace, recorder)
-    return _join(events, keys, runs, wall, notes)
+    return _join(events, keys, runs, wall, notes, collective_kernels(trace))
 
 
 def _profiled_runs(work: _Workload, runs: int, device: Any) -> tuple[list[Any], float]:
@@ -288,11 +290,13 @@ class _Events:
         self.roots: list[list[Any]] = [list(mark.cpu_children) for mark in marks]
         starts = [mark.time_range.start for mark in marks]
         main = {mark.thread for mark in marks}
-        for event in events:  # another thread's work (CUDA's backward runs on its own), by start time
-            if _cpu(event) and event.cpu_parent is None and event.thread not in main:
+        others = [e for e in events if _cpu(e) and e.cpu_parent is None and e.thread not in main]
+        self.transfers: list[list[Any]] = [[] for _ in marks]  # gloo's worker threads: profile_collectives.py
+        for found, into in zip(transfer_events(others), (self.transfers, self.roots), strict=True):
+            for event in found:  # another thread's work (CUDA's backward runs on its own), by start time
                 run = sum(1 for s in starts if s <= event.time_range.start) - 1
                 if run >= 0:
-                    self.roots[run].append(event)
+                    into[run].append(event)
         for roots in self.roots:
             roots.sort(key=lambda e: e.time_range.start)
 
@@ -356,7 +360,7 @@ def _join_run(by_run: _Events, roots: list[Any], keys: list[Key]) -> tuple[list[
     return units, kernel_units, joined
 
 
-def _join(events: list[Any], keys: list[Key], runs: int, wall: float, notes: list[str]) -> Profile:
+def _join(events: list[Any], keys: list[Key], runs: int, wall: float, notes: list[str], groups: Collectives) -> Profile:
     by_run = _Events(events, runs)
     by_name: list[Key] = [(name, None) for name, _ in keys]
     matched: dict[int, list[Interval]] = {}
@@ -376,6 +380,10 @@ def _join(events: list[Any], keys: list[Key], runs: int, wall: float, notes: lis
                     f"profiled run {run + 1}: input shapes other than the warm run's (data-dependent shapes?): "
                     f"joined by op name alone"
                 )
+        executed = [(index, unit.intervals) for unit, index in zip(kernel_units, joined, strict=True) if index >= 0]
+        left, said = join_transfers(run, by_run.transfers[run], executed, groups)  # extends their intervals
+        notes += said
+        units += [_Unit((event.name, None), event, False, [interval(event)]) for event in left]
         for unit, index in zip(kernel_units, joined, strict=True):
             if index >= 0:
                 matched.setdefault(index, []).extend(unit.intervals)
