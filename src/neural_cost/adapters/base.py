@@ -27,7 +27,8 @@ operation (none at all, or only free and unmodeled ones) is an error naming its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import AdapterError, HardwareError
@@ -36,6 +37,18 @@ from ..core.records import Coverage, Operation, Trace, as_shape
 from ..core.units import plural
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark
+
+
+@dataclass(frozen=True, slots=True)
+class MicroProgram:
+    """One micro-benchmark of the kernel calibration (``analysis/calibrate_kernels.py``): a
+    small program of one kernel class at one size, run through this adapter like a workload."""
+
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    trace_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def example_input_shapes(inputs: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -111,6 +124,11 @@ class FrameworkAdapter:
     device_from_environment: bool = False
     #: ``profile()`` reads the framework's profiler into measured time per kernel.
     profiles: bool = False
+    #: How the kernel calibration measures a micro-program's kernels: ``"wall"`` (each program
+    #: is one kernel, timed whole as the framework runs it eagerly: Python and dispatch count, as
+    #: they do between eager ops) or ``"profile"`` (each kernel's time from the profiler: a
+    #: compiled program's kernels run back to back, its dispatch is the framework floor).
+    kernel_timing: str = "profile"
 
     # -- tracing ----------------------------------------------------------------------------
     def trace(self, model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None, **options: Any) -> Trace:
@@ -184,6 +202,11 @@ class FrameworkAdapter:
         """Measured time per kernel of ``trace`` over ``runs`` profiled runs (``core/profile.py``).
         ``options`` are the ones ``benchmark`` and ``trace`` took (``static_argnums``, ``training``...)."""
         raise AdapterError(f"{type(self).__name__} has no profiler: its report has no measured time per kernel")
+
+    def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
+        """The kernel calibration's micro-programs for this framework (``quick``: a small grid,
+        for tests); none for an adapter without them (its kernels are then expected at their bound)."""
+        return []
 
     # -- hardware ---------------------------------------------------------------------------
     def device_of(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:

@@ -49,7 +49,7 @@ from ._torch.profile import profile_eager
 from ._torch.recorder import Recorder, module_scopes, tensors_in
 from ._torch.table import TorchContext
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, reject_options, require_modeled
+from .base import FrameworkAdapter, MicroProgram, reject_options, require_modeled
 
 del _torch
 
@@ -76,6 +76,7 @@ class TorchAdapter(FrameworkAdapter):
     coverage_unit = "aten ops"
     traces_training_step = True
     profiles = True
+    kernel_timing = "wall"  # eager: each op pays Python and dispatch, as between a model's ops
 
     def __init__(self, trip_counts: Mapping[int | str, int] | None = None, default_trip_count: int = 8) -> None:
         """The loop options every adapter takes (so ``adapter_for`` and the CLI make any
@@ -340,6 +341,11 @@ class TorchAdapter(FrameworkAdapter):
     def device_of(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """Where the model runs: its first parameter or buffer, else its first input tensor."""
         return _reference_tensor(model, args, kwargs)[0]
+
+    def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
+        from ._torch.microbench import torch_microbenchmarks
+
+        return torch_microbenchmarks(quick)
 
     def hardware(self, device: Any = None) -> HardwareSpec:
         """The spec of ``device`` (a device, its name, or a tensor on it); the CPU by default."""

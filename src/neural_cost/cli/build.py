@@ -154,14 +154,31 @@ CONTRACT = (
 )
 
 
-def build_workload(build: Callable[[], Any]) -> Workload:
-    """Call ``build()`` and check what it returned against the contract in this module's docstring."""
+def takes_batch(build: Callable[..., Any]) -> bool:
+    """Whether ``build`` has a ``batch`` parameter (``def build(batch=8)``): ``predict --batch N``
+    and the framework floor's batch-1 run call it with one."""
+    import inspect
+
+    try:
+        return "batch" in inspect.signature(build).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def build_workload(build: Callable[..., Any], batch: int | None = None) -> Workload:
+    """Call ``build()`` — ``build(batch=N)`` when ``batch`` is given — and check what it returned
+    against the contract in this module's docstring."""
     name = getattr(build, "__name__", "build")
     where = _where(build)
+    if batch is not None and not takes_batch(build):
+        raise NeuralCostError(
+            f"--batch {batch} calls {name}(batch={batch}), but {name}() in {where} takes no batch argument; "
+            f"define def {name}(batch=8): and build the inputs at that batch size"
+        )
     contract = f"return (fn_or_model, args) or (fn_or_model, args, kwargs) from {name}() in {where}"
     with exits_reported(f"{name}()", f"{contract} instead"):
         try:
-            result = build()
+            result = build() if batch is None else build(batch=batch)
         except Exception as error:
             raise NeuralCostError(f"{name}() in {where} raised {type(error).__name__}: {error}") from error
     options: dict[str, Any] = {}

@@ -236,6 +236,22 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument(
         "--max-bytes", type=_count(1), default=None, help="read reports larger than the default limit (400 MB)"
     )
+    predict = commands.add_parser(
+        "predict", help="the expected time of FILE.py:build from its trace and this device's kernel model"
+    )
+    predict.add_argument(
+        "target", metavar="FILE.py:build", help="build() or build(batch=N) returning (fn, args[, kwargs])"
+    )
+    predict.add_argument("--framework", choices=("jax", "torch", "tensorflow"), help="default: inferred")
+    predict.add_argument("--batch", type=_count(1), default=None, help="call build(batch=N): predict at batch N")
+    predict.add_argument("--calibration", metavar="FILE", help="a kernel model saved by calibrate --kernels --json")
+    predict.add_argument("--no-floor", action="store_true", help="skip the batch-1 run that measures the floor")
+    predict.add_argument("--top", type=_count(0), default=10, help="kernels to list (default 10)")
+    predict.add_argument("--json", metavar="PATH", help="also write the expectation as JSON (atomically)")
+    calibrate = commands.add_parser("calibrate", help="measure this device's kernel model (--kernels) and cache it")
+    calibrate.add_argument("--kernels", action="store_true", help="micro-benchmark every kernel class and fit it")
+    calibrate.add_argument("--framework", choices=("jax", "torch", "tensorflow"), default="torch")
+    calibrate.add_argument("--json", metavar="PATH", help="also save the kernel model to PATH (for predict elsewhere)")
     for command in commands.choices.values():
         # also after the command (`analyze x.py:build -v`); SUPPRESS keeps a `-v` given before it
         _add_verbose(command, argparse.SUPPRESS)
@@ -294,6 +310,10 @@ def _run(args: argparse.Namespace) -> int:
             from .merge import run_merge
 
             return run_merge(args)
+        if args.command in ("predict", "calibrate"):
+            from .predict import run_calibrate, run_predict
+
+            return run_predict(args) if args.command == "predict" else run_calibrate(args)
         if args.command == "compare":
             from .compare import run_compare
 

@@ -1,0 +1,170 @@
+"""The kernel calibration's micro-programs for eager PyTorch: one aten kernel each.
+
+Each program calls one operation, as a model's forward does (a Python call, the dispatcher,
+the kernel), over a size grid that spans from a few microseconds to tens of milliseconds on a
+small CPU: contractions (``linear`` with and without bias, ``bmm``), convolutions, pointwise
+ops from 10³ to 10⁷ elements, reductions, softmax, layer and batch norm, copies, embedding
+gathers, pooling, scaled dot-product attention, and whole recurrent layers (LSTM, GRU: one
+fused call each, their own class). Inputs are fresh random tensors; a program is timed with
+gradients off, as inference runs. ``quick`` keeps every class at a few sizes (for tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..base import MicroProgram
+
+
+def _rand(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+def _no_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        with torch.no_grad():
+            return fn(*args)
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+def _matmuls(quick: bool) -> Iterator[MicroProgram]:
+    rows = (1, 16, 128, 1024) if quick else (1, 4, 16, 64, 256, 1024, 4096)
+    widths = (
+        ((64, 64), (512, 512))
+        if quick
+        else ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
+    )
+    for m in rows:
+        for k, n in widths:
+            if m * k * n > 4096 * 1024 * 1024:
+                continue
+            bias = (m + k) % 2 == 0
+            weight, b = _rand(n, k), (_rand(n) if bias else None)
+            yield MicroProgram(f"linear {m}x{k}x{n}", _no_grad(F.linear), (_rand(m, k), weight, b))
+    for batch, m, k, n in ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))[
+        : 2 if quick else None
+    ]:
+        yield MicroProgram(f"bmm {batch}x{m}x{k}x{n}", _no_grad(torch.bmm), (_rand(batch, m, k), _rand(batch, k, n)))
+
+
+def _convs(quick: bool) -> Iterator[MicroProgram]:
+    grid = [
+        (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 16, 3),
+        (8, 3, 32, 64, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),
+    ]  # fmt: skip
+    for n, c_in, c_out, size, k in grid[: 3 if quick else None]:
+        weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
+        yield MicroProgram(
+            f"conv2d {n}x{c_in}x{size}x{size}->{c_out} k{k}",
+            _no_grad(lambda x, w, b, p=k // 2: F.conv2d(x, w, b, padding=p)),
+            (_rand(n, c_in, size, size), weight, bias),
+        )
+
+
+_POINTWISE: dict[str, Callable[..., Any]] = {
+    "relu": F.relu, "gelu": F.gelu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+    "exp": torch.exp, "add": torch.add, "mul": torch.mul,
+}  # fmt: skip
+_BINARY = {"add", "mul"}
+
+
+def _sizes(quick: bool) -> tuple[int, ...]:
+    return (
+        (1_000, 100_000, 3_000_000)
+        if quick
+        else (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, 16_000_000)
+    )
+
+
+def _pointwise(quick: bool) -> Iterator[MicroProgram]:
+    ops = ("relu", "gelu", "add") if quick else tuple(_POINTWISE)
+    for name in ops:
+        for size in _sizes(quick):
+            x = _rand(size // 250 if size >= 250 else 1, 250 if size >= 250 else size)
+            args = (x, _rand(*x.shape)) if name in _BINARY else (x,)
+            yield MicroProgram(f"{name} {x.numel()}", _no_grad(_POINTWISE[name]), args)
+
+
+def _rows_of(size: int, width: int) -> tuple[int, int]:
+    return max(1, size // width), width
+
+
+def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
+    for size in _sizes(quick):
+        for width in (64, 1024) if not quick else (256,):
+            shape = _rows_of(size, width)
+            x = _rand(*shape)
+            yield MicroProgram(f"sum {shape}", _no_grad(lambda t: t.sum(dim=-1)), (x,))
+            yield MicroProgram(f"softmax {shape}", _no_grad(lambda t: F.softmax(t, dim=-1)), (x,))
+            w, b = _rand(width), _rand(width)
+            yield MicroProgram(
+                f"layer_norm {shape}", _no_grad(lambda t, w, b: F.layer_norm(t, t.shape[-1:], w, b)), (x, w, b)
+            )
+        if not quick:
+            shape = _rows_of(size, 256)
+            yield MicroProgram(f"mean {shape}", _no_grad(lambda t: t.mean(dim=-1)), (_rand(*shape),))
+    for n, c, hw in ((1, 16, 16), (4, 64, 32), (8, 64, 56), (16, 128, 28))[: 2 if quick else None]:
+        mean, var, w, b = _rand(c), torch.rand(c) + 0.5, _rand(c), _rand(c)
+        yield MicroProgram(
+            f"batch_norm {n}x{c}x{hw}x{hw}",
+            _no_grad(lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False)),
+            (_rand(n, c, hw, hw), mean, var, w, b),
+        )
+
+
+def _memory_ops(quick: bool) -> Iterator[MicroProgram]:
+    for size in _sizes(quick):
+        rows, width = _rows_of(size, 512)
+        yield MicroProgram(
+            f"transpose copy {rows}x{width}", _no_grad(lambda t: t.t().contiguous()), (_rand(rows, width),)
+        )
+        if not quick:
+            a, b = _rand(rows, width // 2), _rand(rows, width // 2)
+            yield MicroProgram(f"cat {rows}x{width}", _no_grad(lambda a, b: torch.cat((a, b), dim=-1)), (a, b))
+    for tokens, dim in ((16, 256), (512, 256), (4096, 256), (2048, 1024))[: 2 if quick else None]:
+        table = _rand(8192, dim)
+        ids = torch.randint(0, 8192, (tokens,))
+        yield MicroProgram(f"embedding {tokens}x{dim}", _no_grad(F.embedding), (ids, table))
+    for n, c, hw in ((1, 16, 32), (4, 64, 56), (8, 64, 112), (16, 128, 28))[: 2 if quick else None]:
+        x = _rand(n, c, hw, hw)
+        yield MicroProgram(f"max_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.max_pool2d(t, 3, 2, 1)), (x,))
+        yield MicroProgram(f"avg_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.adaptive_avg_pool2d(t, 1)), (x,))
+
+
+def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
+    grid = ((1, 4, 32, 64), (2, 4, 128, 64), (4, 8, 128, 32), (2, 4, 512, 64), (8, 8, 256, 64), (1, 8, 1024, 64))
+    for b, h, s, d in grid[: 2 if quick else None]:
+        q, k, v = _rand(b, h, s, d), _rand(b, h, s, d), _rand(b, h, s, d)
+        for causal in (False, True) if not quick else (False,):
+            yield MicroProgram(
+                f"sdpa {b}x{h}x{s}x{d}{' causal' if causal else ''}",
+                _no_grad(lambda q, k, v, c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c)),
+                (q, k, v),
+            )
+    cells = (
+        (torch.nn.LSTM, 4, 16, 32, 64), (torch.nn.LSTM, 8, 32, 64, 128), (torch.nn.LSTM, 16, 64, 128, 256),
+        (torch.nn.GRU, 8, 32, 64, 128), (torch.nn.LSTM, 32, 64, 256, 256), (torch.nn.GRU, 16, 64, 128, 256),
+    )  # fmt: skip
+    for cell, batch, steps, features, hidden in cells[: 2 if quick else None]:
+        torch.manual_seed(0)
+        layer = cell(features, hidden, batch_first=True).eval()
+        yield MicroProgram(
+            f"{cell.__name__.lower()} {batch}x{steps}x{features}->{hidden}",
+            _no_grad(layer),
+            (_rand(batch, steps, features),),
+        )
+
+
+def torch_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
+    """Every micro-program of the eager PyTorch calibration (the module docstring)."""
+    torch.manual_seed(0)
+    programs: list[MicroProgram] = []
+    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory_ops, _attention_rnn):
+        programs += family(quick)
+    return programs

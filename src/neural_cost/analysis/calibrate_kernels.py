@@ -1,0 +1,243 @@
+"""The kernel calibration: micro-benchmarks through a framework, fitted into a kernel model.
+
+``calibrate_kernels(adapter)`` runs the adapter's micro-programs (``adapter.microbenchmarks()``:
+one kernel class at one size each), traces each like a workload, scores its kernels on the
+device's spec (``analysis/kernels.py``) and measures them — as the adapter's
+``kernel_timing`` says: ``wall`` (an eager framework: the program is one kernel, timed whole,
+Python and dispatch included as they are between a model's eager ops) or ``profile`` (a
+compiled one: each kernel's own time from the profiler). Every program is measured in
+``passes`` separate passes and the smallest of their medians kept (a shared machine stalls;
+a stall never makes a kernel faster). The points are fitted per kernel class
+(``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
+calibration cache, one file per framework, with the date and the framework's version.
+``kernel_calibration(framework)`` reads that file, or calibrates when there is none (or it was
+made with another framework version).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.errors import NeuralCostError
+from ..costs.estimate import estimate_trace
+from ..hardware.host_cache import cache_dir, key_digest
+from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
+from ..hardware.spec import HardwareSpec
+from .expected import installed_versions, kernel_class
+from .kernels import KernelTime, kernel_rows
+from .workload import time_workload, trace_workload
+
+if TYPE_CHECKING:
+    from ..adapters.base import FrameworkAdapter, MicroProgram
+
+#: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs).
+_PASS_SECONDS = 0.04
+_MIN_REPEATS = 5
+_MAX_REPEATS = 400
+
+
+def _repeats(adapter: FrameworkAdapter, program: MicroProgram) -> int:
+    """As many runs as fill ``_PASS_SECONDS``, from one run's time after a warmup run."""
+    probe = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=1)
+    return int(min(_MAX_REPEATS, max(_MIN_REPEATS, _PASS_SECONDS / max(probe.median_seconds, 1e-7))))
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A wall-timed program of several kernels: its main kernel's time is the program's less what
+    the first fit expects of the others (``_resolve``)."""
+
+    program: str
+    main: KernelTime
+    main_class: str
+    others: tuple[tuple[KernelTime, str], ...]
+    seconds: float
+
+
+def _wall_points(
+    adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int
+) -> list[Point | _Pending]:
+    trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
+    estimate = estimate_trace(trace)
+    rows = [row for row in kernel_rows(estimate, hardware)[0] if row.operations and row.executions]
+    if not rows:
+        return []
+    repeats = _repeats(adapter, program)
+    best = min(
+        time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=repeats).median_seconds
+        for _ in range(passes)
+    )
+    main = rows[0]  # the costliest bound first
+    if len(rows) > 1:
+        others = tuple((row, kernel_class(estimate, row)) for row in rows[1:])
+        return [_Pending(program.name, main, kernel_class(estimate, main), others, best)]
+    n = main.executions
+    return [
+        Point(kernel_class(estimate, main), main.compute_seconds / n, main.memory_seconds / n, best / n, program.name)
+    ]
+
+
+def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[list[Point], list[str]]:
+    """Points for several-kernel programs, each main kernel's time the program's less the other
+    kernels' expected time by the first fit (their bound where it has no class); a program whose
+    other kernels would take most of its time gives none (its main kernel's share is too uncertain)."""
+    points, notes = [], []
+    for item in pending:
+        others = 0.0
+        for row, name in item.others:
+            model = first.classes.get(name)
+            n = row.executions
+            others += n * model.seconds(row.compute_seconds / n, row.memory_seconds / n) if model else row.bound_seconds
+        left = item.seconds - others
+        if left < 0.5 * item.seconds:
+            notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
+            continue
+        n = item.main.executions
+        points.append(
+            Point(item.main_class, item.main.compute_seconds / n, item.main.memory_seconds / n, left / n, item.program)
+        )
+    return points, notes
+
+
+def _profiled_points(
+    adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int
+) -> list[Point]:
+    repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
+    time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=1)
+    trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
+    estimate = estimate_trace(trace)
+    best: dict[int, float] = {}
+    for _ in range(passes):
+        profile = adapter.profile(
+            program.fn,
+            program.args,
+            program.kwargs,
+            trace=trace,
+            runs=max(3, min(repeats, 20)),
+            **program.trace_options,
+        )
+        for measured in profile.kernels:
+            seconds = profile.seconds_per_run(measured.kernel)
+            if seconds is not None and seconds > 0:
+                best[measured.kernel] = min(seconds, best.get(measured.kernel, seconds))
+    points = []
+    for row in kernel_rows(estimate, hardware)[0]:
+        if row.index is None or row.index not in best or not row.operations or not row.executions or row.unmodeled:
+            continue
+        n = row.executions
+        name = kernel_class(estimate, row)
+        points.append(Point(name, row.compute_seconds / n, row.memory_seconds / n, best[row.index] / n, program.name))
+    return points
+
+
+def measure_points(
+    adapter: FrameworkAdapter,
+    hardware: HardwareSpec,
+    programs: Sequence[MicroProgram],
+    *,
+    passes: int = 2,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[list[Point | _Pending], list[str]]:
+    """Every program's points (or pending several-kernel programs), and a note for each
+    program that could not be measured."""
+    points: list[Point | _Pending] = []
+    notes: list[str] = []
+    for i, program in enumerate(programs):
+        if progress is not None:
+            progress(i, len(programs), program.name)
+        try:
+            if adapter.kernel_timing == "wall":
+                found = _wall_points(adapter, hardware, program, passes)
+            else:
+                found = list(_profiled_points(adapter, hardware, program, passes))
+        except NeuralCostError as error:
+            notes.append(f"{program.name}: {error}")
+            continue
+        if not found:
+            notes.append(f"{program.name}: no kernel with a measured time")
+        points += found
+    return points, notes
+
+
+def calibrate_kernels(
+    adapter: FrameworkAdapter,
+    *,
+    hardware: HardwareSpec | None = None,
+    quick: bool = False,
+    passes: int = 2,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> KernelCalibration:
+    """Measure the adapter's micro-programs and fit them (the module docstring); not saved."""
+    from ..hardware.host_calibration import live_machine_key
+
+    programs = adapter.microbenchmarks(quick)
+    if not programs:
+        raise NeuralCostError(
+            f"{type(adapter).__name__} has no kernel micro-benchmarks: its kernels cannot be calibrated "
+            f"(their expected time is their roofline bound)"
+        )
+    spec = hardware if hardware is not None else adapter.hardware()
+    started = time.perf_counter()
+    measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress)
+    points = [p for p in measured if isinstance(p, Point)]
+    pending = [p for p in measured if isinstance(p, _Pending)]
+    if pending and points:
+        resolved, pending_notes = _resolve(pending, fit_calibration(adapter.framework, spec, points))
+        points += resolved
+        notes += pending_notes
+    if not points:
+        raise NeuralCostError(
+            f"kernel calibration for {adapter.framework}: no micro-program could be measured ({notes[:3]})"
+        )
+    method = (
+        "wall time of one-kernel programs (Python and dispatch included)"
+        if adapter.kernel_timing == "wall"
+        else "each kernel's profiled time"
+    )
+    notes.append(
+        f"{len(programs)} micro-programs, {len(points)} kernel points in {time.perf_counter() - started:.0f} s"
+    )
+    return fit_calibration(
+        adapter.framework,
+        spec,
+        points,
+        machine=live_machine_key(),
+        versions=installed_versions(adapter.framework),
+        date=datetime.date.today().isoformat(),
+        method=method,
+        notes=notes,
+    )
+
+
+def calibration_path(framework: str, root: Path | None = None) -> Path:
+    """This machine's kernel calibration file for ``framework`` in the calibration cache."""
+    from ..hardware.host_calibration import live_machine_key
+
+    return (root or cache_dir()) / f"kernels-{framework}-{key_digest(live_machine_key())}.json"
+
+
+def kernel_calibration(
+    adapter: FrameworkAdapter,
+    *,
+    recalibrate: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> KernelCalibration:
+    """This machine's kernel model for ``adapter``'s framework: the cached one when it was made
+    with the installed framework version, else calibrated now (a few minutes) and cached."""
+    framework = adapter.framework
+    path = calibration_path(framework)
+    if path.exists() and not recalibrate:
+        try:
+            cached = load_calibration(path)
+        except NeuralCostError:
+            cached = None
+        if cached is not None and cached.versions == installed_versions(framework):
+            return cached
+    calibration = calibrate_kernels(adapter, progress=progress)
+    save_calibration(calibration, path)
+    return calibration

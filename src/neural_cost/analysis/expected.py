@@ -1,0 +1,282 @@
+"""Expected time: the program's kernels through this device's calibrated kernel model.
+
+``expected_time(estimate, calibration, floor_seconds)`` scores each kernel of the estimate on
+the calibration's own spec (``analysis/kernels.py``: its compute time, and its traffic at the
+level its footprint fits), names its *class* (below), and reads its expected time from that
+class's fitted curves (``hardware/kernel_model.py``), per execution, times its executions. The
+program's expected time is the sum over kernels plus the framework *floor*: what a run costs
+beyond its kernels (Python between eager ops, a jitted call's dispatch), measured once with a
+tiny input of the same program (``framework_floor``). Nothing here reads the timed runs of the
+program it describes: the expected time comes from the trace, the calibration and the floor.
+
+Kernel classes: the kinds of the records a kernel executes, the heaviest group first —
+attention, conv, matmul, norm, softmax, pool, reduce, gather, elementwise, copy — so a matmul
+fused with its bias and activation is a matmul, a loop fusion of pointwise ops elementwise. A
+kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
+class, ``rnn``: its records are what it computes, not how long it takes. A kernel whose class
+the calibration lacks is scored at its roofline bound, with a note; a kernel that runs an
+unmodeled operation has no expectation for that part (the total is then a floor, said so).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import RecordError
+from ..core.estimate import CostEstimate
+from ..core.units import format_seconds
+from ..hardware.kernel_model import KernelCalibration
+from .kernels import UNMAPPED, KernelTime, kernel_rows
+
+if TYPE_CHECKING:
+    from ..adapters.base import FrameworkAdapter
+
+#: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
+CLASS_OF_KIND: Mapping[str, str] = {
+    "attention": "attention", "attention_backward": "attention",
+    "conv": "conv",
+    "matmul": "matmul", "linear": "matmul", "decomposition": "matmul", "fft": "matmul", "cdist": "matmul",
+    "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm", "groupnorm": "norm", "norm_backward": "norm",
+    "softmax": "softmax", "safe_softmax": "softmax", "softmax_backward": "softmax",
+    "pooling": "pool", "pooling_backward": "pool", "pooling_gradient": "pool", "adaptive_pooling": "pool",
+    "reduce": "reduce", "cumulative": "reduce", "foreach_reduce": "reduce", "nll_loss": "reduce",
+    "nll_loss_backward": "reduce", "sort": "reduce",
+    "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather",
+    "grid_sample": "gather", "interpolate": "gather", "interpolate_backward": "gather",
+    "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "elementwise",
+    "dequantize": "elementwise", "rnn_gate_backward": "elementwise", "qkv_bias_rescale": "elementwise",
+    "copy": "copy", "pad_backward": "copy",
+    "collective": "collective",
+}  # fmt: skip
+PRIORITY = (
+    "rnn", "attention", "conv", "matmul", "norm", "softmax", "pool", "reduce", "gather", "elementwise", "copy",
+    "collective", "other",
+)  # fmt: skip
+#: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates).
+_FUSED_RNN = re.compile(r"lstm|gru|rnn", re.IGNORECASE)
+#: The distribution each framework's version is read from (without importing it).
+_DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
+
+
+def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
+    """The class of one scored kernel (the module docstring)."""
+    if row.name == UNMAPPED and row.index is None:
+        return "unmapped"
+    if row.index is None:  # a record scored as its own kernel
+        return CLASS_OF_KIND.get(row.kind or "", "other")
+    kernel = estimate.kernels[row.index]
+    if _FUSED_RNN.search(kernel.name):
+        return "rnn"
+    classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
+    return min(classes, key=PRIORITY.index) if classes else "other"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedRow:
+    """One kernel's expected time per run, beside its bound (and its measured time, when profiled)."""
+
+    name: str
+    kernel_class: str
+    executions: int
+    seconds: float
+    bound_seconds: float
+    #: "model" (the class's curves) or "roofline" (no calibration for the class: its bound).
+    basis: str
+    index: int | None = None
+    measured_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "class": self.kernel_class,
+            "executions": self.executions,
+            "seconds": self.seconds,
+            "bound_seconds": self.bound_seconds,
+            "basis": self.basis,
+            "index": self.index,
+            "measured_seconds": self.measured_seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """The expected time of one run of a program, how it was obtained, and what it could not see."""
+
+    seconds: float
+    kernel_seconds: float
+    floor_seconds: float | None
+    rows: tuple[ExpectedRow, ...]
+    framework: str
+    #: The calibration's own cross-validated error (median, p90) on points it did not fit.
+    median_error: float | None
+    p90_error: float | None
+    calibration_date: str
+    notes: tuple[str, ...] = ()
+    #: What makes the calibration not this program's: another machine, framework or version.
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "kernel_seconds": self.kernel_seconds,
+            "floor_seconds": self.floor_seconds,
+            "framework": self.framework,
+            "median_error": self.median_error,
+            "p90_error": self.p90_error,
+            "calibration_date": self.calibration_date,
+            "notes": list(self.notes),
+            "flags": list(self.flags),
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+    def basis(self) -> str:
+        """``calibrated model; ±9% on its own held-out calibration points`` and the floor."""
+        error = (
+            "" if self.median_error is None else f"; ±{self.median_error:.0%} on its own held-out calibration points"
+        )
+        floor = "" if self.floor_seconds is None else f"; framework floor {format_seconds(self.floor_seconds)}"
+        return f"calibrated model{error}{floor}"
+
+
+def installed_versions(framework: str) -> dict[str, str]:
+    """The installed versions of a framework's distributions (read from metadata, never imported)."""
+    from importlib import metadata
+
+    found = {}
+    for name in _DISTRIBUTIONS.get(framework, (framework,)):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def calibration_flags(
+    calibration: KernelCalibration, framework: str | None, machine: Mapping[str, Any] | None = None
+) -> tuple[str, ...]:
+    """Why ``calibration`` is not this program's own: another framework, framework version or
+    machine (``machine``: this machine's key, default read from the host; not compared when unknown)."""
+    flags = []
+    if framework is not None and calibration.framework != framework:
+        flags.append(f"the calibration is of {calibration.framework} kernels, the program runs in {framework}")
+    here = installed_versions(calibration.framework)
+    for name, version in calibration.versions.items():
+        if name in here and here[name] != version:
+            flags.append(f"calibrated with {name} {version}, installed {here[name]}")
+    if machine is None and sys.platform.startswith("linux"):
+        from ..hardware.host_calibration import live_machine_key
+
+        machine = live_machine_key()
+    if machine and calibration.machine and dict(machine) != dict(calibration.machine):
+        flags.append(
+            f"calibrated on another machine ({calibration.machine.get('cpu_model', 'unknown')}, "
+            f"{calibration.date or 'undated'}): the expectation is that machine's"
+        )
+    return tuple(flags)
+
+
+def expected_time(
+    estimate: CostEstimate,
+    calibration: KernelCalibration,
+    floor_seconds: float | None = None,
+    *,
+    machine: Mapping[str, Any] | None = None,
+) -> Expected:
+    """The expected time of one run of ``estimate``'s program (the module docstring)."""
+    if not estimate.by_operation:
+        raise RecordError(
+            "expected time of a program with no operations: the trace modeled nothing, so there is nothing to "
+            "expect (check the framework and that the model runs its work through it)"
+        )
+    if floor_seconds is not None and not floor_seconds >= 0:
+        raise RecordError(f"floor_seconds={floor_seconds!r} must be a non-negative number of seconds")
+    scored, _notes = kernel_rows(estimate, calibration.hardware)
+    rows = []
+    missing: dict[str, int] = {}
+    unmodeled: list[str] = []
+    for row in scored:
+        name = kernel_class(estimate, row)
+        model = calibration.classes.get(name)
+        if row.unmodeled:
+            unmodeled += [u for u in row.unmodeled if u not in unmodeled]
+        if row.executions == 0:
+            seconds, basis = 0.0, "model"
+        elif model is None:
+            seconds, basis = row.bound_seconds, "roofline"
+            missing[name] = missing.get(name, 0) + 1
+        else:
+            n = row.executions
+            seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
+        rows.append(ExpectedRow(name=row.name, kernel_class=name, executions=row.executions, seconds=seconds,
+                                bound_seconds=row.bound_seconds, basis=basis, index=row.index))  # fmt: skip
+    notes = []
+    if missing:
+        listed = ", ".join(f"{name} ({count})" for name, count in sorted(missing.items()))
+        notes.append(f"no calibration for kernel class(es) {listed}: scored at their roofline bound")
+    if unmodeled:
+        notes.append(
+            f"kernels running unmodeled operations ({', '.join(unmodeled[:5])}) are expected by their modeled "
+            f"part only: the total is low"
+        )
+    if floor_seconds is None:
+        notes.append("no framework floor measured: the expected time is the kernels' alone")
+    kernel_seconds = sum(row.seconds for row in rows)
+    return Expected(
+        seconds=kernel_seconds + (floor_seconds or 0.0),
+        kernel_seconds=kernel_seconds,
+        floor_seconds=floor_seconds,
+        rows=tuple(sorted(rows, key=lambda r: -r.seconds)),
+        framework=calibration.framework,
+        median_error=calibration.median_error,
+        p90_error=calibration.p90_error,
+        calibration_date=calibration.date,
+        notes=tuple(notes),
+        flags=calibration_flags(calibration, estimate.framework, machine),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The framework floor: a tiny run's time beyond its kernels' expected time."""
+
+    seconds: float
+    observed_seconds: float
+    kernel_seconds: float
+
+    def note(self) -> str:
+        return (
+            f"framework floor {format_seconds(self.seconds)}: a tiny-input run took "
+            f"{format_seconds(self.observed_seconds)}, "
+            f"its kernels are expected to take {format_seconds(self.kernel_seconds)}"
+        )
+
+
+def framework_floor(
+    adapter: FrameworkAdapter,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None,
+    calibration: KernelCalibration,
+    *,
+    trace_options: Mapping[str, Any] | None = None,
+    benchmark_options: Mapping[str, Any] | None = None,
+    repeats: int = 20,
+) -> Floor:
+    """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
+    what its kernels do not explain: the framework's own cost per run, which does not grow with
+    the batch (never below 0)."""
+    from ..costs.estimate import estimate_trace
+    from .workload import time_workload, trace_workload
+
+    keywords = dict(kwargs or {})
+    measurement = time_workload(
+        adapter, fn, tuple(args), keywords, warmup=5, repeats=repeats, options=benchmark_options
+    )
+    trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)
+    kernels = expected_time(estimate_trace(trace), calibration, None, machine={}).kernel_seconds
+    observed = measurement.median_seconds
+    return Floor(max(0.0, observed - kernels), observed, kernels)

@@ -1,0 +1,388 @@
+"""A calibrated model of how long a kernel takes on this device: fitted curves per kernel class.
+
+The roofline gives each kernel a compute time (its FLOPs at the dtype's peak) and a memory time
+(its traffic at the bandwidth of the level its footprint fits, ``analysis/kernels.py``). Real
+kernels reach neither: a small one pays a fixed overhead, a mid-sized matmul runs at a fraction
+of the peak that grows with its size. So per *kernel class* (matmul, conv, elementwise, norm...,
+``analysis/expected.py`` names them) the model holds two curves measured on this device:
+
+    expected seconds per execution = max(C(compute seconds), M(memory seconds))
+
+``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against
+roofline time — fitted by isotonic regression over the calibration's micro-benchmarks, each
+point on the side (compute or memory) its roofline says dominates. Below the smallest point a
+curve is flat (the overhead floor); above the largest it keeps the last efficiency (slope 1).
+Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
+or more bytes never predict less time within a class. A class with points on one side only uses
+that curve for both. No neural network, nothing hidden: the curves are printed by
+``neural-cost calibrate --kernels`` and saved as numbers.
+
+The fit's quality is k-fold cross-validated over the calibration points: the median and p90 of
+|predicted − measured| / measured on points the fold did not see, per class and overall.
+
+A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on
+(the calibrating machine's peaks and levels: a prediction scores kernels on that spec, so a
+calibration file brought from another machine predicts for that machine), the machine key, the
+framework and its version, the date, and the fit quality.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import HardwareError
+from .spec import HardwareSpec
+
+SCHEMA = 1
+#: Knots per curve at most, and points per knot at least.
+MAX_KNOTS = 10
+POINTS_PER_KNOT = 3
+FOLDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One measured kernel execution: its class, roofline times on the spec, and measured time."""
+
+    kernel_class: str
+    compute_seconds: float
+    memory_seconds: float
+    measured_seconds: float
+    name: str = ""
+
+    @property
+    def side(self) -> str:
+        return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.kernel_class,
+            "compute_seconds": self.compute_seconds,
+            "memory_seconds": self.memory_seconds,
+            "measured_seconds": self.measured_seconds,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Point:
+        return cls(
+            str(data["class"]),
+            float(data["compute_seconds"]),
+            float(data["memory_seconds"]),
+            float(data["measured_seconds"]),
+            str(data.get("name", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """log10(measured seconds) against log10(roofline seconds): knots, x increasing, y nondecreasing."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.xs or len(self.xs) != len(self.ys):
+            raise HardwareError(f"a kernel-model curve needs as many knots as values, got {self.xs!r}, {self.ys!r}")
+        if any(b <= a for a, b in zip(self.xs, self.xs[1:], strict=False)):
+            raise HardwareError(f"a kernel-model curve's knots must increase: {self.xs!r}")
+        if any(b < a for a, b in zip(self.ys, self.ys[1:], strict=False)):
+            raise HardwareError(f"a kernel-model curve must not decrease: {self.ys!r}")
+
+    def __call__(self, roofline_seconds: float) -> float:
+        """Expected seconds for a kernel whose roofline time on this side is ``roofline_seconds``."""
+        if roofline_seconds <= 0:
+            return 10 ** self.ys[0]  # no work on this side: the overhead floor
+        x = math.log10(roofline_seconds)
+        xs, ys = self.xs, self.ys
+        if x <= xs[0]:
+            return 10 ** ys[0]
+        if x >= xs[-1]:
+            return 10 ** (ys[-1] + (x - xs[-1]))  # the last efficiency kept: time ∝ work
+        for i in range(1, len(xs)):
+            if x <= xs[i]:
+                t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return float(10 ** (ys[i - 1] + t * (ys[i] - ys[i - 1])))
+        raise AssertionError("unreachable")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"log10_roofline_seconds": list(self.xs), "log10_seconds": list(self.ys)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Curve:
+        return cls(
+            tuple(float(x) for x in data["log10_roofline_seconds"]), tuple(float(y) for y in data["log10_seconds"])
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClassModel:
+    """The two curves of one kernel class and how well they predicted unseen points."""
+
+    name: str
+    compute: Curve | None
+    memory: Curve | None
+    points: int
+    #: Cross-validated |predicted − measured| / measured: median and 90th percentile (None: too few points).
+    median_error: float | None = None
+    p90_error: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.compute is None and self.memory is None:
+            raise HardwareError(f"kernel class {self.name!r} has no curve")
+
+    def seconds(self, compute_seconds: float, memory_seconds: float) -> float:
+        """Expected seconds of one execution with these roofline times."""
+        compute = self.compute or self.memory
+        memory = self.memory or self.compute
+        assert compute is not None and memory is not None
+        return max(compute(compute_seconds), memory(memory_seconds))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compute": self.compute.to_dict() if self.compute else None,
+            "memory": self.memory.to_dict() if self.memory else None,
+            "points": self.points,
+            "median_error": self.median_error,
+            "p90_error": self.p90_error,
+        }
+
+    @classmethod
+    def from_dict(cls, name: str, data: Mapping[str, Any]) -> ClassModel:
+        return cls(
+            name,
+            Curve.from_dict(data["compute"]) if data.get("compute") else None,
+            Curve.from_dict(data["memory"]) if data.get("memory") else None,
+            int(data["points"]),
+            data.get("median_error"),
+            data.get("p90_error"),
+        )
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def _pava(values: Sequence[float], weights: Sequence[float]) -> list[float]:
+    """Weighted least-squares nondecreasing fit (pool adjacent violators)."""
+    blocks: list[list[float]] = []  # [weighted sum, weight, members]
+    for value, weight in zip(values, weights, strict=True):
+        blocks.append([value * weight, weight, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, weight_sum, members = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += weight_sum
+            blocks[-1][2] += members
+    fitted: list[float] = []
+    for total, weight_sum, members in blocks:
+        fitted += [total / weight_sum] * int(members)
+    return fitted
+
+
+def fit_curve(pairs: Iterable[tuple[float, float]]) -> Curve | None:
+    """A monotone curve through ``(roofline seconds, measured seconds)`` pairs, or None when
+    fewer than ``POINTS_PER_KNOT`` pairs have a positive roofline time.
+
+    In log-log space the points, ordered by roofline time, are cut into at most ``MAX_KNOTS``
+    bins of at least ``POINTS_PER_KNOT``; each bin is one knot at its median roofline time and
+    median measured time (a stalled run among a bin's points moves no knot), and the knots'
+    values are made nondecreasing by weighted isotonic regression."""
+    data = sorted((math.log10(r), math.log10(m)) for r, m in pairs if r > 0 and m > 0)
+    if len(data) < POINTS_PER_KNOT:
+        return None
+    knots = max(1, min(MAX_KNOTS, len(data) // POINTS_PER_KNOT))
+    xs: list[float] = []
+    ys: list[float] = []
+    weights: list[float] = []
+    for k in range(knots):
+        lo, hi = k * len(data) // knots, (k + 1) * len(data) // knots
+        x = _median([x for x, _ in data[lo:hi]])
+        y = _median([y for _, y in data[lo:hi]])
+        if xs and x <= xs[-1]:  # equal x medians: one knot, the two bins' values weighed together
+            total = weights[-1] + (hi - lo)
+            ys[-1] = (ys[-1] * weights[-1] + y * (hi - lo)) / total
+            weights[-1] = total
+            continue
+        xs.append(x)
+        ys.append(y)
+        weights.append(hi - lo)
+    fitted = _pava(ys, weights)
+    return Curve(tuple(xs), tuple(max(fitted[: i + 1]) for i in range(len(fitted))))
+
+
+def fit_class(name: str, points: Sequence[Point]) -> ClassModel | None:
+    """Both curves of one class from its points, or None when no side has enough."""
+    compute = fit_curve((p.compute_seconds, p.measured_seconds) for p in points if p.side == "compute")
+    memory = fit_curve((p.memory_seconds, p.measured_seconds) for p in points if p.side == "memory")
+    if compute is None and memory is None:
+        return None
+    return ClassModel(name, compute, memory, len(points))
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    return abs(predicted - measured) / measured
+
+
+def cross_validate(points: Sequence[Point], folds: int = FOLDS) -> dict[str, list[float]]:
+    """Each point's relative error when predicted by a fit that did not see it, by class
+    (k folds, point i in fold i mod k after ordering by class and roofline time)."""
+    by_class: dict[str, list[Point]] = {}
+    for point in points:
+        by_class.setdefault(point.kernel_class, []).append(point)
+    errors: dict[str, list[float]] = {}
+    for name, members in by_class.items():
+        ordered = sorted(members, key=lambda p: max(p.compute_seconds, p.memory_seconds))
+        found = []
+        for fold in range(folds):
+            held = [p for i, p in enumerate(ordered) if i % folds == fold]
+            model = fit_class(name, [p for i, p in enumerate(ordered) if i % folds != fold])
+            if model is None:
+                continue
+            found += [
+                relative_error(model.seconds(p.compute_seconds, p.memory_seconds), p.measured_seconds) for p in held
+            ]
+        errors[name] = found
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCalibration:
+    """One device's kernel model for one framework (the module docstring)."""
+
+    framework: str
+    hardware: HardwareSpec
+    classes: Mapping[str, ClassModel]
+    machine: Mapping[str, Any] = field(default_factory=dict)
+    versions: Mapping[str, str] = field(default_factory=dict)
+    date: str = ""
+    #: Cross-validated error over every point of every class (None: too few points).
+    median_error: float | None = None
+    p90_error: float | None = None
+    points: tuple[Point, ...] = ()
+    #: How the points were measured ("wall time of one-kernel programs", "profiled kernel time").
+    method: str = ""
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "framework": self.framework,
+            "hardware": self.hardware.to_dict(),
+            "classes": {name: model.to_dict() for name, model in sorted(self.classes.items())},
+            "machine": dict(self.machine),
+            "versions": dict(self.versions),
+            "date": self.date,
+            "median_error": self.median_error,
+            "p90_error": self.p90_error,
+            "method": self.method,
+            "notes": list(self.notes),
+            "points": [p.to_dict() for p in self.points],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> KernelCalibration:
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            raise HardwareError(f"not a schema-{SCHEMA} kernel calibration (run neural-cost calibrate --kernels)")
+        try:
+            return cls(
+                framework=str(data["framework"]),
+                hardware=HardwareSpec.from_dict(data["hardware"]),
+                classes={name: ClassModel.from_dict(name, model) for name, model in data["classes"].items()},
+                machine=dict(data.get("machine") or {}),
+                versions={str(k): str(v) for k, v in (data.get("versions") or {}).items()},
+                date=str(data.get("date", "")),
+                median_error=data.get("median_error"),
+                p90_error=data.get("p90_error"),
+                points=tuple(Point.from_dict(p) for p in data.get("points") or ()),
+                method=str(data.get("method", "")),
+                notes=tuple(data.get("notes") or ()),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise HardwareError(f"a kernel calibration that cannot be read ({type(error).__name__}: {error})") from None
+
+
+def fit_calibration(
+    framework: str,
+    hardware: HardwareSpec,
+    points: Sequence[Point],
+    *,
+    machine: Mapping[str, Any] | None = None,
+    versions: Mapping[str, str] | None = None,
+    date: str = "",
+    method: str = "",
+    notes: Sequence[str] = (),
+) -> KernelCalibration:
+    """Every class's curves from ``points``, with the cross-validated error per class and overall."""
+    by_class: dict[str, list[Point]] = {}
+    for point in points:
+        by_class.setdefault(point.kernel_class, []).append(point)
+    errors = cross_validate(points)
+    classes = {}
+    for name, members in sorted(by_class.items()):
+        model = fit_class(name, members)
+        if model is None:
+            continue
+        found = errors.get(name) or []
+        if len(found) >= POINTS_PER_KNOT:
+            model = ClassModel(name, model.compute, model.memory, model.points, _median(found), _percentile(found, 0.9))
+        classes[name] = model
+    every = [e for name in classes for e in errors.get(name, ())]
+    return KernelCalibration(
+        framework=framework,
+        hardware=hardware,
+        classes=classes,
+        machine=dict(machine or {}),
+        versions=dict(versions or {}),
+        date=date,
+        median_error=_median(every) if every else None,
+        p90_error=_percentile(every, 0.9) if every else None,
+        points=tuple(points),
+        method=method,
+        notes=tuple(notes),
+    )
+
+
+def save_calibration(calibration: KernelCalibration, path: Path) -> Path:
+    """Write atomically: a reader sees the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            json.dump(calibration.to_dict(), stream, indent=1, sort_keys=True)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_calibration(path: Path) -> KernelCalibration:
+    """A saved calibration, or a ``HardwareError`` naming the file and what is wrong with it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise HardwareError(
+            f"{path}: no such kernel calibration file (neural-cost calibrate --kernels writes one)"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise HardwareError(
+            f"{path}: cannot read it as a kernel calibration ({type(error).__name__}: {error})"
+        ) from None
+    try:
+        return KernelCalibration.from_dict(data)
+    except HardwareError as error:
+        raise HardwareError(f"{path}: {error}") from None

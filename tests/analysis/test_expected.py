@@ -1,0 +1,183 @@
+"""The expected-time model: curves by hand, monotone by property, fallback, flags, refusals.
+
+Curve by hand: knots (log10 roofline s, log10 s) = (-6, -5), (-4, -4).
+  roofline 1e-7 s (below the first knot): flat at the overhead floor, 10⁻⁵ s;
+  roofline 1e-5 s (halfway in log between the knots): 10^(-5 + 0.5·1) = 10^-4.5 s;
+  roofline 1e-2 s (above the last knot, slope 1): 10^(-4 + 2) = 10⁻² s.
+
+Expected time by hand, on the test spec of test_kernel_bound.py (peak 1 TFLOP/s, L1d 1e12 B/s,
+L2 500e9 B/s, L3 unmeasured, DRAM 100e9 B/s):
+  fusion.0 (mm + add): compute 528.384 ns, memory 98.304 ns (L2) → class matmul;
+    matmul's compute curve: knots (-7, -6), (-5, -5): log10(528.384e-9) = -6.27706 → between the
+    knots: -6 + (0.72294/2)·1 = -5.63853 → 2.29867 µs. Its memory curve is the same curve (one side only).
+  copy.1 (no record): class other — no calibration: its roofline bound, 20 µs.
+  loop.2 (no record, 10 executions): class other: its bound, 10 ns.
+  unmapped record "big": class unmapped — no calibration: its bound 125.82912 µs.
+  Kernels: 2.29867 + 20 + 0.01 + 125.82912 = 148.13779 µs; floor 1 ms → 1.14813779 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neural_cost import Coverage, Trace, estimate_trace
+from neural_cost.analysis.expected import calibration_flags, expected_time, kernel_class
+from neural_cost.core.errors import HardwareError, RecordError
+from neural_cost.hardware.kernel_model import (
+    ClassModel,
+    Curve,
+    KernelCalibration,
+    Point,
+    fit_calibration,
+    fit_curve,
+    load_calibration,
+    save_calibration,
+)
+from tests.analysis.test_kernel_bound import KERNELS, OPS, SPEC
+
+
+def test_a_curve_by_hand():
+    curve = Curve((-6.0, -4.0), (-5.0, -4.0))
+    assert curve(1e-7) == pytest.approx(1e-5)
+    assert curve(1e-5) == pytest.approx(10**-4.5)
+    assert curve(1e-2) == pytest.approx(1e-2)
+    assert curve(0.0) == pytest.approx(1e-5)  # no work on this side: the floor
+
+
+def test_a_curve_must_not_decrease():
+    with pytest.raises(HardwareError, match="must not decrease"):
+        Curve((-6.0, -5.0), (-4.0, -5.0))
+
+
+def _calibration(classes) -> KernelCalibration:
+    return KernelCalibration("torch", SPEC, classes, machine={}, versions={}, date="2026-12-01")
+
+
+def _estimate():
+    return estimate_trace(
+        Trace(OPS, Coverage.full(OPS), kernels=KERNELS, kernel_source="hand-written", framework="torch")
+    )
+
+
+def test_expected_time_by_hand_with_roofline_fallback():
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    expected = expected_time(_estimate(), _calibration({"matmul": matmul}), floor_seconds=1e-3, machine={})
+    rows = {row.name: row for row in expected.rows}
+    assert rows["fusion.0"].kernel_class == "matmul" and rows["fusion.0"].basis == "model"
+    x = math.log10(528.384e-9)
+    assert rows["fusion.0"].seconds == pytest.approx(10 ** (-6 + (x + 7) / 2))
+    assert rows["fusion.0"].seconds == pytest.approx(2.29867e-6, rel=1e-5)
+    assert rows["copy.1"].basis == "roofline" and rows["copy.1"].seconds == pytest.approx(20e-6)
+    assert rows["(unmapped records)"].kernel_class == "unmapped"
+    assert expected.kernel_seconds == pytest.approx(2.29867e-6 + 20e-6 + 10e-9 + 125.82912e-6, rel=1e-6)
+    assert expected.seconds == pytest.approx(expected.kernel_seconds + 1e-3)
+    assert any("no calibration for kernel class(es) other (2), unmapped (1)" in note for note in expected.notes)
+
+
+def test_kernel_classes_follow_the_heaviest_record():
+    estimate = _estimate()
+    from neural_cost.analysis.kernels import kernel_rows
+
+    rows = {row.name: row for row in kernel_rows(estimate, SPEC)[0]}
+    assert kernel_class(estimate, rows["fusion.0"]) == "matmul"  # a matmul fused with an add
+    assert kernel_class(estimate, rows["copy.1"]) == "other"
+
+
+def test_a_program_with_no_operations_is_refused():
+    empty = estimate_trace(Trace((), Coverage(total=0, modeled=0)))
+    with pytest.raises(RecordError, match="no operations"):
+        expected_time(empty, _calibration({}), machine={})
+
+
+def test_another_machine_framework_or_version_is_flagged():
+    calibration = KernelCalibration(
+        "jax", SPEC, {}, machine={"cpu_model": "Other CPU"}, versions={"jax": "0.0.1"}, date="2025-01-01"
+    )
+    flags = calibration_flags(calibration, "torch", machine={"cpu_model": "This CPU"})
+    assert any("jax kernels, the program runs in torch" in f for f in flags)
+    assert any("calibrated with jax 0.0.1, installed" in f for f in flags)
+    assert any("another machine (Other CPU, 2025-01-01)" in f for f in flags)
+    same = KernelCalibration("torch", SPEC, {}, machine={"cpu_model": "This CPU"}, versions={})
+    assert calibration_flags(same, "torch", machine={"cpu_model": "This CPU"}) == ()
+
+
+def test_rescoring_a_saved_report_with_other_timed_runs_gives_the_same_expected_time(tmp_path):
+    """The expected time comes from the trace, the calibration and the floor: never from the
+    program's own timed runs. A report reloaded with its samples replaced expects the same."""
+    from neural_cost import analyze_gap
+    from neural_cost.report.load import load_report
+    from tests.helpers import cpu_measurement
+
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    calibration = _calibration({"matmul": matmul})
+    report = analyze_gap(_estimate(), cpu_measurement((200e-6,) * 5), SPEC)
+    path = tmp_path / "report.json"
+    data = report.to_dict()
+    data["measurement"]["samples_seconds"] = [9e-3] * 7
+    data["measurement"]["runs"] = 7
+    path.write_text(json.dumps(data))
+    reloaded = load_report(path)
+    assert reloaded.observed_seconds == pytest.approx(9e-3)
+    first = expected_time(report.estimate, calibration, 1e-4, machine={})
+    second = expected_time(reloaded.estimate, calibration, 1e-4, machine={})
+    assert first.seconds == second.seconds
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(1e-9, 1e-1), st.floats(1e-9, 1e-1), st.floats(1e-7, 1.0)),
+        min_size=6,
+        max_size=60,
+    ),
+    st.floats(1e-9, 1e-1),
+    st.floats(1e-9, 1e-1),
+    st.floats(1.0, 100.0),
+)
+def test_more_work_never_predicts_less_time(raw, compute, memory, factor):
+    """Whatever the measurements, a fitted class is monotone: more FLOPs (or bytes) never
+    predicts less time."""
+    points = [Point("matmul", c, m, t) for c, m, t in raw]
+    calibration = fit_calibration("torch", SPEC, points)
+    model = calibration.classes.get("matmul")
+    if model is None:
+        return
+    base = model.seconds(compute, memory)
+    assert model.seconds(compute * factor, memory) >= base * (1 - 1e-12)
+    assert model.seconds(compute, memory * factor) >= base * (1 - 1e-12)
+
+
+def test_fit_is_robust_to_a_stalled_run():
+    """Twelve points on time = 2 × roofline, one of them stalled 1,000×: the knots are bin
+    medians, so the curve still reads 2 × roofline there."""
+    pairs = [(10.0**-k, 2 * 10.0**-k) for k in range(3, 9) for _ in range(2)]
+    pairs[5] = (pairs[5][0], pairs[5][1] * 1000)
+    curve = fit_curve(pairs)
+    assert curve is not None
+    assert curve(1e-6) == pytest.approx(2e-6, rel=1e-9)
+
+
+def test_a_saved_calibration_predicts_identically(tmp_path):
+    points = [Point("matmul", 10.0**-k, 10.0 ** (-k - 1), 3 * 10.0**-k, f"p{k}") for k in range(3, 9) for _ in range(2)]
+    calibration = fit_calibration("torch", SPEC, points, versions={"torch": "x"}, date="2026-12-01")
+    path = save_calibration(calibration, tmp_path / "cal.json")
+    loaded = load_calibration(path)
+    estimate = _estimate()
+    assert (
+        expected_time(estimate, loaded, machine={}).seconds == expected_time(estimate, calibration, machine={}).seconds
+    )
+    assert loaded.points == calibration.points
+
+
+def test_a_broken_calibration_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "cal.json"
+    path.write_text("{}")
+    with pytest.raises(HardwareError, match="not a schema-1 kernel calibration"):
+        load_calibration(path)
+    with pytest.raises(HardwareError, match="no such kernel calibration file"):
+        load_calibration(tmp_path / "missing.json")
