@@ -158,7 +158,8 @@ def test_a_fill_with_no_inputs_does_no_arithmetic_by_default():
 def test_one_registered_rule_per_code_in_report_order():
     # The report prints findings in registration order: header warnings first, then the other
     # warnings, the notes on peaks and counts, the advice, and the notes on timing.
-    # (issue 15 adds low_time_coverage, a header warning like low_coverage, printed right after it)
+    # (issue 15 adds low_time_coverage, a header warning like low_coverage, printed right after it;
+    # issue 17 above_expected, advice after large_gap)
     assert list(FINDING_RULES) == [
         "low_coverage",
         "low_time_coverage",
@@ -172,6 +173,7 @@ def test_one_registered_rule_per_code_in_report_order():
         "memory_bound",
         "compute_bound",
         "large_gap",
+        "above_expected",
         "first_touch",
         "few_runs",
         "high_spread",

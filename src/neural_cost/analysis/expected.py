@@ -6,7 +6,7 @@ level its footprint fits), names its *class* (below), and reads its expected tim
 class's fitted curves (``hardware/kernel_model.py``), per execution, times its executions. The
 program's expected time is the sum over kernels plus the framework *floor*: what a run costs
 beyond its kernels (Python between eager ops, a jitted call's dispatch), measured once with a
-tiny input of the same program (``framework_floor``). Nothing here reads the timed runs of the
+tiny input of the same program (``analysis.workload.framework_floor``). Nothing here reads the timed runs of the
 program it describes: the expected time comes from the trace, the calibration and the floor.
 
 Kernel classes: the kinds of the records a kernel executes, the heaviest group first —
@@ -23,17 +23,14 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
 from ..core.units import format_seconds
 from ..hardware.kernel_model import KernelCalibration
 from .kernels import UNMAPPED, KernelTime, kernel_rows
-
-if TYPE_CHECKING:
-    from ..adapters.base import FrameworkAdapter
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
 CLASS_OF_KIND: Mapping[str, str] = {
@@ -101,6 +98,19 @@ class ExpectedRow:
             "measured_seconds": self.measured_seconds,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExpectedRow:
+        return cls(
+            str(data["name"]),
+            str(data["class"]),
+            int(data["executions"]),
+            float(data["seconds"]),
+            float(data["bound_seconds"]),
+            str(data["basis"]),
+            data.get("index"),
+            data.get("measured_seconds"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Expected:
@@ -132,6 +142,29 @@ class Expected:
             "flags": list(self.flags),
             "rows": [row.to_dict() for row in self.rows],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Expected:
+        return cls(
+            seconds=float(data["seconds"]),
+            kernel_seconds=float(data["kernel_seconds"]),
+            floor_seconds=data.get("floor_seconds"),
+            rows=tuple(ExpectedRow.from_dict(row) for row in data.get("rows") or ()),
+            framework=str(data.get("framework", "")),
+            median_error=data.get("median_error"),
+            p90_error=data.get("p90_error"),
+            calibration_date=str(data.get("calibration_date", "")),
+            notes=tuple(data.get("notes") or ()),
+            flags=tuple(data.get("flags") or ()),
+        )
+
+    def with_measured(self, measured: Mapping[int, float]) -> Expected:
+        """The rows with the measured time per run of their kernel (by kernel index), where profiled."""
+        rows = tuple(
+            replace(row, measured_seconds=measured.get(row.index)) if row.index is not None else row
+            for row in self.rows
+        )
+        return replace(self, rows=rows)
 
     def basis(self) -> str:
         """``calibrated model; ±9% on its own held-out calibration points`` and the floor."""
@@ -237,46 +270,3 @@ def expected_time(
         notes=tuple(notes),
         flags=calibration_flags(calibration, estimate.framework, machine),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Floor:
-    """The framework floor: a tiny run's time beyond its kernels' expected time."""
-
-    seconds: float
-    observed_seconds: float
-    kernel_seconds: float
-
-    def note(self) -> str:
-        return (
-            f"framework floor {format_seconds(self.seconds)}: a tiny-input run took "
-            f"{format_seconds(self.observed_seconds)}, "
-            f"its kernels are expected to take {format_seconds(self.kernel_seconds)}"
-        )
-
-
-def framework_floor(
-    adapter: FrameworkAdapter,
-    fn: Any,
-    args: tuple[Any, ...],
-    kwargs: Mapping[str, Any] | None,
-    calibration: KernelCalibration,
-    *,
-    trace_options: Mapping[str, Any] | None = None,
-    benchmark_options: Mapping[str, Any] | None = None,
-    repeats: int = 20,
-) -> Floor:
-    """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
-    what its kernels do not explain: the framework's own cost per run, which does not grow with
-    the batch (never below 0)."""
-    from ..costs.estimate import estimate_trace
-    from .workload import time_workload, trace_workload
-
-    keywords = dict(kwargs or {})
-    measurement = time_workload(
-        adapter, fn, tuple(args), keywords, warmup=5, repeats=repeats, options=benchmark_options
-    )
-    trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)
-    kernels = expected_time(estimate_trace(trace), calibration, None, machine={}).kernel_seconds
-    observed = measurement.median_seconds
-    return Floor(max(0.0, observed - kernels), observed, kernels)

@@ -295,6 +295,32 @@ def _large_gap(report: GapReport) -> Iterator[str]:
     )
 
 
+@finding("above_expected", "next")
+def _above_expected(report: GapReport) -> Iterator[str]:
+    """The profiled kernels furthest above their expected time (``analysis/expected.py``), among
+    those holding at least 5% of the measured time: where the program runs slower than this
+    device runs kernels like it."""
+    expected = report.expected
+    if expected is None:
+        return
+    rows = [
+        row
+        for row in expected.rows
+        if row.measured_seconds is not None
+        and row.seconds > 0
+        and row.measured_seconds >= 0.05 * report.observed_seconds
+        and row.measured_seconds >= 1.5 * row.seconds
+    ]
+    rows.sort(key=lambda row: -(row.measured_seconds or 0.0) / row.seconds)
+    if rows:
+        shown = "; ".join(
+            f"{row.name}: {(row.measured_seconds or 0.0) / row.seconds:.1f}× its expected time "
+            f"({format_seconds(row.measured_seconds or 0.0)} measured, {format_seconds(row.seconds)} expected)"
+            for row in rows[:3]
+        )
+        yield f"slower than this device runs kernels like them: {shown}"
+
+
 @finding("first_touch", "note")
 def _first_touch(report: GapReport) -> Iterator[str]:
     message = first_touch_message(report)

@@ -14,6 +14,7 @@ from ..core.records import Operation
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
 from .communication import Communication, communication
+from .expected import Expected
 from .findings import Finding, build_findings
 from .kernels import KernelTime, kernel_rows, traffic_by_level
 from .memory import MemoryProfile, memory_profile
@@ -73,6 +74,8 @@ class GapReport:
     profile: Profile | None = None
     #: Why there is no profile, or what it could not join (a profiler that failed...).
     profile_notes: tuple[str, ...] = ()
+    #: The expected time from this device's kernel model (``analysis/expected.py``), or None.
+    expected: Expected | None = None
 
     @property
     def time_coverage(self) -> TimeCoverage | None:
@@ -199,6 +202,7 @@ def analyze_gap(
     coverage_threshold: float = DEFAULT_COVERAGE_THRESHOLD,
     profile: Profile | None = None,
     profile_notes: tuple[str, ...] = (),
+    expected: Expected | None = None,
 ) -> GapReport:
     """Score ``estimate`` (what the program must do) and ``measurement`` (how long it took)
     against ``hardware`` (what the device can do).
@@ -207,7 +211,9 @@ def analyze_gap(
     per-operation rows, and when given the operations must be the ones it was made from.
     ``profile`` (an adapter's ``profile(...)``) gives each kernel, operation and scope row its
     measured time per run and the report its time coverage; ``profile_notes`` say why a
-    profile is missing or partial.
+    profile is missing or partial. ``expected`` (``analysis.expected.expected_time`` of the same
+    estimate) is shown between the bound and the observed time, each kernel's beside its measured
+    time when there is a profile.
     """
     if not isinstance(estimate, CostEstimate):
         raise RecordError(f"analyze_gap: estimate is a {type(estimate).__name__}, not a CostEstimate")
@@ -249,6 +255,11 @@ def analyze_gap(
         kernels = kernel_rows_with_time(kernels, profile)
         op_rows = operation_rows_with_time(op_rows, times)
         sc_rows = scope_rows_with_time(estimate, sc_rows, times)
+    if expected is not None:
+        if not isinstance(expected, Expected):
+            raise RecordError(f"analyze_gap: expected is a {type(expected).__name__}, not an Expected")
+        measured = {row.index: row.measured_seconds for row in kernels if row.index is not None}
+        expected = expected.with_measured({i: s for i, s in measured.items() if s is not None})
     report = GapReport(
         estimate=estimate,
         measurement=measurement,
@@ -266,6 +277,7 @@ def analyze_gap(
         kernel_notes=kernel_notes,
         profile=profile,
         profile_notes=tuple(profile_notes),
+        expected=expected,
     )
     object.__setattr__(report, "findings", build_findings(report))
     return report

@@ -9,11 +9,15 @@ here by the framework's name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
+from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement, benchmark
+from .expected import expected_time
 from .gap import GapReport, analyze_gap
 
 if TYPE_CHECKING:
@@ -109,6 +113,8 @@ def analyze_workload(
     benchmark_options: Mapping[str, Any] | None = None,
     profile: bool = True,
     profile_runs: int = 3,
+    calibration: KernelCalibration | None = None,
+    floor_seconds: float | None = None,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
@@ -117,7 +123,9 @@ def analyze_workload(
     ``benchmark_options`` to ``adapter.benchmark``; a PyTorch training step passes
     ``training``/``loss_fn``/``optimizer`` to both. ``profile`` (default on, where the adapter
     has a profiler): ``profile_runs`` more runs under the framework's profiler, after the
-    timed ones, give every row its measured time; a profiler that fails is a note."""
+    timed ones, give every row its measured time; a profiler that fails is a note. With a
+    ``calibration`` (``analysis.calibrate_kernels.kernel_calibration``) the report also gives the
+    expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``)."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
@@ -134,7 +142,9 @@ def analyze_workload(
     notes: tuple[str, ...] = ()
     if profile:
         measured, notes = profile_workload(adapter, fn, args, keywords, trace, trace_options, profile_runs)
-    return analyze_gap(estimate_trace(trace), measurement, hardware, profile=measured, profile_notes=notes)
+    estimate = estimate_trace(trace)
+    expected = None if calibration is None else expected_time(estimate, calibration, floor_seconds)
+    return analyze_gap(estimate, measurement, hardware, profile=measured, profile_notes=notes, expected=expected)
 
 
 def profile_workload(
@@ -158,3 +168,43 @@ def profile_workload(
     except Exception as error:  # the profiler is an extra: its failure is said, never fatal
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
         return None, (f"no measured time per kernel: the profiled pass failed ({type(error).__name__}: {reason})",)
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The framework floor: a tiny run's time beyond its kernels' expected time."""
+
+    seconds: float
+    observed_seconds: float
+    kernel_seconds: float
+
+    def note(self) -> str:
+        return (
+            f"framework floor {format_seconds(self.seconds)}: a tiny-input run took "
+            f"{format_seconds(self.observed_seconds)}, "
+            f"its kernels are expected to take {format_seconds(self.kernel_seconds)}"
+        )
+
+
+def framework_floor(
+    adapter: FrameworkAdapter,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None,
+    calibration: KernelCalibration,
+    *,
+    trace_options: Mapping[str, Any] | None = None,
+    benchmark_options: Mapping[str, Any] | None = None,
+    repeats: int = 20,
+) -> Floor:
+    """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
+    what its kernels do not explain: the framework's own cost per run, which does not grow with
+    the batch (never below 0)."""
+    keywords = dict(kwargs or {})
+    measurement = time_workload(
+        adapter, fn, tuple(args), keywords, warmup=5, repeats=repeats, options=benchmark_options
+    )
+    trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)
+    kernels = expected_time(estimate_trace(trace), calibration, None, machine={}).kernel_seconds
+    observed = measurement.median_seconds
+    return Floor(max(0.0, observed - kernels), observed, kernels)

@@ -39,8 +39,8 @@ def _calibration(framework: str, path: str | None, progress: Progress, recalibra
 
 def run_predict(args: argparse.Namespace) -> int:
     from ..adapters import adapter_for
-    from ..analysis.expected import expected_time, framework_floor
-    from ..analysis.workload import trace_workload
+    from ..analysis.expected import expected_time
+    from ..analysis.workload import framework_floor, trace_workload
     from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
     from ..report.expected_text import expected_line, expected_table, flag_lines

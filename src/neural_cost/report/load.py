@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
+from ..analysis.expected import Expected
 from ..analysis.gap import DEFAULT_COVERAGE_THRESHOLD, SCHEMA, GapReport, analyze_gap
 from ..core.attrs import FrozenAttrs
 from ..core.coverage import Coverage, LoopAssumption
@@ -144,13 +145,21 @@ def report_from_dict(data: Any, where: str = "report") -> GapReport:
     profile_data = data.get("profile")  # a profiled pass: the rows' measured times are recomputed from it
     profile = None if profile_data is None else _build(where, "profile", lambda: Profile.from_dict(profile_data))
     notes = tuple(data.get("profile_notes", ()))
+    expected_data = data.get("expected")  # stored whole: the kernel model it came from is not in the file
+    expected = None if expected_data is None else _build(where, "expected", lambda: Expected.from_dict(expected_data))
     analysis = data.get("analysis") or {}
     threshold = analysis.get("coverage_threshold", DEFAULT_COVERAGE_THRESHOLD)
     report = _build(
         where,
         "estimate, measurement and hardware",
         lambda: analyze_gap(
-            estimate, measurement, hardware, coverage_threshold=threshold, profile=profile, profile_notes=notes
+            estimate,
+            measurement,
+            hardware,
+            coverage_threshold=threshold,
+            profile=profile,
+            profile_notes=notes,
+            expected=expected,
         ),
     )
     _check_finite(report, where)

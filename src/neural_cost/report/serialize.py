@@ -69,6 +69,7 @@ def report_to_dict(report: GapReport) -> dict[str, Any]:
         },
         "profile": report.profile.to_dict() if report.profile is not None else None,
         "profile_notes": list(report.profile_notes),
+        "expected": report.expected.to_dict() if report.expected is not None else None,
         "findings": [f.to_dict() for f in report.findings],
         "operation_rows": [r.to_dict() for r in report.operation_rows],
         "scope_rows": [r.to_dict() for r in report.scope_rows],

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.utilization import batch_input
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
+from .expected_text import expected_line, flag_lines
 from .kernel_text import bound_line, communication_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
 from .memory_text import memory_lines
@@ -257,7 +258,10 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
         lines.append(comm)
     lines += memory_lines(report)  # one device's memory, for a distributed program
     lines += level_lines(report)
-    lines += [_floor_line(report), _observed_line(report), _efficiency_line(report)]
+    lines.append(_floor_line(report))
+    if report.expected is not None:  # between the bound and the observed time
+        lines += [*flag_lines(report.expected), expected_line(report.expected, report.observed_seconds)]
+    lines += [_observed_line(report), _efficiency_line(report)]
     traffic = "compiled" if report.estimate.kernels else "unfused"
     lines.append(
         f"achieved: {format_si(report.achieved_flops_per_second, 'FLOP/s')}, "

@@ -354,6 +354,23 @@ COMMUNICATION = record(
         "measured_by": nullable(TEXT),
     },
 )
+EXPECTED_ROW = record(
+    {"name": TEXT, "class": NAME, "executions": WORK, "seconds": SECONDS, "bound_seconds": SECONDS, "basis": NAME},
+    {"index": nullable(WORK), "measured_seconds": nullable(SECONDS)},
+)
+# The expected time from a kernel model (``analysis/expected.py``): stored, since the calibration is not.
+EXPECTED = record(
+    {"seconds": SECONDS, "kernel_seconds": SECONDS, "rows": array(EXPECTED_ROW)},
+    {
+        "floor_seconds": nullable(SECONDS),
+        "framework": TEXT,
+        "median_error": nullable(NUMBER),
+        "p90_error": nullable(NUMBER),
+        "calibration_date": TEXT,
+        "notes": array(TEXT),
+        "flags": array(TEXT),
+    },
+)
 REPORT_V2_ADDITIONS = record(
     {
         "estimate": record(
@@ -393,6 +410,7 @@ REPORT_V2_ADDITIONS = record(
         "scope_rows": array(MEASURED_ROW),
         "profile": nullable(PROFILE),
         "profile_notes": array(TEXT),
+        "expected": nullable(EXPECTED),
     },
 )
 

@@ -1,0 +1,220 @@
+"""Expected time against measured time on the held-out zoo (``heldout_models.py``), issue 17.
+
+For each model and each of its two batch sizes: the workload is timed and traced through
+``analyze_workload`` (no profiler pass), and one line gives the observed median, the kernel
+bound, the expected time of the calibrated model and |expected − measured| / measured. The
+expected time comes from the trace, the framework's kernel calibration and the program's
+framework floor (one batch-1 run) only — never from the timed runs it is compared with.
+Then the "predict" check: at a batch size not run before, the expected time from the trace
+alone, and only then the measured time at that batch.
+
+Thresholds (issue 17): median error ≤ 10% and none above 25% over the (model, batch) rows;
+predict within 15% at every unseen batch. They are printed as met or not; the script always
+exits 0 (figures, not a test).
+
+    .venv/bin/python -m pip install -r requirements/bench.txt   # once: transformers
+    .venv/bin/python benchmarks/expected_time.py [--models gpt2,lstm] [--quick]
+
+``--quick`` measures only the first batch size of each model (the predict check still runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from heldout_models import BY_NAME, MODELS, HeldoutModel
+
+from neural_cost.adapters import adapter_for
+from neural_cost.analysis.workload import analyze_workload, time_workload, trace_workload
+from neural_cost.costs.estimate import estimate_trace
+
+MEDIAN_LIMIT, MAX_LIMIT, PREDICT_LIMIT = 0.10, 0.25, 0.15
+
+
+@dataclass
+class Row:
+    model: str
+    batch: int
+    measured: float
+    expected: float | None
+    predicted: bool = False  # the unseen batch: expected computed before the program was timed
+
+    @property
+    def error(self) -> float | None:
+        return None if self.expected is None else abs(self.expected - self.measured) / self.measured
+
+
+def expected_api() -> tuple[dict[str, Callable[..., Any]] | None, str]:
+    """The lead's expected-time functions, or None and why they cannot be used yet."""
+    try:
+        from neural_cost.analysis import expected, workload
+        from neural_cost.analysis.calibrate_kernels import kernel_calibration
+    except ImportError as error:
+        return None, f"(model not built yet: {error})"
+    floor = getattr(workload, "framework_floor", None) or getattr(expected, "framework_floor", None)
+    if floor is None:
+        return None, "(model not built yet: no framework_floor in analysis.workload or analysis.expected)"
+    return {"calibration": kernel_calibration, "expected": expected.expected_time, "floor": floor}, ""
+
+
+def ms(seconds: float | None) -> str:
+    return "       —" if seconds is None else f"{seconds * 1e3:8.2f}"
+
+
+def percent(error: float | None) -> str:
+    return "     —" if error is None else f"{error * 100:5.1f}%"
+
+
+class Expectation:
+    """Expected seconds of a model's traces: its framework's kernel calibration (cached per
+    machine and framework, else calibrated once) and the program's own framework floor (one
+    batch-1 run), or the reason there are none."""
+
+    def __init__(self, api: dict[str, Callable[..., Any]] | None, reason: str) -> None:
+        self.api, self.reason = api, reason
+        self.calibrations: dict[str, Any] = {}
+
+    def calibration(self, adapter: Any) -> Any:
+        assert self.api is not None
+        framework = adapter.framework
+        if framework not in self.calibrations:
+            calibration = self.api["calibration"](adapter)
+            self.calibrations[framework] = calibration
+            print(
+                f"  {framework} calibration of {calibration.date}: cross-validated error median "
+                f"{percent(calibration.median_error)}, p90 {percent(calibration.p90_error)}",
+                flush=True,
+            )
+        return self.calibrations[framework]
+
+    def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], float | None]:
+        """A function from a trace's cost estimate to its expected seconds (None without a model);
+        the notes and flags of the first expected time are printed once."""
+        if self.api is None:
+            return lambda estimate: None
+        try:
+            calibration = self.calibration(adapter)
+            fn, args, kwargs, trace_options = model.build(1)
+            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options)
+        except Exception as error:
+            self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
+            print(f"  {model.name}: expected {self.reason}", flush=True)
+            return lambda estimate: None
+        print(f"  {model.name}: {floor.note()}", flush=True)
+        expected_time, said = self.api["expected"], []
+
+        def expected_of(estimate: Any) -> float:
+            expected = expected_time(estimate, calibration, floor_seconds=floor.seconds)
+            if not said:
+                said.append(True)
+                for line in (*expected.flags, *expected.notes):
+                    print(f"  {model.name}: {line}", flush=True)
+            return float(expected.seconds)
+
+        return expected_of
+
+
+def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup: int, repeats: int) -> list[Row]:
+    adapter = adapter_for(model.framework)
+    expected_of = expectation.for_model(model, adapter)
+    rows = []
+    for batch in model.batches[:1] if quick else model.batches:
+        fn, args, kwargs, trace_options = model.build(batch)
+        report = analyze_workload(
+            adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False
+        )
+        # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
+        row = Row(model.name, batch, report.observed_seconds, expected_of(report.estimate))
+        rows.append(row)
+        print(
+            f"{model.name:13s} {batch:5d}  {ms(row.measured)}  {ms(report.kernel_bound_seconds)}  "
+            f"{ms(row.expected)}  {percent(row.error)}",
+            flush=True,
+        )
+    # predict: the expected time from the trace alone, before this batch is ever timed
+    fn, args, kwargs, trace_options = model.build(model.unseen_batch)
+    expected = expected_of(estimate_trace(trace_workload(adapter, fn, args, kwargs, trace_options)))
+    measurement = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
+    row = Row(model.name, model.unseen_batch, measurement.median_seconds, expected, predicted=True)
+    rows.append(row)
+    print(
+        f"{model.name:13s} {model.unseen_batch:5d}* {ms(row.measured)}  {'':8s}  {ms(row.expected)}  "
+        f"{percent(row.error)}",
+        flush=True,
+    )
+    return rows
+
+
+def summarize(rows: list[Row], reason: str) -> None:
+    scored = [row for row in rows if not row.predicted and row.error is not None]
+    predicted = [row for row in rows if row.predicted and row.error is not None]
+    if not scored and not predicted:
+        print(f"\nexpected: {reason or '(no expected times)'}")
+        return
+    print("\nper model (measured batches): median / max error")
+    for name in dict.fromkeys(row.model for row in scored):
+        errors = [row.error for row in scored if row.model == name and row.error is not None]
+        print(f"  {name:13s} {percent(statistics.median(errors))} / {percent(max(errors))}")
+    if scored:
+        errors = [row.error for row in scored if row.error is not None]
+        median, worst = statistics.median(errors), max(errors)
+        print(
+            f"all {len(errors)} rows: median {percent(median)} (limit {MEDIAN_LIMIT:.0%}: "
+            f"{'met' if median <= MEDIAN_LIMIT else 'NOT met'}), max {percent(worst)} "
+            f"(limit {MAX_LIMIT:.0%}: {'met' if worst <= MAX_LIMIT else 'NOT met'})"
+        )
+    if predicted:
+        errors = [row.error for row in predicted if row.error is not None]
+        worst = max(errors)
+        print(
+            f"predict at {len(errors)} unseen batches: median {percent(statistics.median(errors))}, max "
+            f"{percent(worst)} (limit {PREDICT_LIMIT:.0%} each: {'met' if worst <= PREDICT_LIMIT else 'NOT met'})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(model.name for model in MODELS))
+    parser.add_argument("--quick", action="store_true", help="one batch size per model")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=20)
+    options = parser.parse_args()
+    unknown = [name for name in options.models.split(",") if name not in BY_NAME]
+    if unknown:
+        print(f"unknown models {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+        return
+    api, reason = expected_api()
+    if api is None:
+        print(f"expected: {reason}")
+    expectation = Expectation(api, reason)
+    print(f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  (ms)")
+    rows: list[Row] = []
+    for name in options.models.split(","):
+        model = BY_NAME[name]
+        if model.needs and importlib.util.find_spec(model.needs) is None:
+            print(f"{name:13s} skipped: needs {model.needs} (pip install -r requirements/bench.txt)")
+            continue
+        try:
+            rows += run_model(model, expectation, options.quick, options.warmup, options.repeats)
+        except Exception as error:  # one model failing is a line, never the end of the run
+            print(
+                f"{name:13s} failed: {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+            )
+    print("(* the unseen batch: expected from the trace before the batch was timed)")
+    summarize(rows, expectation.reason)
+
+
+if __name__ == "__main__":
+    main()
