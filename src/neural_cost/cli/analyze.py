@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NeuralCostError
 from .build import build_workload, chosen_framework, load_build, training_options
@@ -95,6 +95,7 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
                 adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training
             )
         hardware = _hardware(args, adapter, measurement, progress)
+        calibration, floor = _expectation(args, build, adapter, framework, training, progress)
         progress.stage("tracing")  # and then, with --profile, the profiled runs
         return analyze_workload(
             adapter,
@@ -107,7 +108,39 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
             trace_options=training,
             profile=args.profile,
             profile_runs=args.profile_runs,
+            calibration=calibration,
+            floor_seconds=floor,
         )
+
+
+def _expectation(
+    args: argparse.Namespace,
+    build: Any,
+    adapter: FrameworkAdapter,
+    framework: str,
+    training: dict[str, Any],
+    progress: Progress,
+) -> tuple[Any, float | None]:
+    """With ``--expected``: this machine's kernel model (calibrated the first time) and the
+    framework floor from a batch-1 run when ``build`` takes ``batch`` (else none, said in the report)."""
+    if not getattr(args, "expected", False):
+        return None, None
+    from ..analysis.calibrate_kernels import kernel_calibration
+    from ..analysis.workload import framework_floor
+    from .build import takes_batch
+
+    def step(done: int, total: int, name: str) -> None:
+        progress.stage(f"calibrating {framework} kernels {done + 1}/{total}")
+
+    calibration = kernel_calibration(adapter, progress=step)
+    if not takes_batch(build):
+        return calibration, None
+    progress.stage("framework floor (a batch-1 run)")
+    tiny = build_workload(build, 1)
+    floor = framework_floor(
+        adapter, tiny.fn, tiny.args, tiny.kwargs, calibration, trace_options=training, benchmark_options=training
+    )
+    return calibration, floor.seconds
 
 
 def _print_report(args: argparse.Namespace, report: GapReport) -> int:

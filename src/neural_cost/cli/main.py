@@ -221,6 +221,11 @@ def _parser() -> argparse.ArgumentParser:
         "gate; exit 2 when no time was measured)",
     )
     analyze.add_argument("--plot", metavar="PATH", help="also save the roofline plot (.png or .svg)")
+    analyze.add_argument(
+        "--expected",
+        action="store_true",
+        help="add the expected time from this device's kernel model (calibrated the first time: a few minutes)",
+    )
     _add_report_options(analyze)
     _add_profile_options(analyze)
     _add_trace_out(analyze)

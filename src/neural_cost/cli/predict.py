@@ -78,7 +78,7 @@ def run_predict(args: argparse.Namespace) -> int:
     progress.close("done")
     batch = f", batch {args.batch} (build(batch={args.batch}))" if args.batch is not None else ""
     lines = [
-        f"program: {args.target} ({framework}){batch}: {plural(len(expected.rows), 'kernel')} traced, not timed",
+        f"program: {args.target} ({framework}){batch}: {plural(len(expected.rows), 'kernels')} traced, not timed",
         *flag_lines(expected),
         f"calibration: {calibration.framework} kernels on {calibration.hardware.name}, {calibration.date or 'undated'}"
         + ("" if args.calibration is None else f" (from {args.calibration})"),

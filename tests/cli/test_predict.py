@@ -1,0 +1,93 @@
+"""``neural-cost predict`` and ``calibrate --kernels`` from the shell, on a calibration file
+made here by hand (no micro-benchmark runs: the model's numbers are the test's).
+
+The calibration: one class, matmul, whose compute curve is flat at 10 µs up to a roofline of
+1 µs, then 2× its roofline time (knots (-6 - log10 2, -5), (-5, -5 + log10 2)); scored on a spec
+of 1 TFLOP/s and 100 GB/s. The workload is ``torch.nn.Linear(256, 256, bias=False)`` at batch N:
+one ``mm`` kernel of 2·N·256·256 FLOPs. At N = 4096: 536,870,912 FLOPs → 536.87 µs at the peak,
+past the last knot (slope 1): expected 2 × 536.87 µs = 1.07374 ms. Its memory side (4·(N·256·2 +
+256²) = 8,650,752 B → 86.5 µs at 100 GB/s) through the same curve is less.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from neural_cost.cli.main import main
+from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration, save_calibration
+from neural_cost.hardware.spec import HardwareSpec
+
+pytest.importorskip("torch")
+
+BUILD = """
+import torch
+
+def build(batch=4):
+    torch.manual_seed(0)
+    return torch.nn.Linear(256, 256, bias=False).eval(), (torch.randn(batch, 256),)
+
+def fixed():
+    return torch.nn.Linear(256, 256, bias=False).eval(), (torch.randn(4, 256),)
+"""
+SPEC = HardwareSpec("hand spec", peak_flops=1e12, memory_bandwidth=100e9, kind="cpu")
+CURVE = Curve((-6 - math.log10(2), -5.0), (-5.0, -5 + math.log10(2)))
+
+
+def _calibration(tmp_path, machine=None):
+    from neural_cost.analysis.expected import installed_versions
+
+    model = ClassModel("matmul", CURVE, None, points=12, median_error=0.08, p90_error=0.2)
+    calibration = KernelCalibration(
+        "torch", SPEC, {"matmul": model}, machine=machine or {}, versions=installed_versions("torch"),
+        date="2026-12-01", median_error=0.08, p90_error=0.2,
+    )  # fmt: skip
+    return save_calibration(calibration, tmp_path / "cal.json")
+
+
+@pytest.fixture()
+def script(tmp_path):
+    path = tmp_path / "bench.py"
+    path.write_text(BUILD)
+    return path
+
+
+def test_predict_at_another_batch_from_the_trace(tmp_path, script, capsys):
+    cal = _calibration(tmp_path)
+    out = tmp_path / "expected.json"
+    argv = ["predict", f"{script}:build", "--batch", "4096", "--calibration", str(cal), "--no-floor"]
+    assert main([*argv, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "batch 4096 (build(batch=4096))" in text and "not timed" in text
+    assert "expected: 1.074 ms (calibrated model; ±8% on its own held-out calibration points)" in text
+    expected = json.loads(out.read_text())["expected"]
+    assert expected["seconds"] == pytest.approx(2 * 2 * 4096 * 256 * 256 / 1e12)
+    (row,) = expected["rows"]
+    assert (row["class"], row["basis"], row["executions"]) == ("matmul", "model", 1)
+    assert "WARNING" not in text  # this machine's key is not compared when the file has none
+
+
+def test_a_calibration_from_another_machine_is_flagged(tmp_path, script, capsys):
+    cal = _calibration(tmp_path, machine={"cpu_model": "Some Other CPU", "logical_cpus": 999})
+    assert main(["predict", f"{script}:build", "--calibration", str(cal), "--no-floor"]) == 0
+    text = capsys.readouterr().out
+    assert "WARNING: calibrated on another machine (Some Other CPU, 2026-12-01)" in text
+
+
+def test_batch_needs_a_build_that_takes_it(tmp_path, script, capsys):
+    cal = _calibration(tmp_path)
+    assert main(["predict", f"{script}:fixed", "--batch", "8", "--calibration", str(cal)]) == 2
+    err = capsys.readouterr().err
+    assert "takes no batch argument" in err and "def fixed(batch=8)" in err
+
+
+def test_a_missing_calibration_file_is_a_clear_error(tmp_path, script, capsys):
+    assert main(["predict", f"{script}:build", "--calibration", str(tmp_path / "none.json")]) == 2
+    assert "no such kernel calibration file" in capsys.readouterr().err
+
+
+def test_calibrate_without_kernels_says_what_it_does(capsys):
+    assert main(["calibrate"]) == 2
+    assert "pass --kernels" in capsys.readouterr().err
