@@ -128,6 +128,23 @@ def test_devices_from_collectives_scale_the_step_not_the_ratio():
     assert (given.devices, given.model_flops) == (16, 16_834_560) and given.mfu == pytest.approx(0.210432)
 
 
+def test_a_partitioned_program_is_one_device_s_share():
+    # A sharded jit's trace (devices=8: each record is one device's share) with no collective
+    # record: the step is 8 × 1,576,960 = 12,615,680 model FLOPs (hardware 8 × 2,101,248 =
+    # 16,809,984) on 8 × 1 TFLOP/s for 5 µs (40,000,000): MFU 0.315392, one device's own ratio.
+    report = analyze_gap(estimate_operations(STEP, devices=8), OBSERVED, SPEC)
+    assert report.estimate.devices == 8
+    u = report.utilization
+    assert (u.devices, u.model_flops, u.hardware_flops) == (8, 12_615_680, 16_809_984)
+    assert u.mfu == pytest.approx(0.315392) and u.hfu == pytest.approx(0.4202496)
+    # a collective over 4 of the 8 devices does not make the program 4 devices'
+    psum = Operation(
+        "psum", "collective", ((64, 64),), (64, 64), "float32", attrs={"collective": "all_reduce", "group_size": 4}
+    )
+    grouped = analyze_gap(estimate_operations((*STEP, psum), devices=8), OBSERVED, SPEC).utilization
+    assert grouped.devices == 8 and grouped.model_flops == 8 * (1_576_960 + 3 * 4_096 // 4)  # + 3/4·4,096 adds
+
+
 def test_devices_given_for_a_whole_step_divide_it():
     # No collectives: the trace is the whole step, spread over the 4 devices given:
     # 1,576,960 / (5e-6 · 1e12 · 4) = 0.078848.

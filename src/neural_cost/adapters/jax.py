@@ -43,7 +43,7 @@ from ._jax.profile import profile_executable
 from ._jax.program import read_kernels
 from ._jax.walker import Walker, scope_path
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, reject_options, require_modeled
+from .base import FrameworkAdapter, MicroProgram, reject_options, require_modeled
 
 del _jax
 
@@ -154,7 +154,8 @@ class JaxAdapter(FrameworkAdapter):
             elif executable is not None:
                 cross_check = executable.cross_check()
         return Trace(
-            operations=operations + program.operations,  # the partitioner's collectives, from the HLO
+            # one device's records when the program is partitioned, then the partitioner's collectives
+            operations=(program.records or operations) + program.operations,
             coverage=coverage,
             input_shapes=_input_shapes(positional, kwargs, skip, returned),
             loop_assumptions=tuple(state.loops),
@@ -247,6 +248,13 @@ class JaxAdapter(FrameworkAdapter):
         dynamic = _on_device(tuple(a for i, a in enumerate(positional) if i not in static))
         program = (model, positional, kwargs, static)
         return profile_executable(self.executables, program, dynamic, _on_device(kwargs), trace=trace, runs=runs)
+
+    def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
+        """Jitted micro-programs per XLA kernel kind (``_jax/microbench.py``); each kernel of a
+        program is timed from the profiler (``kernel_timing`` "profile")."""
+        from ._jax.microbench import jax_microbenchmarks
+
+        return jax_microbenchmarks(quick)
 
     # -- hardware ---------------------------------------------------------------------------
     def workload_options(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,12 @@ execute, the activations a checkpointed step recomputes in its backward included
 - ``peak``: the peak of ``dtype``, the dtype that carries the most matmul, linear, convolution
   and attention FLOPs (what a device's peak is quoted for); the dtype with most FLOPs when the
   step has none of those.
-- ``devices``: the largest ``group_size`` among the step's collectives (1 without any), or as
-  given. A trace with collectives is one device's program (a collective record is one device's
-  share), so the step's FLOPs are its FLOPs × devices; a trace without is the whole step (a
-  single device's, or a global ``jit`` spread over the ``devices`` given).
+- ``devices``: the devices a partitioned program runs on (``estimate.devices``: a sharded JAX
+  ``jit``, whose records are one device's share, or a ``shard_map``); else the largest
+  ``group_size`` among the step's collectives (a PyTorch rank's trace); else 1; or as given.
+  A trace of either kind is one device's program (a collective record is one device's share
+  too), so the step's FLOPs are its FLOPs × devices; a trace of neither is the whole step (a
+  single device's, or spread over the ``devices`` given).
 
 MFU = model FLOPs / (observed × peak × devices); HFU the same with the hardware FLOPs. A
 report has them for a training step only — one with a backward: JAX records labeled
@@ -149,8 +151,9 @@ def _most(totals: dict[str, int]) -> str | None:
 
 
 def utilization(report: GapReport, devices: int | None = None) -> Utilization | None:
-    """MFU and HFU of ``report``'s step on ``devices`` (default: its collectives' largest group);
-    None when the step has no backward (inference) or no FLOPs."""
+    """MFU and HFU of ``report``'s step on ``devices`` (default: the devices its partitioned
+    program runs on, else its collectives' largest group); None when the step has no backward
+    (inference) or no FLOPs."""
     if devices is not None and (type(devices) is not int or devices < 1):
         raise RecordError(f"utilization: devices={devices!r} must be a positive integer (the devices the step ran on)")
     estimate = report.estimate
@@ -163,8 +166,8 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
     dtype = matrix or _most(_flops_by_dtype(rows))
     if dtype is None:
         return None
-    grouped = collective_devices(estimate)
-    scale = grouped or 1  # a trace with collectives is one device's program: the step is devices × it
+    grouped = estimate.devices if estimate.devices > 1 else collective_devices(estimate)
+    scale = grouped or 1  # one device's program (partitioned, or with collectives): the step is devices × it
     if devices is None:
         devices = scale
     else:

@@ -118,6 +118,7 @@ def estimate_operations(
         cross_check=cross_check,
         kernels=with_record_flops(check_kernels(kernels, len(rows), "estimate"), rows),
         kernel_source=kernel_source,
+        devices=devices,
     )
 
 

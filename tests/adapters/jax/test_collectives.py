@@ -202,7 +202,10 @@ def test_data_parallel_gradient_all_reduce(measured):
     index = len(summary["rows"]) - 1  # appended after the jaxpr's records; its kernel owns it
     (kernel,) = [k for k in summary["kernels"] if index in k[2]]
     assert kernel[1] == "all-reduce" and kernel[2] == [index] and kernel[3] == {"float32": 2_688}
-    assert any("records outside shard_map are counted at global shapes" in note for note in summary["notes"])
+    assert (
+        "partitioned over 8 devices: records are one device's share, shapes read from the partitioned HLO"
+        in (summary["notes"])
+    )
 
 
 def test_tensor_parallel_activation_all_reduce(measured):

@@ -25,22 +25,26 @@ Executions multiply down the loop nest: a while body runs ``trips`` times, its c
 walker used for the jaxpr loop at the same scope, in program order (``loops``: the trace's
 loop assumptions), else ``default_trip_count`` with a note. A conditional runs its heaviest
 branch (by traffic), as the walker costs its costliest one; the others are listed with 0
-executions. The records each kernel executes come from ``hlo_map.assign``.
+executions. The records each kernel executes come from ``hlo_map.assign``; in a partitioned
+module each mark carries one device's shapes of its instruction and operands, and the mesh the
+values are cut over is the executable's (``sharded.mesh_of``), for ``sharded.py``. XLA joins
+the ``op_name``s of the equations it folded into one instruction with ``;``: each is a mark.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...core.errors import AdapterError
 from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
-from .hlo_map import MARKER_OPCODES, Mark, Site, assign, parse_op_name
-from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, parse_hlo
+from .hlo_map import MARKER_OPCODES, Mark, Site, assign, in_shard_map, parse_op_name
+from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays, parse_hlo
 from .ops_collectives import COLLECTIVES
+from .sharded import mesh_of
 
 __all__ = [
     "CompiledKernels", "OpNameParser", "WhileLoop", "collective_of", "compiled_kernels", "hlo_text", "read_sites",
@@ -88,6 +92,10 @@ class CompiledKernels:
     notes: tuple[str, ...]
     #: The module the kernels were read from (its collectives' shapes and groups, for ``program.py``).
     module: HloModule | None = None
+    #: A partitioned module's instruction each placed record is computed by (one device's shapes).
+    placed: dict[int, Mark] = field(default_factory=dict)
+    #: The axis sizes a partitioned module's values are cut over (``sharded.mesh_of``); () for one device.
+    mesh: tuple[int, ...] = ()
 
     @property
     def traffic_bytes(self) -> int:
@@ -143,6 +151,8 @@ class _Walk:
         self.loops: list[tuple[str, int, str, str | None]] = []
         self.notes: list[str] = []
         self.while_index = 0
+        #: A partitioned module's marks carry one device's shapes (``hlo_map.fits``).
+        self.partitioned = module.partitions * module.replicas > 1
 
     def computation(self, name: str, executions: int, body: bool = False) -> None:
         instructions = self.module.computations[name]
@@ -219,11 +229,12 @@ class _Walk:
             kernel.name, kernel.opcode, traffic, footprint, executions, self.module.source(kernel), kernel.nbytes
         )
         if kernel.op_name:
-            computes = kernel.opcode != "fusion"
-            scope, names = self.parse(kernel.op_name)
+            marks = self._marks_of(kernel, defined, kernel.opcode != "fusion")
             collective = collective_of(self.module, kernel) is not None
-            if not collective or (names and names[0] in COLLECTIVES):  # a partitioner's collective claims nothing
-                site.marks.append(Mark(scope, names, computes, kernel.nbytes, site.source))
+            if not collective or (marks[0].names and marks[0].names[0] in COLLECTIVES):  # a partitioner's: none
+                site.marks.extend(marks)
+        if self.partitioned:
+            site.own = self._marks_of(kernel, defined, True, "")[0]
         if kernel.opcode == "fusion":
             self._marks(kernel.calls("calls"), site.marks)
         return site
@@ -232,13 +243,33 @@ class _Walk:
         """Every instruction's key inside a fusion, nested fusions included (not a reduction's
         combiner: its scalar parameters carry the bare primitive name)."""
         for name in computations:
-            for instruction in self.module.computations.get(name, ()):
+            instructions = self.module.computations.get(name, ())
+            defined = {i.name: i for i in instructions} if self.partitioned else {}
+            for instruction in instructions:
                 if instruction.op_name and instruction.opcode != "parameter":
-                    scope, names = self.parse(instruction.op_name)
-                    computes = instruction.opcode not in MARKER_OPCODES
-                    marks.append(Mark(scope, names, computes, instruction.nbytes, self.module.source(instruction)))
+                    marks.extend(self._marks_of(instruction, defined, instruction.opcode not in MARKER_OPCODES))
                 if instruction.opcode == "fusion":
                     self._marks(instruction.calls("calls"), marks)
+
+    def _marks_of(
+        self, instruction: Instruction, defined: dict[str, Instruction], computes: bool, op_name: str | None = None
+    ) -> list[Mark]:
+        """``instruction``'s keys, one per equation its ``op_name`` names (XLA joins the names of
+        the equations it folded into one instruction with ``;``); in a partitioned module, with
+        one device's shapes of it and of its operands."""
+        op_name = (instruction.op_name or "") if op_name is None else op_name
+        parts = op_name.split(";") if self.parse is parse_op_name else [op_name]  # TF's parser reads its own
+        found = [self.parse(part) for part in parts if part] or [(None, ())]
+        marks = [
+            Mark(scope, names, computes, instruction.nbytes, self.module.source(instruction)) for scope, names in found
+        ]
+        if not self.partitioned:
+            return marks
+        operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
+        dims = tuple(dims for _, dims in arrays(instruction.shape))
+        operand_dims = tuple(held[0][1] if len(held) == 1 else None for held in operands)
+        inside = in_shard_map(op_name)
+        return [replace(mark, dims=dims, operand_dims=operand_dims, per_device=inside) for mark in marks]
 
     def _partial_reads(self, kernel: Instruction) -> dict[int, int]:
         """``{operand position: bytes read}`` for the operands a kernel reads only in part: the
@@ -387,5 +418,7 @@ def compiled_kernels(
     except ValueError as error:
         raise AdapterError(f"the compiled program's HLO cannot be read: {error}") from error
     sites, trips, notes = read_sites(module, loops=loops, trip_count=trip_count, default_trip_count=default_trip_count)
-    kernels, unmapped, duplicated = assign(sites, operations)
-    return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes), module)
+    placed: dict[int, Mark] = {}
+    mesh = mesh_of(compiled, module.partitions * module.replicas)
+    kernels, unmapped, duplicated = assign(sites, operations, mesh, placed)
+    return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes), module, placed, mesh)

@@ -27,7 +27,16 @@ the key, the first of equals (XLA duplicated a producer into several fusions, or
 equations into one instruction); the other kernels holding it are listed. (3) A record whose
 name matches no instruction (a library op counted as one record: gelu, a norm) goes to the
 first kernel holding an instruction at its scope that no record explains, else to the first
-holding its scope. Anything else is unmapped.
+holding its scope. Anything else is unmapped. An instruction XLA made of several equations
+carries their ``op_name``s joined by ``;`` (``.../mul;.../broadcast_in_dim``): it holds each key.
+
+A partitioned module (``jit`` with shardings) is one device's program: its instructions hold one
+device's part of each record's global output, so there a record also fits an instruction of its
+key whose result is such a part (``fits``; ``sharded.device_shape``: each dim of the record's
+cut by mesh axes of its own — a mesh of one axis of 8 cuts one dim by 8, never one by 4 — and
+laid out as XLA laid it, neighbouring dims merged) with an operand at each input's position
+that holds that input or a part of it. ``assign`` then says which instruction computes each
+record (``placed``), whose shapes ``sharded.py`` gives the record.
 """
 
 from __future__ import annotations
@@ -35,12 +44,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...core.kernels import Kernel
 from ...core.records import Operation
+from .sharded import holds_share
 
-__all__ = ["MARKER_OPCODES", "Mark", "Site", "assign", "parse_op_name"]
+__all__ = ["MARKER_OPCODES", "Mark", "Site", "assign", "fits", "flops_of", "in_shard_map", "parse_op_name"]
 
 _WRAPPED = re.compile(r"^([A-Za-z_][\w.\-]*)\((.*)\)$", re.DOTALL)
 _JIT = frozenset({"jit", "pjit", "xla_pmap", "pmap"})
@@ -115,6 +125,19 @@ def parse_op_name(op_name: str) -> tuple[str | None, tuple[str, ...]]:
     return ("/".join(kept) or None), tuple(names)
 
 
+def in_shard_map(op_name: str) -> bool:
+    """Whether ``op_name`` names an equation of a ``shard_map`` (or ``pmap``) body, whose shapes
+    are already one device's."""
+    for segment in _segments(op_name)[:-1]:
+        while (wrapped := _WRAPPED.match(segment)) is not None:
+            if wrapped.group(1) in ("xla_pmap", "pmap"):
+                return True
+            segment = wrapped.group(2)
+        if segment == "shard_map":
+            return True
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Mark:
     """One instruction's key inside a kernel; ``computes`` is False for a marker opcode."""
@@ -126,6 +149,11 @@ class Mark:
     nbytes: int | None = None
     #: The user's line that made it (``model.py:42``), the ``source`` a shared record's attrs carry.
     source: str | None = None
+    #: Read only when the module is partitioned: one device's dims of each array of the result,
+    #: and of each operand (None: a tuple or unknown), and whether it sits in a ``shard_map``.
+    dims: tuple[tuple[int, ...], ...] = ()
+    operand_dims: tuple[tuple[int, ...] | None, ...] = ()
+    per_device: bool = False
 
 
 @dataclass(slots=True)
@@ -140,6 +168,8 @@ class Site:
     source: str | None
     result_bytes: int = 0
     marks: list[Mark] = field(default_factory=list)
+    #: The kernel's own instruction as a mark without key (a partitioned module's orphans' shapes).
+    own: Mark | None = None
 
     def scopes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(m.scope for m in self.marks if m.scope))
@@ -149,10 +179,18 @@ Key = tuple[str | None, str]
 
 
 def assign(
-    sites: Sequence[Site], operations: Sequence[Operation]
+    sites: Sequence[Site],
+    operations: Sequence[Operation],
+    mesh: Sequence[int] = (),
+    placed: dict[int, Mark] | None = None,
 ) -> tuple[tuple[Kernel, ...], tuple[int, ...], tuple[tuple[int, tuple[str, ...]], ...]]:
     """``(kernels, unmapped record indices, duplicated)``: each record index lands in exactly one
-    kernel or in ``unmapped``; ``duplicated`` lists ``(record, other kernels holding its key)``."""
+    kernel or in ``unmapped``; ``duplicated`` lists ``(record, other kernels holding its key)``.
+    In a module partitioned over ``mesh`` (its axis sizes; a device count's prime factors when
+    the mesh is unknown) an instruction may hold one device's share of a record's output
+    (``fits``); ``placed``, when given, receives for each placed record the instruction that
+    computes it, whose shapes are one device's."""
+    placed = {} if placed is None else placed
     queues: dict[Key, deque[int]] = defaultdict(deque)
     for index, op in enumerate(operations):
         queues[(op.scope, op.name)].append(index)
@@ -179,25 +217,36 @@ def assign(
                 also_in[last_claimed[key]].append(site.name)
             # only present (no mark computes): at most one record, by its first mark's line
             for mark in marks or holders[key][s][:1]:
-                taken = _take(queue, operations, mark, site.executions) if queue else None
+                taken = _take(queue, operations, mark, site.executions, mesh) if queue else None
                 if taken is not None:
                     last_claimed[key] = taken
                     claimed[s].append(taken)
+                    placed[taken] = mark
     for key, queue in queues.items():  # pass 2: leftovers of a key some kernel holds
         for index in list(queue) if key in holders else ():
-            orphan = _orphan(sites, claimed, operations[index])
-            claimed[_holder(sites, holders[key], operations[index]) if orphan is None else orphan].append(index)
+            op = operations[index]
+            orphan = _orphan(sites, claimed, op, mesh)
+            holder = _holder(sites, holders[key], op, mesh) if orphan is None else orphan
+            claimed[holder].append(index)
             queue.remove(index)
+            own = sites[holder].own
+            found = _fitting(holders[key][holder] if orphan is None else [own] if own else [], op, mesh)
+            if found is not None:
+                placed[index] = found
     unmapped: list[int] = []
     for key, queue in queues.items():  # pass 3: one record for a library op's several equations
         for index in queue:
-            holder = _scope_holder(sites, explained, key[0])
-            (unmapped if holder is None else claimed[holder]).append(index)
+            scope_holder = _scope_holder(sites, explained, key[0])
+            (unmapped if scope_holder is None else claimed[scope_holder]).append(index)
+            at_scope = [m for m in sites[scope_holder].marks if m.scope == key[0]] if scope_holder is not None else []
+            found = _fitting(at_scope, operations[index], mesh, inputs=False)
+            if found is not None:  # a library op's record: no instruction's operands are its inputs
+                placed[index] = replace(found, operand_dims=())
     kernels = tuple(
         Kernel(
             site.name,
             tuple(sorted(claimed[s])),
-            _flops(operations, claimed[s]),
+            flops_of(operations, claimed[s]),
             site.traffic_bytes,
             site.footprint_bytes,
             site.executions,
@@ -222,20 +271,40 @@ def _scopes(site: Site, operations: Sequence[Operation], indices: Sequence[int])
     return tuple(found)
 
 
-def _match(op: Operation, marks: Sequence[Mark], executions: int) -> tuple[bool, bool, bool]:
+def fits(mark: Mark, op: Operation, mesh: Sequence[int] = (), inputs: bool = True) -> bool:
+    """Whether ``mark``'s result is ``op``'s output, by size — or, in a module partitioned over a
+    mesh of these axis sizes, one device's share of it (``sharded.holds_share``; with operands
+    that are its inputs' shares too, unless ``inputs`` is False). A mark inside a ``shard_map``
+    holds per-device shapes, as its record does: only its own size fits."""
+    if mark.nbytes is None:
+        return False
+    if mark.nbytes == op.output_bytes:
+        return True
+    return bool(mesh) and not mark.per_device and holds_share(mark, op, mesh, inputs)
+
+
+def _fitting(marks: Sequence[Mark], op: Operation, mesh: Sequence[int], inputs: bool = True) -> Mark | None:
+    """The first of ``marks`` that computes and fits ``op``, else the first that fits."""
+    found = [mark for mark in marks if fits(mark, op, mesh, inputs)]
+    return next((mark for mark in found if mark.computes), found[0] if found else None)
+
+
+def _match(op: Operation, marks: Sequence[Mark], executions: int, mesh: Sequence[int] = ()) -> tuple[bool, bool, bool]:
     """How well instructions of a kernel that runs ``executions`` times fit record ``op``: by
-    output size, then by the user's line (a record whose name another shares carries it as
-    ``source``), then by count (a function called before a loop and inside it makes records of
-    one key that run once and ``trips`` times, as do their kernels)."""
+    output size (``fits``), then by the user's line (a record whose name another shares carries
+    it as ``source``), then by count (a function called before a loop and inside it makes
+    records of one key that run once and ``trips`` times, as do their kernels)."""
     source = op.attrs.get("source")
     return (
-        any(m.nbytes is not None and m.nbytes == op.output_bytes for m in marks),
+        any(fits(m, op, mesh) for m in marks),
         source is not None and any(m.source == source for m in marks),
         op.count == executions,
     )
 
 
-def _take(queue: deque[int], operations: Sequence[Operation], mark: Mark, executions: int) -> int | None:
+def _take(
+    queue: deque[int], operations: Sequence[Operation], mark: Mark, executions: int, mesh: Sequence[int]
+) -> int | None:
     """The record in ``queue`` (the first ``_LOOKAHEAD``) of ``mark``'s size that best fits it,
     the earliest of equals, taken out of the queue; None when none has its size (XLA split
     ``x / y`` into ``1 / y`` and a multiply, or changed a dtype): pass 2 places the record where
@@ -244,7 +313,7 @@ def _take(queue: deque[int], operations: Sequence[Operation], mark: Mark, execut
     for position, index in enumerate(queue):
         if position >= _LOOKAHEAD:
             break
-        score = _match(operations[index], (mark,), executions)
+        score = _match(operations[index], (mark,), executions, mesh)
         if score[0] and (best is None or score > best_score):
             best, best_score = position, score
             if all(score):
@@ -256,23 +325,26 @@ def _take(queue: deque[int], operations: Sequence[Operation], mark: Mark, execut
     return index
 
 
-def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation) -> int:
+def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation, mesh: Sequence[int]) -> int:
     """The kernel holding ``op``'s key that best fits it, the earliest of equals (XLA duplicated
     a producer into several fusions, or folded two equations into one instruction)."""
     best, best_score = -1, (False, False, False)
     for s, marks in holders.items():
-        score = _match(op, marks, sites[s].executions)
+        score = _match(op, marks, sites[s].executions, mesh)
         if best < 0 or score > best_score:
             best, best_score = s, score
     return best
 
 
-def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation) -> int | None:
+def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh: Sequence[int]) -> int | None:
     """A kernel XLA made without metadata (a backward convolution it rewrote) that computes what
-    ``op`` computes: its opcode does ``op``'s primitive and its result has ``op``'s size."""
+    ``op`` computes: its opcode does ``op``'s primitive and its result has ``op``'s size (or one
+    device's share of it, ``fits``)."""
     for s, site in enumerate(sites):
         computes = op.name in _ORPHAN_OPCODES.get(site.kind, ())
-        if computes and not site.marks and not claimed[s] and site.result_bytes == op.output_bytes:
+        if not computes or site.marks or claimed[s]:
+            continue
+        if site.result_bytes == op.output_bytes or (site.own is not None and fits(site.own, op, mesh)):
             return s
     return None
 
@@ -290,7 +362,8 @@ def _scope_holder(sites: Sequence[Site], explained: list[set[int]], scope: str |
     return fallback
 
 
-def _flops(operations: Sequence[Operation], indices: Sequence[int]) -> dict[str, int]:
+def flops_of(operations: Sequence[Operation], indices: Sequence[int]) -> dict[str, int]:
+    """FLOPs by dtype of the records ``indices`` names, each × its count (a kernel's)."""
     flops: dict[str, int] = {}
     for index in indices:
         op = operations[index]

@@ -19,9 +19,13 @@ its own, appended after the trace's records (``Program.operations``; its index b
 kernel), read from the per-device HLO: inputs the operands' shapes, output the result's (an
 asynchronous ``-start``'s ``-done``), group size from ``replica_groups``, count the kernel's
 executions. A collective whose records the jaxpr already has (a ``shard_map``'s ``psum``:
-its ``op_name`` ends in the primitive) gets none. Records outside ``shard_map`` are counted at
-their jaxpr's global shapes — the whole mesh's work — while collectives are per device: a
-partitioned program's trace says so in a note.
+its ``op_name`` ends in the primitive) gets none.
+
+A partitioned executable (partitions × replicas > 1, ``Program.devices``) is one device's
+program, so its trace is too: every record outside a ``shard_map`` is rewritten to one device's
+share, its shapes read from the instruction that computes it (``sharded.py``; ``Program.records``),
+and the kernels' FLOPs summed again from them. A note says so, and names the records whose
+device shapes cannot be read: they keep their traced (global) shapes.
 """
 
 from __future__ import annotations
@@ -32,15 +36,17 @@ from dataclasses import dataclass, replace
 from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .compiled import Executable
-from .hlo_map import parse_op_name
+from .hlo_map import flops_of, parse_op_name
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays
 from .ops_collectives import COLLECTIVES
+from .sharded import one_device
 
 KERNEL_SOURCE = "XLA optimized HLO of the timed executable (fusions, copies, custom calls; loops multiplied)"
 UNREAD = "no kernels: {why}; the bound scores each record at its unfused traffic"
-GLOBAL_SHAPES = (
-    "partitioned over {n} devices: records outside shard_map are counted at global shapes (the whole mesh's "
-    "work), while collectives are per device"
+SHARDED = "partitioned over {n} devices: records are one device's share, shapes read from the partitioned HLO"
+KEPT_GLOBAL = (
+    "{k} record(s) keep their traced shapes, global outside shard_map ({names}; {flops:,} FLOPs): no instruction "
+    "of the partitioned HLO gives their one-device shapes"
 )
 #: HLO element types as canonical dtype names (a collective of another type is unmodeled).
 _DTYPES = {
@@ -61,6 +67,9 @@ class Program:
     operations: tuple[Operation, ...] = ()
     #: Devices the executable is partitioned over (``Trace.devices``).
     devices: int = 1
+    #: The trace's records as one device runs them when partitioned (``sharded.py``), index for
+    #: index; empty: the trace's own.
+    records: tuple[Operation, ...] = ()
 
 
 def _names(indices: Sequence[int], operations: Sequence[Operation], limit: int = 5) -> str:
@@ -81,17 +90,25 @@ def read_kernels(
         return Program()
     from .hlo import compiled_kernels
 
+    kept: tuple[int, ...] = ()
     try:
         found = compiled_kernels(executable.compiled, operations, loops=loops, default_trip_count=default_trip_count)
         assert found.module is not None
-        kernels = _mark_unmodeled(found.module, found.kernels, operations, [name for name, _ in unmodeled])
+        devices = found.module.partitions * found.module.replicas
+        kernels = found.kernels
+        if devices > 1:
+            operations, kept = one_device(operations, found.placed, found.mesh)
+            kernels = tuple(replace(k, flops_by_dtype=flops_of(operations, k.operations)) for k in kernels)
+        kernels = _mark_unmodeled(found.module, kernels, operations, [name for name, _ in unmodeled])
         kernels, added, collective_notes = _collectives(found.module, kernels, operations)
     except Exception as error:  # unreadable HLO: said in the report, never a failed trace
         return Program(notes=(UNREAD.format(why=f"{type(error).__name__}: {error}"[:300]),))
     notes = list(found.notes) + collective_notes
-    devices = found.module.partitions * found.module.replicas
     if devices > 1:
-        notes.append(GLOBAL_SHAPES.format(n=devices))
+        notes.append(SHARDED.format(n=devices))
+    if kept:
+        flops = sum(operations[i].cost.flops * operations[i].count for i in kept)
+        notes.append(KEPT_GLOBAL.format(k=len(kept), names=_names(kept, operations), flops=flops))
     if found.unmapped:
         flops = sum(operations[i].cost.flops * operations[i].count for i in found.unmapped)
         names = _names(found.unmapped, operations)
@@ -105,7 +122,8 @@ def read_kernels(
             f"XLA duplicated {len(dup)} record(s) into several kernels ({_names(dup, operations)}): each counts its "
             f"FLOPs in the first, while every copy's traffic counts"
         )
-    return Program(kernels, KERNEL_SOURCE, tuple(notes), added)
+    records = tuple(operations) if devices > 1 else ()
+    return Program(kernels, KERNEL_SOURCE, tuple(notes), added, devices, records)
 
 
 def _collectives(

@@ -34,15 +34,25 @@ def _no_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _matmuls(quick: bool) -> Iterator[MicroProgram]:
-    rows = (1, 16, 128, 1024) if quick else (1, 4, 16, 64, 256, 1024, 4096)
+    rows = (1, 16, 128, 1024) if quick else (1, 4, 16, 64, 200, 512, 1024, 2048, 4096)
     widths = (
         ((64, 64), (512, 512))
         if quick
-        else ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
+        else (
+            (32, 64),
+            (64, 256),
+            (256, 256),
+            (256, 768),
+            (256, 1024),
+            (1024, 256),
+            (768, 3072),
+            (512, 8192),
+            (2048, 2048),
+        )
     )
     for m in rows:
         for k, n in widths:
-            if m * k * n > 4096 * 1024 * 1024:
+            if m * k * n > 2048 * 2048 * 2048:
                 continue
             bias = (m + k) % 2 == 0
             weight, b = _rand(n, k), (_rand(n) if bias else None)
@@ -54,15 +64,20 @@ def _matmuls(quick: bool) -> Iterator[MicroProgram]:
 
 
 def _convs(quick: bool) -> Iterator[MicroProgram]:
+    # (batch, in channels, out channels, size, kernel, stride): small to mid, 1×1, 3×3, a 7×7 stem, strided
     grid = [
-        (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 16, 3),
-        (8, 3, 32, 64, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),
+        (1, 3, 16, 32, 3, 1), (4, 16, 32, 32, 3, 1), (4, 64, 64, 16, 3, 1), (8, 32, 32, 32, 1, 1),
+        (2, 64, 128, 16, 3, 1), (8, 3, 32, 64, 3, 1), (4, 128, 128, 8, 3, 1), (16, 16, 16, 32, 3, 1),
+        (1, 64, 64, 56, 3, 1), (4, 256, 256, 8, 1, 1), (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1),
+        (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1), (4, 32, 64, 16, 3, 2), (1, 3, 32, 64, 7, 2),
+        (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1), (2, 64, 64, 32, 3, 1), (16, 3, 16, 64, 3, 1),
+        (4, 64, 128, 16, 1, 2), (1, 256, 256, 14, 3, 1),
     ]  # fmt: skip
-    for n, c_in, c_out, size, k in grid[: 3 if quick else None]:
+    for n, c_in, c_out, size, k, stride in grid[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
         yield MicroProgram(
-            f"conv2d {n}x{c_in}x{size}x{size}->{c_out} k{k}",
-            _no_grad(lambda x, w, b, p=k // 2: F.conv2d(x, w, b, padding=p)),
+            f"conv2d {n}x{c_in}x{size}x{size}->{c_out} k{k} s{stride}",
+            _no_grad(lambda x, w, b, p=k // 2, s=stride: F.conv2d(x, w, b, stride=s, padding=p)),
             (_rand(n, c_in, size, size), weight, bias),
         )
 
@@ -127,11 +142,15 @@ def _memory_ops(quick: bool) -> Iterator[MicroProgram]:
         if not quick:
             a, b = _rand(rows, width // 2), _rand(rows, width // 2)
             yield MicroProgram(f"cat {rows}x{width}", _no_grad(lambda a, b: torch.cat((a, b), dim=-1)), (a, b))
-    for tokens, dim in ((16, 256), (512, 256), (4096, 256), (2048, 1024))[: 2 if quick else None]:
+    for tokens, dim in ((16, 256), (512, 256), (4096, 256), (2048, 1024), (128, 512), (8192, 64), (64, 64))[
+        : 2 if quick else None
+    ]:
         table = _rand(8192, dim)
         ids = torch.randint(0, 8192, (tokens,))
         yield MicroProgram(f"embedding {tokens}x{dim}", _no_grad(F.embedding), (ids, table))
-    for n, c, hw in ((1, 16, 32), (4, 64, 56), (8, 64, 112), (16, 128, 28))[: 2 if quick else None]:
+    for n, c, hw in ((1, 16, 32), (4, 64, 56), (8, 64, 112), (16, 128, 28), (2, 32, 64), (1, 64, 28))[
+        : 2 if quick else None
+    ]:
         x = _rand(n, c, hw, hw)
         yield MicroProgram(f"max_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.max_pool2d(t, 3, 2, 1)), (x,))
         yield MicroProgram(f"avg_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.adaptive_avg_pool2d(t, 1)), (x,))

@@ -1,0 +1,300 @@
+"""A sharded ``jit``'s records as one device's share (``adapters/_jax/sharded.py``).
+
+JAX reads ``--xla_force_host_platform_device_count=8`` only when it first starts, so every
+8-device program runs in one subprocess (``PROGRAMS``) that prints each trace as JSON
+(``Trace.to_dict``) with XLA's per-device ``cost_analysis()``; the tests rebuild the traces here.
+
+The MLP of ``test_collectives.py``: B=256, D=32, H=64, O=16, float32, loss mean((tanh(x@w1)@w2 - y)²).
+Data parallel, the batch over 8 devices: 32 rows per device. By hand, per device:
+  forward   x@w1  (32,32)@(32,64)        2·32·32·64 = 131,072
+            h@w2  (32,64)@(64,16)        2·32·64·16 =  65,536
+  backward  dW2   (32,16)ᵀ(32,64)→(16,64) 2·32·16·64 =  65,536
+            dh    (32,16)@(64,16)ᵀ→(32,64) 2·32·16·64 = 65,536
+            dW1   (32,64)ᵀ(32,32)→(64,32) 2·32·64·32 = 131,072
+  matmuls: 458,752 per device (× 8 = 3,670,016, the unsharded step's 2·256·(32·64 + 64·16)·3).
+Tensor parallel (w1 column-sharded P(None,"x"), w2 row-sharded P("x",None), x replicated):
+  x@w1 (256,32)@(32,8) → 2·256·32·8 = 131,072; (256,8)@(8,16) → 2·256·8·16 = 65,536, a partial
+  product each device holds whole-sized, summed by one all-reduce.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from neural_cost import HardwareSpec, Trace, analyze_gap, estimate_trace  # noqa: E402
+from neural_cost.adapters._jax.compiled import Executable  # noqa: E402
+from neural_cost.adapters._jax.program import read_kernels  # noqa: E402
+from neural_cost.adapters._jax.sharded import device_shape, device_shapes, splits  # noqa: E402
+from neural_cost.core.records import Operation  # noqa: E402
+from tests.helpers import cpu_measurement  # noqa: E402
+
+SPEC = HardwareSpec("T", 1e12, 1e11, kind="cpu", source="test table")
+OBSERVED = cpu_measurement((5e-6,) * 5)
+
+PROGRAMS = r"""
+import json
+import jax, jax.numpy as jnp, numpy as np
+from jax import lax
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
+from neural_cost.adapters import JaxAdapter
+
+assert jax.device_count() == 8, jax.device_count()
+out = {}
+
+def traced(fn, args, compiled=True):
+    adapter = JaxAdapter(cross_check=compiled)
+    trace = adapter.trace(fn, args)
+    found = {"trace": trace.to_dict()}
+    if compiled:
+        analysis = adapter.executables._entries[-1].compiled.cost_analysis()
+        found["xla"] = {key: analysis[key] for key in ("flops", "transcendentals")}
+    return found
+
+auto = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
+def put(shape, spec):
+    return jax.device_put(jnp.ones(shape, jnp.float32), NamedSharding(auto, spec))
+B, D, H, O = 256, 32, 64, 16
+def loss(params, xb, yb):
+    w1, w2 = params
+    return jnp.mean((jnp.tanh(xb @ w1) @ w2 - yb) ** 2)
+def step(params, xb, yb):
+    grads = jax.grad(loss)(params, xb, yb)
+    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+dp = ((put((D, H), P()), put((H, O), P())), put((B, D), P("x")), put((B, O), P("x")))
+out["data_parallel"] = traced(step, dp)
+out["data_parallel_jaxpr"] = traced(step, dp, compiled=False)  # no executable: the walker's records
+ones = lambda shape: jnp.ones(shape, jnp.float32)  # one device: an unpartitioned program
+out["one_device"] = traced(step, ((ones((D, H)), ones((H, O))), ones((B, D)), ones((B, O))))
+def mlp(w1, w2, xb):
+    return jnp.tanh(xb @ w1) @ w2
+out["tensor_parallel"] = traced(mlp, (put((D, H), P(None, "x")), put((H, O), P("x", None)), put((B, D), P())))
+mesh = Mesh(np.array(jax.devices()), ("x",))
+body = jax.shard_map(lambda v, w: lax.psum(jnp.tanh(v @ w), "x"), mesh=mesh, in_specs=(P("x"), P()), out_specs=P())
+inputs = (jnp.ones((256, 32), jnp.float32), jnp.ones((32, 64), jnp.float32))
+out["shard_map"] = traced(jax.jit(body), inputs)
+out["shard_map_jaxpr"] = traced(jax.jit(body), inputs, compiled=False)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def measured():
+    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run([sys.executable, "-c", PROGRAMS], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return {name: {**entry, "trace": Trace.from_dict(entry["trace"])} for name, entry in found.items()}
+
+
+def _flops(operations):
+    return sum(op.cost.flops * op.count for op in operations)
+
+
+def _kept_note(trace):
+    return [note for note in trace.notes if "keep their traced shapes" in note]
+
+
+SHARDED_NOTE = "partitioned over 8 devices: records are one device's share, shapes read from the partitioned HLO"
+
+
+# -- data parallel ------------------------------------------------------------------------------
+
+
+def test_data_parallel_matmuls_are_one_device_s(measured):
+    trace = measured["data_parallel"]["trace"]
+    dots = [(op.inputs, op.output, op.cost.flops) for op in trace.operations if op.name == "dot_general"]
+    assert dots == [  # by hand in the module docstring, in program order
+        (((32, 32), (32, 64)), (32, 64), 131_072),
+        (((32, 64), (64, 16)), (32, 16), 65_536),
+        (((32, 16), (32, 64)), (16, 64), 65_536),
+        (((32, 16), (64, 16)), (32, 64), 65_536),
+        (((32, 64), (32, 32)), (64, 32), 131_072),
+    ]
+    assert trace.devices == 8 and estimate_trace(trace).devices == 8
+    assert SHARDED_NOTE in trace.notes
+    assert not any("counted at global shapes" in note for note in trace.notes)
+
+
+def test_data_parallel_records_keep_their_names_and_labels(measured):
+    sharded = measured["data_parallel"]["trace"].operations
+    walked = measured["data_parallel_jaxpr"]["trace"].operations
+    assert len(sharded) == len(walked) + 1  # the partitioner's gradient all-reduce, appended
+    for ours, theirs in zip(sharded, walked, strict=False):
+        assert (ours.name, ours.kind, ours.scope, ours.count, ours.dtype) == (
+            theirs.name,
+            theirs.kind,
+            theirs.scope,
+            theirs.count,
+            theirs.dtype,
+        )
+        assert dict(ours.attrs) == dict(theirs.attrs)
+
+
+def test_data_parallel_names_what_stays_global(measured):
+    trace = measured["data_parallel"]["trace"]
+    # The step returns the new parameters only: XLA drops the loss value (x², its sum: 4,096 +
+    # 4,095 = 8,191 FLOPs at global shapes; the two scalar divides too, but a scalar is never
+    # split: the same on every device) and folds both gradient transposes into the dots that
+    # feed them (0 FLOPs). Nothing else is left global.
+    assert _kept_note(trace) == [
+        "4 record(s) keep their traced shapes, global outside shard_map (integer_pow, reduce_sum, transpose, "
+        "transpose; 8,191 FLOPs): no instruction of the partitioned HLO gives their one-device shapes"
+    ]
+    mapped = {i for kernel in trace.kernels for i in kernel.operations}
+    unmapped = [op.name for i, op in enumerate(trace.operations) if i not in mapped]
+    assert unmapped == ["integer_pow", "reduce_sum", "div", "div", "transpose", "transpose"]
+    # every kernel's FLOPs are its (rewritten) records'
+    for kernel in trace.kernels:
+        assert sum(kernel.flops_by_dtype.values()) == _flops(trace.operations[i] for i in kernel.operations)
+
+
+def test_data_parallel_flops_times_8_against_one_device(measured):
+    sharded = measured["data_parallel"]["trace"]
+    whole = measured["one_device"]["trace"]
+    assert whole.devices == 1 and not _kept_note(whole)
+    mapped = {i for kernel in sharded.kernels for i in kernel.operations}
+    per_device = [op for i, op in enumerate(sharded.operations) if i in mapped and op.kind != "collective"]
+    # Batch-sharded records × 8 are the whole step's; the SGD update (p - 0.1·g: a multiply and a
+    # subtract over 32·64 + 64·16 = 3,072 parameters, 6,144 FLOPs) runs whole on every device:
+    # 7 × 6,144 = 43,008 more over 8 devices. The six records no kernel runs (8,193 FLOPs,
+    # above: the scalar divides' 2 among them) are the same in both traces.
+    replicated = 2 * (32 * 64 + 64 * 16)
+    assert 8 * _flops(per_device) == _flops(whole.operations) - 8_193 + 7 * replicated
+    assert 8 * _flops(per_device) == 3_813_376  # 3,778,561 (one device) - 8,193 + 43,008
+
+
+def test_data_parallel_against_xla_per_device_cost_analysis(measured):
+    entry = measured["data_parallel"]
+    ops = entry["trace"].operations
+    dots = _flops(op for op in ops if op.kind == "matmul")
+    assert dots == 458_752
+    tanh = [op for op in ops if op.name == "tanh"]
+    assert entry["xla"]["transcendentals"] == _flops(tanh) == 32 * 64  # XLA: tanh is a transcendental, not FLOPs
+    placed = {i for kernel in entry["trace"].kernels for i in kernel.operations}
+    pointwise = _flops(
+        op for i, op in enumerate(ops) if i in placed and op.kind in ("elementwise", "reduce") and op.name != "tanh"
+    )
+    # XLA's per-device FLOPs: our matmuls + our pointwise less 512 (XLA folds the ×2 of d(x²)
+    # into the mean's constant: one (32,16) multiply fewer) + 3,072 for the all-reduce of the
+    # 3,072 gradient elements (one add per element; we count a ring's 7/8 of it, 2,688).
+    (all_reduce,) = [op for op in ops if op.kind == "collective"]
+    assert all_reduce.cost.flops == 2_688
+    assert entry["xla"]["flops"] == dots + pointwise - 32 * 16 + 3_072 == 477_184
+
+
+def test_data_parallel_utilization_counts_8_devices(measured):
+    trace = measured["data_parallel"]["trace"]
+    estimate = estimate_trace(trace)
+    report = analyze_gap(estimate, OBSERVED, SPEC)
+    u = report.utilization
+    # one device's program: the step is 8 × its FLOPs, on 8 devices (MFU as one device's)
+    assert (u.devices, u.model_flops, u.hardware_flops) == (8, 8 * estimate.flops, 8 * estimate.flops)
+    assert u.mfu == pytest.approx(estimate.flops / (5e-6 * 1e12))
+
+
+# -- tensor parallel ----------------------------------------------------------------------------
+
+
+def test_tensor_parallel_partial_product(measured):
+    entry = measured["tensor_parallel"]
+    trace = entry["trace"]
+    rows = [(op.name, op.inputs, op.output, op.cost.flops) for op in trace.operations]
+    assert rows[:3] == [
+        ("dot_general", ((256, 32), (32, 8)), (256, 8), 131_072),
+        ("tanh", ((256, 8),), (256, 8), 2_048),
+        ("dot_general", ((256, 8), (8, 16)), (256, 16), 65_536),  # the partial product
+    ]
+    assert rows[3][0] == "all-reduce" and trace.devices == 8 and not _kept_note(trace)
+    assert SHARDED_NOTE in trace.notes
+    # XLA's per-device FLOPs: the two matmuls + one add per element of the all-reduced f32[256,16]
+    # (4,096; we count a ring's 7/8: 3,584); tanh is its transcendentals
+    assert entry["xla"]["flops"] == 131_072 + 65_536 + 256 * 16
+    assert entry["xla"]["transcendentals"] == 256 * 8
+
+
+# -- shard_map: already per device --------------------------------------------------------------
+
+
+def test_shard_map_records_are_unchanged(measured):
+    compiled = measured["shard_map"]["trace"]
+    walked = measured["shard_map_jaxpr"]["trace"]
+    assert compiled.operations == walked.operations  # (32,32)@(32,64), tanh, psum: one device's already
+    assert compiled.operations[0].inputs == ((32, 32), (32, 64)) and compiled.devices == 8
+    assert not _kept_note(compiled)
+
+
+# -- on text ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("local", "whole", "mesh", "expected"),
+    [
+        ((32, 64), (256, 64), (8,), True),
+        ((32, 16), (32, 64), (8,), False),  # a cut of 4 on a mesh of one axis of 8
+        ((32, 16), (32, 64), (2, 4), True),
+        ((128, 16), (256, 64), (2, 4), True),  # one axis per dim
+        ((32, 64), (256, 64), (2, 4), True),  # both axes on one dim
+        ((64, 16), (256, 64), (2, 4), False),  # 4 and 4: one axis of 4 only
+        ((32, 64), (256,), (8,), False),  # another rank
+    ],
+)
+def test_a_part_is_cut_by_mesh_axes(local, whole, mesh, expected):
+    assert splits(local, whole, mesh) is expected
+
+
+def test_device_shapes_through_xla_s_merged_and_transposed_layouts():
+    # (8,16,32) over a (2,4) mesh held as (64,32): the batch cut by 2 is (4,16,32), the first cut
+    # (leading dims first) that merges to it; held transposed as (32,64), the same cut
+    assert device_shape((64, 32), (8, 16, 32), (2, 4)) == (4, 16, 32)
+    assert device_shape((32, 64), (8, 16, 32), (2, 4)) == (4, 16, 32)
+    # (32,4,8) held as (32,8): the heads cut by 4 (the 1 dropped) or the first dim by 4 (8·4
+    # merged): both fit, leading dims first; a record's other arrays decide (its rule checks them)
+    assert device_shapes((32, 8), (32, 4, 8), (2, 4))[:2] == ((8, 4, 8), (32, 1, 8))
+    assert device_shape((64, 32), (32, 64), (8,)) == (32, 64)  # as many elements: whole, transposed
+    assert device_shape((48,), (256,), (8,)) is None  # no cut holds 48 elements
+
+
+PARTITIONED = "\n".join(
+    [
+        "HloModule jit_f, is_scheduled=true, num_partitions=8",
+        "",
+        "ENTRY %main (x: f32[32,32], w: f32[32,64]) -> f32[32,64] {",
+        "  %x = f32[32,32]{1,0} parameter(0)",
+        "  %w = f32[32,64]{1,0} parameter(1)",
+        "  %dot = f32[32,64]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+        'metadata={op_name="jit(f)/dot_general"}',
+        '  ROOT %t = f32[32,64]{1,0} tanh(%dot), metadata={op_name="jit(f)/tanh"}',
+        "}",
+    ]
+)
+
+
+def test_read_kernels_rewrites_and_names_on_text():
+    ops = (
+        Operation("dot_general", "matmul", ((256, 32), (32, 64)), (256, 64), "float32"),
+        Operation("tanh", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "tanh"}),
+        Operation("exp", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "exp"}),  # XLA removed it
+    )
+    program = read_kernels(Executable(None, None, PARTITIONED, 0.0), ops, (), 8)
+    assert program.devices == 8
+    dot, tanh, exp = program.records
+    assert (dot.inputs, dot.output, dot.cost.flops) == (((32, 32), (32, 64)), (32, 64), 131_072)  # 2·32·32·64
+    assert (tanh.inputs, tanh.output, tanh.cost.flops) == (((32, 64),), (32, 64), 2_048)
+    assert exp == ops[2]  # no instruction computes it: left global, and named
+    assert {k.name: dict(k.flops_by_dtype) for k in program.kernels} == {
+        "dot": {"float32": 131_072},
+        "t": {"float32": 2_048},
+    }
+    assert program.notes[:2] == (
+        SHARDED_NOTE,
+        "1 record(s) keep their traced shapes, global outside shard_map (exp; 16,384 FLOPs): no instruction of the "
+        "partitioned HLO gives their one-device shapes",
+    )
