@@ -35,7 +35,7 @@ from ._tf.table import TfContext
 from ._tf.walker import Walker
 from ._tf.xla import FALLBACK, XLA_SOURCE, optimized_hlo, xla_kernels
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, reject_options, require_modeled
+from .base import FrameworkAdapter, MicroProgram, reject_options, require_modeled
 
 del _tf
 
@@ -246,6 +246,12 @@ class TensorFlowAdapter(FrameworkAdapter):
         return profile_concrete(
             concrete, positional, trace, runs, walker=walker, clean=clean, saved=saved, finish=_finish
         )
+
+    def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
+        """tf.function micro-programs of graph ops (``_tf/microbench.py``), each kernel profiled."""
+        from ._tf.microbench import tf_microbenchmarks
+
+        return tf_microbenchmarks(quick)
 
     def hardware(self, device: Any = None) -> HardwareSpec:
         """The spec of ``device``, else of the first GPU TensorFlow sees, else of the CPU."""

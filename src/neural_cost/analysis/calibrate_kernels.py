@@ -34,6 +34,7 @@ from .workload import time_workload, trace_workload
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter, MicroProgram
+from ..core.profile import Profile
 
 #: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs).
 _PASS_SECONDS = 0.04
@@ -104,14 +105,58 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
     return points, notes
 
 
+#: A kernel measured under these fractions of its roofline compute and memory times did not run
+#: the work its records describe (its events span a launch only, or its records ran in another
+#: kernel). The compute peak is the chip's own; a measured bandwidth can be below what a kernel
+#: that only streams reads gets, so the memory side has more room.
+_BELOW_COMPUTE, _BELOW_MEMORY = 0.5, 0.25
+#: Kernels that run none of the program's records taking this share of its kernel time: its
+#: records were joined to kernels other than those that ran them.
+_UNJOINED_SHARE = 0.5
+
+
+def _per_run(profile: Profile, kernel: int, executions: int) -> float | None:
+    """A kernel's profiled seconds per run: its executions times the median of its events'
+    durations (a stall in one run moves it little), when the profile kept one event per
+    execution; else the union of its events over the runs (``Profile.seconds_per_run``)."""
+    durations = sorted(event.duration_seconds for event in profile.events if event.kernel == kernel)
+    if executions < 1 or len(durations) != executions * profile.runs:
+        return profile.seconds_per_run(kernel)
+    mid = len(durations) // 2
+    median = durations[mid] if len(durations) % 2 else (durations[mid - 1] + durations[mid]) / 2
+    return executions * median
+
+
+def _fused(profile: Profile, kernels: set[int]) -> bool:
+    """Whether the profiler timed some of ``kernels`` as one op: a fused op's event is split
+    evenly over the kernels it ran (``_tf/profile.py``), so two of them have events of equal
+    length back to back on one thread — which kernels timed apart never have."""
+
+    def key(thread: int, at: float, length: float) -> tuple[int, int, int]:
+        return thread, round(at * 1e12), round(length * 1e12)  # picoseconds
+
+    events = [event for event in profile.events if event.kernel in kernels]
+    ends = {key(e.thread, e.start_seconds + e.duration_seconds, e.duration_seconds): e.kernel for e in events}
+    return any(ends.get(key(e.thread, e.start_seconds, e.duration_seconds), e.kernel) != e.kernel for e in events)
+
+
 def _profiled_points(
     adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int
-) -> list[Point]:
+) -> list[Point | _Pending]:
+    """Each kernel's profiled time per run, the smallest over ``passes`` profiles, as a point.
+    A program whose profile cannot be read per kernel is refused (NeuralCostError, noted by
+    ``measure_points``): when kernels that run none of its records took most of its kernel time,
+    or a kernel measured well under its roofline bound. A program some of whose kernels the
+    profiler timed as one fused op is one pending entry, resolved as a wall-timed program of several
+    kernels is: the main kernel's time is theirs less what the first fit expects of the others."""
     repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
     time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=1)
     trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
     estimate = estimate_trace(trace)
+    scored = kernel_rows(estimate, hardware)[0]
+    executions = {row.index: row.executions for row in scored if row.index is not None}
     best: dict[int, float] = {}
+    fused = False
     for _ in range(passes):
         profile = adapter.profile(
             program.fn,
@@ -121,17 +166,40 @@ def _profiled_points(
             runs=max(3, min(repeats, 20)),
             **program.trace_options,
         )
+        fused = fused or _fused(profile, {measured.kernel for measured in profile.kernels})
         for measured in profile.kernels:
-            seconds = profile.seconds_per_run(measured.kernel)
+            seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
             if seconds is not None and seconds > 0:
                 best[measured.kernel] = min(seconds, best.get(measured.kernel, seconds))
-    points = []
-    for row in kernel_rows(estimate, hardware)[0]:
-        if row.index is None or row.index not in best or not row.operations or not row.executions or row.unmodeled:
-            continue
+    rows = [row for row in scored if row.index is not None and row.index in best]
+    total = sum(best[row.index] for row in rows if row.index is not None)
+    unjoined = sum(best[row.index] for row in rows if row.index is not None and not row.operations)
+    if total > 0 and unjoined >= _UNJOINED_SHARE * total:
+        raise NeuralCostError(
+            f"kernels that run none of its records took {unjoined / total:.0%} of its kernel time: its records "
+            f"were joined to other kernels than those that ran them"
+        )
+    usable = [row for row in rows if row.operations and row.executions and not row.unmodeled]
+    for row in usable:
+        assert row.index is not None
+        if best[row.index] < max(_BELOW_COMPUTE * row.compute_seconds, _BELOW_MEMORY * row.memory_seconds):
+            raise NeuralCostError(
+                f"kernel {row.name} measured {best[row.index] / row.bound_seconds:.2f}× its roofline bound: its "
+                f"events do not span the work of its records"
+            )
+    times = {row.index: best[row.index] for row in usable if row.index is not None}
+    if len(usable) > 1 and fused:
+        main, others = usable[0], usable[1:]  # the costliest bound first
+        return [
+            _Pending(program.name, main, kernel_class(estimate, main),
+                     tuple((row, kernel_class(estimate, row)) for row in others), sum(times.values()))
+        ]  # fmt: skip
+    points: list[Point | _Pending] = []
+    for row in usable:
+        assert row.index is not None
         n = row.executions
         name = kernel_class(estimate, row)
-        points.append(Point(name, row.compute_seconds / n, row.memory_seconds / n, best[row.index] / n, program.name))
+        points.append(Point(name, row.compute_seconds / n, row.memory_seconds / n, times[row.index] / n, program.name))
     return points
 
 

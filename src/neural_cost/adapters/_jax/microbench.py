@@ -1,0 +1,219 @@
+"""The kernel calibration's micro-programs for JAX: small jitted programs, one kernel class each.
+
+XLA compiles each program into a few kernels (fusions, copies, custom calls); the calibration
+reads every kernel's own time from the profiler (``JaxAdapter.profile``), so every kernel of a
+program is a point — a dot's fused bias and activation belong to the dot's kernel, a softmax
+is a reduce fusion and a loop fusion. The grid spans the kernel kinds XLA:CPU makes, from a few
+microseconds to tens of milliseconds on a small CPU: dots (``x @ w`` alone, and with a bias
+and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, convolutions
+(``lax.conv_general_dilated``, NHWC and NCHW), loop fusions of elementwise chains from 10³ to
+10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer norm written
+in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
+(``lax.reduce_window``), ``jax.nn.dot_product_attention``, and a ``lax.scan`` of a small cell
+(a while loop: its kernels run once per trip). Inputs are fixed random arrays; ``quick`` keeps
+every class at a few sizes (for tests). Every program is a function object of its own (the
+adapter keeps one executable per function and signature).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..base import MicroProgram
+
+
+class _Inputs:
+    """Fixed random arrays, one per shape and slot, shared by the programs that take them (the
+    grid's inputs stay a few hundred megabytes): ``rand(*shape, k=1)`` is a second array."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+        self.kept: dict[tuple[tuple[int, ...], int], jax.Array] = {}
+
+    def __call__(self, *shape: int, k: int = 0) -> jax.Array:
+        if (shape, k) not in self.kept:
+            self.kept[(shape, k)] = jax.device_put(self.rng.standard_normal(shape, dtype=np.float32))
+        return self.kept[(shape, k)]
+
+    def ids(self, count: int, high: int) -> jax.Array:
+        array: jax.Array = jax.device_put(self.rng.integers(0, high, count, dtype=np.int32))
+        return array
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A fresh function object calling ``fn`` (one executable per program)."""
+
+    def run(*args: Any) -> Any:
+        return fn(*args)
+
+    run.__name__ = name
+    return run
+
+
+def _dots(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    rows = (1, 16, 256, 2048) if quick else (1, 4, 16, 64, 256, 1024, 4096)
+    widths = (
+        ((64, 64), (512, 512))
+        if quick
+        else ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
+    )
+    for i, m in enumerate(rows):
+        for j, (k, n) in enumerate(widths):
+            if m * k * n > 4096 * 1024 * 1024:
+                continue
+            x, w = rand(m, k), rand(k, n, k=1)
+            if (i + j) % 2:  # a dot fusion: the bias and activation in the dot's kernel
+                act = (jax.nn.relu, jax.nn.gelu, jnp.tanh)[(i + j) // 2 % 3]
+                fn = _named(lambda x, w, b, a=act: a(x @ w + b), "dot_bias_act")
+                yield MicroProgram(f"dot+bias+{act.__name__} {m}x{k}x{n}", fn, (x, w, rand(n, k=2)))
+            else:
+                yield MicroProgram(f"dot {m}x{k}x{n}", _named(jnp.dot, "dot"), (x, w))
+    for batch, m, k, n in ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))[
+        : 2 if quick else None
+    ]:
+        fn = _named(lambda a, b: jnp.einsum("bmk,bkn->bmn", a, b), "batched_dot")
+        yield MicroProgram(f"batched dot {batch}x{m}x{k}x{n}", fn, (rand(batch, m, k), rand(batch, k, n, k=1)))
+
+
+def _conv(x: jax.Array, w: jax.Array, layout: str) -> jax.Array:
+    spec = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=spec)
+
+
+def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    grid = [
+        ("NHWC", 1, 3, 16, 32, 3), ("NCHW", 4, 16, 32, 32, 3), ("NHWC", 4, 64, 64, 16, 3),
+        ("NHWC", 8, 32, 32, 32, 1), ("NHWC", 2, 64, 128, 16, 3), ("NCHW", 8, 3, 32, 64, 3),
+        ("NHWC", 4, 128, 128, 8, 3), ("NHWC", 16, 16, 16, 32, 3), ("NHWC", 1, 64, 64, 56, 3),
+        ("NCHW", 4, 256, 256, 8, 1), ("NHWC", 8, 3, 32, 64, 3), ("NHWC", 2, 32, 64, 28, 5),
+        ("NHWC", 1, 16, 16, 8, 3), ("NHWC", 4, 32, 32, 16, 1), ("NHWC", 8, 64, 128, 28, 3),
+        ("NHWC", 1, 128, 256, 14, 3), ("NHWC", 16, 3, 64, 112, 7),
+    ]  # fmt: skip
+    for layout, n, c_in, c_out, size, k in grid[:: 4 if quick else 1]:  # quick: NHWC ones
+        if layout == "NHWC":
+            x, w = rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)
+        else:
+            x, w = rand(n, c_in, size, size), rand(c_out, c_in, k, k, k=1)
+        fn = _named(lambda x, w, layout=layout: _conv(x, w, layout), "conv")
+        yield MicroProgram(f"conv {layout} {n}x{c_in}x{size}x{size}->{c_out} k{k}", fn, (x, w))
+
+
+#: Elementwise chains: each one loop fusion (one kernel) reading one or two arrays.
+_CHAINS: dict[str, Callable[..., Any]] = {
+    "relu": jax.nn.relu,
+    "gelu": lambda x: 0.5 * x * (1.0 + jnp.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+    "tanh": jnp.tanh,
+    "exp": jnp.exp,
+    "add": jnp.add,
+    "mul": jnp.multiply,
+    "tanh(exp(x)+1)*x": lambda x: jnp.tanh(jnp.exp(x) + 1.0) * x,
+    "relu(x*y+x)": lambda x, y: jax.nn.relu(x * y + x),
+}
+_BINARY = {"add", "mul", "relu(x*y+x)"}
+
+
+def _sizes(quick: bool) -> tuple[int, ...]:
+    return (
+        (1_000, 100_000, 3_000_000)
+        if quick
+        else (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, 10_000_000)
+    )
+
+
+def _elementwise(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for name in ("relu", "gelu", "add") if quick else tuple(_CHAINS):
+        for size in _sizes(quick):
+            shape = (size // 250, 250) if size >= 250 else (1, size)
+            args = (rand(*shape), rand(*shape, k=1)) if name in _BINARY else (rand(*shape),)
+            yield MicroProgram(f"{name} {size}", _named(_CHAINS[name], "elementwise"), args)
+
+
+def _layer_norm(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(var + 1e-5) * w + b
+
+
+_REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "sum": lambda x: jnp.sum(x, axis=-1),
+    "mean": lambda x: jnp.mean(x, axis=-1),
+    "max": lambda x: jnp.max(x, axis=-1),
+    "softmax": lambda x: jax.nn.softmax(x, axis=-1),
+}
+
+
+def _reductions(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for size in _sizes(quick):
+        for width in (256,) if quick else (64, 1024):
+            shape = (max(1, size // width), width)
+            for name in ("sum", "softmax") if quick else tuple(_REDUCTIONS):
+                if not quick and width == 64 and name in ("mean", "max"):
+                    continue
+                yield MicroProgram(f"{name} {shape}", _named(_REDUCTIONS[name], name), (rand(*shape),))
+            fn = _named(_layer_norm, "layer_norm")
+            yield MicroProgram(f"layer_norm {shape}", fn, (rand(*shape), rand(width, k=1), rand(width, k=2)))
+
+
+#: Pooling windows in NHWC: max 3×3 stride 2 (as a CNN's stem), average 2×2 stride 2.
+_POOLS: dict[str, Callable[..., Any]] = {
+    "max_pool": lambda t: lax.reduce_window(t, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+    "avg_pool 2x2": lambda t: lax.reduce_window(t, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4,
+    "global avg_pool": lambda t: jnp.mean(t, axis=(1, 2)),
+}
+
+
+def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for size in _sizes(quick):
+        width = 512 if size >= 512 * 16 else 32
+        rows = size // width
+        yield MicroProgram(f"transpose {rows}x{width}", _named(lambda x: x.T, "transpose"), (rand(rows, width),))
+        if not quick:  # a head split: (batch·seq, heads, dim) → (heads, batch·seq, dim)
+            shape = (max(2, size // 512), 8, 64)
+            fn = _named(lambda x: jnp.transpose(x, (1, 0, 2)), "transpose")
+            yield MicroProgram(f"transpose (1,0,2) {shape}", fn, (rand(*shape),))
+    grid = [(tokens, dim) for tokens in (16, 64, 256, 1024, 4096, 16384) for dim in (128, 768)]
+    for tokens, dim in grid[:: 5 if quick else 1]:
+        ids = rand.ids(tokens, 8192)
+        fn = _named(lambda table, ids: jnp.take(table, ids, axis=0), "embedding")
+        yield MicroProgram(f"embedding {tokens}x{dim}", fn, (rand(8192, dim), ids))
+    shapes = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
+    for n, hw, c in shapes[: 2 if quick else None]:
+        x = rand(n, hw, hw, c)
+        for name, pool in _POOLS.items():
+            yield MicroProgram(f"{name} {n}x{hw}x{hw}x{c}", _named(pool, name.split()[-1]), (x,))
+
+
+def _cell(carry: tuple[jax.Array, jax.Array], x: jax.Array) -> tuple[tuple[jax.Array, jax.Array], jax.Array]:
+    h, w = carry
+    h = jnp.tanh(x @ w[: x.shape[-1]] + h @ w[x.shape[-1] :])
+    return (h, w), h
+
+
+def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    grid = ((1, 32, 4, 64), (2, 128, 4, 64), (4, 128, 8, 32), (2, 512, 4, 64), (8, 256, 8, 64), (1, 1024, 8, 64))
+    for b, s, h, d in grid[: 2 if quick else None]:
+        q, k, v = rand(b, s, h, d), rand(b, s, h, d, k=1), rand(b, s, h, d, k=2)
+        for causal in (False, True) if not quick else (False,):
+            fn = _named(lambda q, k, v, c=causal: jax.nn.dot_product_attention(q, k, v, is_causal=c), "attention")
+            yield MicroProgram(f"attention {b}x{s}x{h}x{d}{' causal' if causal else ''}", fn, (q, k, v))
+    for batch, steps, features, hidden in ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256))[
+        : 1 if quick else None
+    ]:
+        xs, w = rand(steps, batch, features), rand(features + hidden, hidden, k=1)
+        fn = _named(lambda xs, h, w: lax.scan(_cell, (h, w), xs)[1], "scan")
+        yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", fn, (xs, rand(batch, hidden, k=2), w))
+
+
+def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
+    """Every micro-program of the JAX calibration (the module docstring)."""
+    rand = _Inputs()
+    programs: list[MicroProgram] = []
+    for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan):
+        programs += family(rand, quick)
+    return programs

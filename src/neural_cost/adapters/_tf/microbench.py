@@ -1,0 +1,185 @@
+"""The kernel calibration's micro-programs for TensorFlow: small tf.functions of graph ops.
+
+Each graph op that does work is one kernel (``_tf/kernels.py``), timed from ``tf.profiler``
+(``TensorFlowAdapter.profile``); every kernel of a program is a point. The grid spans the ops a
+Keras model runs, from a few microseconds to tens of milliseconds on a small CPU: ``MatMul``
+over rows 1..4096 and widths 32..3072 (alone and with ``BiasAdd``), ``BatchMatMulV2``,
+``Conv2D`` (NHWC), pointwise ops from 10³ to 10⁷ elements, ``Sum``/``Mean``/``Max`` over the
+last axis, ``Softmax``, ``FusedBatchNormV3`` for inference, ``MaxPool``/``AvgPool``,
+``Transpose``, ``GatherV2`` (an embedding lookup), and a Keras ``Dense`` and ``Conv2D`` layer
+call. Inputs are fixed random tensors; ``quick`` keeps every class at a few sizes (for tests).
+Every program is a tf.function of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from ..base import MicroProgram
+
+
+class _Inputs:
+    """Fixed random tensors, one per shape and slot, shared by the programs that take them (the
+    grid's inputs stay a few hundred megabytes): ``rand(*shape, k=1)`` is a second tensor."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+        self.kept: dict[tuple[tuple[int, ...], int], tf.Tensor] = {}
+
+    def __call__(self, *shape: int, k: int = 0) -> tf.Tensor:
+        if (shape, k) not in self.kept:
+            self.kept[(shape, k)] = tf.constant(self.rng.standard_normal(shape, dtype=np.float32))
+        return self.kept[(shape, k)]
+
+    def ids(self, count: int, high: int) -> tf.Tensor:
+        return tf.constant(self.rng.integers(0, high, count, dtype=np.int32))
+
+
+def _program(name: str, fn: Callable[..., Any], *args: Any) -> MicroProgram:
+    return MicroProgram(name, tf.function(fn), tuple(args))
+
+
+def _matmuls(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    rows = (1, 16, 256, 2048) if quick else (1, 4, 16, 64, 256, 1024, 4096)
+    widths = (
+        ((64, 64), (512, 512))
+        if quick
+        else ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
+    )
+    for i, m in enumerate(rows):
+        for j, (k, n) in enumerate(widths):
+            if m * k * n > 4096 * 1024 * 1024:
+                continue
+            if (i + j) % 2:
+                yield _program(
+                    f"MatMul+BiasAdd {m}x{k}x{n}",
+                    lambda x, w, b: tf.nn.bias_add(tf.matmul(x, w), b),
+                    rand(m, k),
+                    rand(k, n, k=1),
+                    rand(n, k=2),
+                )
+            else:
+                yield _program(f"MatMul {m}x{k}x{n}", lambda x, w: tf.matmul(x, w), rand(m, k), rand(k, n, k=1))
+    for batch, m, k, n in ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))[
+        : 2 if quick else None
+    ]:
+        yield _program(
+            f"BatchMatMulV2 {batch}x{m}x{k}x{n}",
+            lambda a, b: tf.matmul(a, b),
+            rand(batch, m, k),
+            rand(batch, k, n, k=1),
+        )
+
+
+_CONVS = (
+    (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 16, 3),
+    (8, 3, 32, 64, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),
+    (1, 16, 16, 8, 3), (8, 64, 128, 28, 3), (1, 128, 256, 14, 3), (2, 32, 64, 28, 5),
+)  # fmt: skip
+
+
+def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for n, c_in, c_out, size, k in _CONVS[: 3 if quick else None]:
+        yield _program(f"Conv2D {n}x{size}x{size}x{c_in}->{c_out} k{k}", lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"),
+                       rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1))  # fmt: skip
+    for n, c_in, c_out, size in ((2, 16, 32, 32), (4, 64, 64, 16), (1, 32, 64, 56))[: 1 if quick else None]:
+        layer = tf.keras.layers.Conv2D(c_out, 3, padding="same", activation="relu")
+        layer.build((n, size, size, c_in))
+        yield _program(f"keras Conv2D {n}x{size}x{size}x{c_in}->{c_out}", lambda x, layer=layer: layer(x),
+                       rand(n, size, size, c_in))  # fmt: skip
+    for batch, features, units in ((16, 256, 256), (256, 512, 1024), (1024, 768, 768))[: 1 if quick else None]:
+        dense = tf.keras.layers.Dense(units, activation="gelu")
+        dense.build((batch, features))
+        yield _program(f"keras Dense {batch}x{features}->{units}", lambda x, layer=dense: layer(x),
+                       rand(batch, features))  # fmt: skip
+
+
+_POINTWISE: dict[str, Callable[..., Any]] = {
+    "Relu": tf.nn.relu,
+    "Tanh": tf.tanh,
+    "Exp": tf.exp,
+    "Sigmoid": tf.sigmoid,
+    "Gelu": tf.nn.gelu,
+    "AddV2": tf.add,
+    "Mul": tf.multiply,
+}
+_BINARY = {"AddV2", "Mul"}
+
+
+def _sizes(quick: bool) -> tuple[int, ...]:
+    return (
+        (1_000, 100_000, 3_000_000)
+        if quick
+        else (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, 10_000_000)
+    )
+
+
+def _pointwise(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for name in ("Relu", "AddV2", "Tanh") if quick else tuple(_POINTWISE):
+        op = _POINTWISE[name]
+        for size in _sizes(quick):
+            shape = (size // 250, 250) if size >= 250 else (1, size)
+            if name in _BINARY:
+                yield _program(f"{name} {size}", lambda x, y, op=op: op(x, y), rand(*shape), rand(*shape, k=1))
+            else:
+                yield _program(f"{name} {size}", lambda x, op=op: op(x), rand(*shape))
+
+
+#: Feature maps (batch, height = width, channels) for norms and pools.
+_MAPS = ((1, 16, 16), (4, 32, 64), (8, 56, 64), (16, 28, 128), (2, 112, 32), (32, 14, 256), (1, 224, 3),
+         (4, 56, 64), (1, 32, 16), (8, 112, 64), (2, 64, 32), (16, 7, 512))  # fmt: skip
+
+
+_REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "Sum": lambda x: tf.reduce_sum(x, axis=-1),
+    "Mean": lambda x: tf.reduce_mean(x, axis=-1),
+    "Max": lambda x: tf.reduce_max(x, axis=-1),
+    "Softmax": lambda x: tf.nn.softmax(x, axis=-1),
+}
+
+
+def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for size in _sizes(quick):
+        for width in (256,) if quick else (64, 1024):
+            shape = (max(1, size // width), width)
+            for name in ("Sum", "Softmax") if quick else tuple(_REDUCTIONS):
+                if not quick and width == 64 and name in ("Mean", "Max"):
+                    continue
+                yield _program(f"{name} {shape}", _REDUCTIONS[name], rand(*shape))
+    for n, hw, c in _MAPS[: 2 if quick else None]:
+        mean, var = rand(c, k=3), tf.abs(rand(c, k=4)) + 0.5
+        yield _program(
+            f"FusedBatchNormV3 {n}x{hw}x{hw}x{c}",
+            lambda x, s, o, m, v: tf.compat.v1.nn.fused_batch_norm(x, s, o, m, v, is_training=False)[0],
+            rand(n, hw, hw, c), rand(c, k=1), rand(c, k=2), mean, var,
+        )  # fmt: skip
+
+
+def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for size in _sizes(quick):
+        width = 512 if size >= 512 * 16 else 32
+        yield _program(f"Transpose {size // width}x{width}", lambda x: tf.transpose(x), rand(size // width, width))
+        if not quick:  # a head split: (batch·seq, heads, dim) → (heads, batch·seq, dim)
+            shape = (max(2, size // 512), 8, 64)
+            yield _program(f"Transpose (1,0,2) {shape}", lambda x: tf.transpose(x, (1, 0, 2)), rand(*shape))
+    grid = [(tokens, dim) for tokens in (16, 64, 256, 1024, 4096, 16384) for dim in (128, 768)]
+    for tokens, dim in grid[:: 5 if quick else 1]:
+        yield _program(f"GatherV2 {tokens}x{dim}", lambda table, ids: tf.gather(table, ids),
+                       rand(8192, dim), rand.ids(tokens, 8192))  # fmt: skip
+    for n, hw, c in _MAPS[: 2 if quick else 8]:
+        x = rand(n, hw, hw, c)
+        yield _program(f"MaxPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.max_pool2d(t, 3, 2, "SAME"), x)
+        yield _program(f"AvgPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.avg_pool2d(t, 2, 2, "VALID"), x)
+
+
+def tf_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
+    """Every micro-program of the TensorFlow calibration (the module docstring)."""
+    rand = _Inputs()
+    programs: list[MicroProgram] = []
+    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory):
+        programs += family(rand, quick)
+    return programs

@@ -1,0 +1,188 @@
+"""The kernel calibration of JAX and TensorFlow: micro-programs measured per kernel from the profiler.
+
+``_profiled_points`` by hand, through a hand-made adapter on the kernels of ``test_kernel_bound.py``
+(peak 1 TFLOP/s; fusion.0 runs records mm + add: compute 528.384 ns, memory 98.304 ns at L2 →
+class matmul; copy.1 and loop.2 run no record):
+
+- a profile of 5 runs where fusion.0 takes 1.0, 1.1, 1.2, 1.3 and 9.0 µs (a stall in the last)
+  gives one point, at the median 1.2 µs (the mean, 2.72 µs, would carry the stall); copy.1 and
+  loop.2 (0.1 µs and 10 × 0.01 µs a run) run no record: no points;
+- copy.1 at 30 µs a run: record-less kernels take 30.1 / 31.3 = 96% ≥ 50% of the kernel time: refused;
+- fusion.0 at 0.2 µs a run, under half its compute time (264.192 ns): refused;
+- mm.0 and add.1 as two kernels timed as one fused op (each run's 2 µs event cut into two 1 µs
+  halves, back to back): one pending entry, main mm.0 (the costlier bound), 2 µs in all.
+
+Then each framework's quick grid, calibrated once: the classes it measures, each point's roofline
+inputs against ``kernel_rows`` of its program traced again (exact), and a saved and reloaded
+calibration predicting identically. No timing thresholds: measured times are only checked to be
+positive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from neural_cost import Coverage, Kernel, Trace, estimate_trace
+from neural_cost.adapters.base import FrameworkAdapter, MicroProgram
+from neural_cost.analysis.calibrate_kernels import _Pending, _profiled_points, calibrate_kernels
+from neural_cost.analysis.expected import expected_time, kernel_class
+from neural_cost.analysis.kernels import kernel_rows
+from neural_cost.analysis.workload import time_workload, trace_workload
+from neural_cost.core.errors import NeuralCostError
+from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
+from neural_cost.hardware.kernel_model import Point, load_calibration, save_calibration
+from neural_cost.measure.timing import Measurement
+from tests.analysis.test_kernel_bound import KERNELS, OPS, SPEC
+
+US = 1e-6
+
+
+class _HandAdapter(FrameworkAdapter):
+    """Traces to fixed kernels; each run takes 0.1 s (5 profiled runs); the profile is given."""
+
+    framework = "hand"
+
+    def __init__(self, kernels: tuple[Kernel, ...], per_run: dict[int, list[tuple[float, Any]]]) -> None:
+        self.kernels = kernels
+        self.per_run = per_run  # kernel → its events in one run: (start, duration), seconds from the run's start
+
+    def trace(self, model: Any, args: Any = (), kwargs: Any = None, **options: Any) -> Trace:
+        return Trace(OPS, Coverage.full(OPS), kernels=self.kernels, kernel_source="hand-written", framework="hand")
+
+    def benchmark(self, model: Any, *args: Any, warmup: int = 10, repeats: int = 30, **options: Any) -> Measurement:
+        return Measurement(samples_seconds=(0.1,) * repeats)
+
+    def profile(self, model: Any, args: Any = (), kwargs: Any = None, *, trace: Trace, runs: int = 3, **options: Any):
+        assert runs == 5  # max(3, min(repeats, 20)), repeats = max(5, 0.04 s / 0.1 s)
+        events = [
+            ProfileEvent(kernel, run * 1e-3 + start, duration(run) if callable(duration) else duration)
+            for kernel, spans in self.per_run.items()
+            for run in range(runs)
+            for start, duration in spans
+        ]
+        by_kernel = {k: [(e.start_seconds, e.start_seconds + e.duration_seconds) for e in events if e.kernel == k]
+                     for k in self.per_run}  # fmt: skip
+        return Profile(
+            runs=runs,
+            wall_seconds=runs * 1e-3,
+            kernels=tuple(MeasuredKernel(k, union_seconds(iv), len(iv)) for k, iv in by_kernel.items()),
+            kernel_seconds=union_seconds(iv for ivs in by_kernel.values() for iv in ivs),
+            source="hand",
+            events=tuple(events),
+        )
+
+
+def _stalled(run: int) -> float:
+    return (1.0, 1.1, 1.2, 1.3, 9.0)[run] * US
+
+
+def _points(adapter: FrameworkAdapter) -> list[Point | _Pending]:
+    return _profiled_points(adapter, SPEC, MicroProgram("hand", lambda: None), passes=2)
+
+
+def test_a_kernel_is_its_median_execution_and_record_less_kernels_give_no_point():
+    loop = [(10 * US + i * 0.02 * US, 0.01 * US) for i in range(10)]
+    (point,) = _points(_HandAdapter(KERNELS, {0: [(0.0, _stalled)], 1: [(5 * US, 0.1 * US)], 2: loop}))
+    assert isinstance(point, Point) and (point.kernel_class, point.name) == ("matmul", "hand")
+    assert point.compute_seconds == pytest.approx(528.384e-9, rel=1e-12)
+    assert point.memory_seconds == pytest.approx(98.304e-9, rel=1e-12)
+    assert point.measured_seconds == pytest.approx(1.2e-6, rel=1e-12)
+
+
+def test_a_program_whose_records_ran_in_record_less_kernels_is_refused():
+    adapter = _HandAdapter(KERNELS, {0: [(0.0, 1.2 * US)], 1: [(5 * US, 30 * US)], 2: [(40 * US, 0.01 * US)] * 10})
+    with pytest.raises(NeuralCostError, match=r"none of its records took 96% of its kernel time"):
+        _points(adapter)
+
+
+def test_a_kernel_measured_under_half_its_compute_time_is_refused():
+    with pytest.raises(NeuralCostError, match=r"fusion.0 measured 0.38× its roofline bound"):
+        _points(_HandAdapter(KERNELS, {0: [(0.0, 0.2 * US)]}))  # 0.2 / 0.528384 = 0.378
+
+
+def test_kernels_timed_as_one_fused_op_are_one_pending_entry():
+    kernels = (
+        Kernel("mm.0", (0,), traffic_bytes=49_152, footprint_bytes=49_152),
+        Kernel("add.1", (1,), traffic_bytes=49_152, footprint_bytes=49_152),
+    )
+    (pending,) = _points(_HandAdapter(kernels, {0: [(0.0, 1 * US)], 1: [(1 * US, 1 * US)]}))
+    assert isinstance(pending, _Pending)
+    assert pending.main.name == "mm.0" and pending.main_class == "matmul"
+    assert [(row.name, name) for row, name in pending.others] == [("add.1", "elementwise")]
+    assert pending.seconds == pytest.approx(2 * US)
+
+
+def test_kernels_timed_apart_are_two_points():
+    kernels = (
+        Kernel("mm.0", (0,), traffic_bytes=49_152, footprint_bytes=49_152),
+        Kernel("add.1", (1,), traffic_bytes=49_152, footprint_bytes=49_152),
+    )
+    points = _points(_HandAdapter(kernels, {0: [(0.0, 1 * US)], 1: [(1.5 * US, 1 * US)]}))  # a gap between them
+    assert [(p.kernel_class, p.measured_seconds) for p in points] == [("matmul", 1e-6), ("elementwise", 1e-6)]
+
+
+# -- each framework's quick grid ---------------------------------------------------------------
+
+
+def _adapter(framework: str) -> FrameworkAdapter:
+    if framework == "jax":
+        pytest.importorskip("jax")
+        from neural_cost.adapters.jax import JaxAdapter
+
+        return JaxAdapter()
+    pytest.importorskip("tensorflow")
+    from neural_cost.adapters.tensorflow import TensorFlowAdapter
+
+    return TensorFlowAdapter()
+
+
+@pytest.fixture(scope="module", params=["jax", "tensorflow"])
+def calibrated(request):
+    adapter = _adapter(request.param)
+    programs = {program.name: program for program in adapter.microbenchmarks(quick=True)}
+    return request.param, programs, calibrate_kernels(adapter, quick=True)
+
+
+def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
+    framework, programs, calibration = calibrated
+    assert calibration.framework == framework and len(programs) >= 30
+    classes = {point.kernel_class for point in calibration.points}
+    assert {"matmul", "elementwise", "reduce", "conv"} <= classes
+    assert all(point.measured_seconds > 0 for point in calibration.points)
+    assert calibration.method == "each kernel's profiled time"
+
+
+def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
+    framework, programs, calibration = calibrated
+    fresh = _adapter(framework)  # its own compilation: the kernels are read again
+    for name in sorted({point.name for point in calibration.points}):
+        program = programs[name]
+        time_workload(fresh, program.fn, program.args, program.kwargs, warmup=0, repeats=1)
+        estimate = estimate_trace(trace_workload(fresh, program.fn, program.args, program.kwargs))
+        rows = {
+            (kernel_class(estimate, row), row.compute_seconds / row.executions, row.memory_seconds / row.executions)
+            for row in kernel_rows(estimate, calibration.hardware)[0]
+            if row.executions
+        }
+        for point in calibration.points:
+            if point.name == name:
+                assert (point.kernel_class, point.compute_seconds, point.memory_seconds) in rows, (name, point)
+
+
+def test_a_saved_and_reloaded_calibration_predicts_identically(calibrated, tmp_path):
+    framework, programs, calibration = calibrated
+    loaded = load_calibration(save_calibration(calibration, tmp_path / "kernels.json"))
+    assert loaded.points == calibration.points and set(loaded.classes) == set(calibration.classes)
+    for point in calibration.points:
+        model = calibration.classes.get(point.kernel_class)
+        if model is not None:
+            again = loaded.classes[point.kernel_class].seconds(point.compute_seconds, point.memory_seconds)
+            assert again == model.seconds(point.compute_seconds, point.memory_seconds)
+    program = next(iter(programs.values()))
+    adapter = _adapter(framework)
+    time_workload(adapter, program.fn, program.args, program.kwargs, warmup=0, repeats=1)
+    estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
+    first = expected_time(estimate, calibration, 1e-5, machine={})
+    assert expected_time(estimate, loaded, 1e-5, machine={}).to_dict() == first.to_dict()
