@@ -145,7 +145,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
         )
     # predict: the expected time from the trace alone, before this batch is ever timed
     fn, args, kwargs, trace_options = model.build(model.unseen_batch)
-    expected = expected_of(estimate_trace(trace_workload(adapter, fn, args, kwargs, trace_options)))
+    # JAX: compiled (not run) for its kernels, as neural-cost predict does
+    tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
+    expected = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
     measurement = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats)
     row = Row(model.name, model.unseen_batch, measurement.median_seconds, expected, predicted=True)
     rows.append(row)

@@ -11,9 +11,13 @@ program it describes: the expected time comes from the trace, the calibration an
 
 Kernel classes: the kinds of the records a kernel executes, the heaviest group first —
 attention, conv, matmul, norm, softmax, pool, reduce, gather, elementwise, copy — so a matmul
-fused with its bias and activation is a matmul, a loop fusion of pointwise ops elementwise. A
+fused with its bias and activation is a matmul, a loop fusion of pointwise ops elementwise, or
+``transcendental`` when one of its records evaluates exp, tanh, erf... (each a polynomial per
+element that the FLOP count calls one: at the same roofline time such kernels run several times
+longer than an add). A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
-class, ``rnn``: its records are what it computes, not how long it takes. A kernel whose class
+class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
+none of our records (a copy or layout change the compiler inserted, a loop's state) is a copy. A kernel whose class
 the calibration lacks is scored at its roofline bound, with a note; a kernel that runs an
 unmodeled operation has no expectation for that part (the total is then a floor, said so).
 """
@@ -50,8 +54,8 @@ CLASS_OF_KIND: Mapping[str, str] = {
     "collective": "collective",
 }  # fmt: skip
 PRIORITY = (
-    "rnn", "attention", "conv", "matmul", "norm", "softmax", "pool", "reduce", "gather", "elementwise", "copy",
-    "collective", "other",
+    "rnn", "attention", "conv", "matmul", "norm", "softmax", "pool", "reduce", "gather", "transcendental",
+    "elementwise", "copy", "collective", "other",
 )  # fmt: skip
 #: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates).
 _FUSED_RNN = re.compile(r"lstm|gru|rnn", re.IGNORECASE)
@@ -68,8 +72,13 @@ def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
     kernel = estimate.kernels[row.index]
     if _FUSED_RNN.search(kernel.name):
         return "rnn"
+    if not kernel.operations:
+        return "copy"  # a kernel that runs none of our records (a copy XLA inserted, loop state) moves data
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
-    return min(classes, key=PRIORITY.index) if classes else "other"
+    name = min(classes, key=PRIORITY.index)
+    if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
+        return "transcendental"  # exp, tanh, erf...: a polynomial per element, not one FLOP
+    return name
 
 
 @dataclass(frozen=True, slots=True)
