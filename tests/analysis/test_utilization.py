@@ -113,19 +113,21 @@ def test_without_matrix_flops_the_dtype_with_most_flops_is_said():
 
 def test_devices_from_collectives_scale_the_step_not_the_ratio():
     # One device's program of 8 (a psum of the (64,64) result over 8: 7/8 · 4,096 = 3,584
-    # reduction FLOPs): 524,288 + 524,288 + 3,584 = 1,052,160 FLOPs per device; the step is
-    # 8 × 1,052,160 = 8,417,280 FLOPs on 8 × 1 TFLOP/s for 5 µs (40,000,000): MFU 0.210432,
-    # the same as one device's 1,052,160 / 5,000,000.
+    # reduction FLOPs, hardware but not model FLOPs): model 524,288 + 524,288 = 1,048,576 per
+    # device, hardware 1,052,160; the step is 8 × those, 8,388,608 and 8,417,280 FLOPs, on
+    # 8 × 1 TFLOP/s for 5 µs (40,000,000): MFU 0.2097152 and HFU 0.210432, one device's ratios.
     psum = Operation(
         "psum", "collective", ((64, 64),), (64, 64), "float32", attrs={"collective": "all_reduce", "group_size": 8}
     )
     ops = (STEP[0], Operation("mm_grad", "matmul", MM, (64, 64), "float32", attrs=BACKWARD), psum)
     report = report_of(ops)
     u = report.utilization
-    assert (u.devices, u.model_flops) == (8, 8_417_280) and u.mfu == pytest.approx(0.210432)
+    assert (u.devices, u.model_flops, u.hardware_flops) == (8, 8_388_608, 8_417_280)
+    assert u.mfu == pytest.approx(0.2097152) and u.hfu == pytest.approx(0.210432)
+    assert (u.recomputed_flops, u.partitioning_flops) == (0, 8 * 3_584)
     assert "× 8 devices)" in report.render(top=0)
     given = utilization(report, devices=16)  # more devices than one group: still one device's program
-    assert (given.devices, given.model_flops) == (16, 16_834_560) and given.mfu == pytest.approx(0.210432)
+    assert (given.devices, given.model_flops) == (16, 16_777_216) and given.mfu == pytest.approx(0.2097152)
 
 
 def test_a_partitioned_program_is_one_device_s_share():
@@ -142,7 +144,35 @@ def test_a_partitioned_program_is_one_device_s_share():
         "psum", "collective", ((64, 64),), (64, 64), "float32", attrs={"collective": "all_reduce", "group_size": 4}
     )
     grouped = analyze_gap(estimate_operations((*STEP, psum), devices=8), OBSERVED, SPEC).utilization
-    assert grouped.devices == 8 and grouped.model_flops == 8 * (1_576_960 + 3 * 4_096 // 4)  # + 3/4·4,096 adds
+    assert grouped.devices == 8 and grouped.model_flops == 8 * 1_576_960  # the psum's adds train nothing
+    assert grouped.hardware_flops == 8 * (2_101_248 + 3 * 4_096 // 4)  # + 3/4·4,096 adds on each device
+
+
+def test_a_partitioned_program_s_model_flops_are_its_global_count():
+    # The adapter's count before the per-device rewrite, 12,000,000 (say: work each device repeats
+    # counted once), is the model FLOPs as given; hardware stays one device's × 8: 16,809,984, of
+    # which 8 × 524,288 = 4,194,304 recomputed, and 16,809,984 - 12,000,000 - 4,194,304 = 615,680
+    # more than the model's (repeated work). MFU 12,000,000 / 40,000,000 = 0.3.
+    report = analyze_gap(estimate_operations(STEP, devices=8, global_model_flops=12_000_000), OBSERVED, SPEC)
+    u = report.utilization
+    assert (u.model_flops, u.hardware_flops, u.recomputed_flops, u.partitioning_flops) == (
+        12_000_000,
+        16_809_984,
+        4_194_304,
+        615_680,
+    )
+    assert u.mfu == pytest.approx(0.3) and u.hfu == pytest.approx(0.4202496)
+    assert u.notes[0].startswith("model FLOPs: the step's records at their global shapes")
+    saved = report.to_dict()
+    assert saved["estimate"]["global_model_flops"] == 12_000_000 and saved["analysis"]["utilization"]["notes"]
+    assert report_from_dict(json.loads(json.dumps(saved))).utilization == u  # the global count survives a reload
+    assert "global_model_flops" not in report_of(STEP).to_dict()["estimate"]  # written only when set
+
+
+@pytest.mark.parametrize("value", [-1, 2.5, True, "7"])
+def test_a_global_model_count_must_be_a_non_negative_integer(value):
+    with pytest.raises(RecordError, match=r"CostEstimate\.global_model_flops=.* must be None or a non-negative"):
+        estimate_operations(STEP, devices=8, global_model_flops=value)
 
 
 def test_devices_given_for_a_whole_step_divide_it():
@@ -233,6 +263,24 @@ def test_no_closed_form_without_every_term():
         u = report.utilization
         assert u.closed_form_flops is None and u.sequence == 4
         assert "closed form" not in report.render(top=0)
+
+
+def test_no_closed_form_for_a_partitioned_program():
+    # The same LM step as one device's share of 8 (estimate.devices = 8): its attention records are
+    # a device's, N and the batch global, so 6·N·T and 12·L·H·Q·T cannot be put together. Before,
+    # the check printed 8 × 6,144 = 49,152: counted on every device as if each held the whole model.
+    lm = lm_step().estimate
+    partitioned = estimate_operations(
+        [row.operation for row in lm.by_operation], boundary=lm.boundary, input_shapes=lm.input_shapes, devices=8
+    )
+    report = analyze_gap(partitioned, OBSERVED, SPEC)
+    u = report.utilization
+    assert (u.closed_form_flops, u.model_flops, u.batch, u.sequence) == (None, 8 * 6_496, 2, 4)
+    assert u.notes == (
+        "no closed-form check: a partitioned program's records are one device's share (its attention cut with "
+        "them), while the parameters and the batch are global",
+    )
+    assert "closed form" not in report.render(top=0)
 
 
 def test_closed_form_of_a_tiny_torch_gpt_by_hand():

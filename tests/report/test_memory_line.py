@@ -4,8 +4,8 @@ One device of 8 runs a data-parallel training step (float32, 4 B per element):
   boundary: x (256, 32) input sharded to (32, 32) = 4,096 B; w1 (32, 64) = 8,192 B and w2 (64, 16)
   = 4,096 B parameters, replicated (whole on every device); out (256, 16) sharded to (32, 16) = 2,048 B.
   parameters 8,192 + 4,096 = 12,288 B (12.3 kB); a training step (dw2 is labeled backward):
-  gradients = the trainable parameters = 12,288 B; optimizer state unknown, Adam's would be
-  2 × 12,288 = 24,576 B (24.6 kB).
+  gradients = the trainable parameters ≤ 12,288 B (a report does not say which parameters train:
+  every parameter and buffer); optimizer state unknown, Adam's would be ≤ 2 × 12,288 = 24,576 B (24.6 kB).
   activations: outputs mm1 (32, 64) 8,192 B, mm2 (32, 16) 2,048 B, dw2 (64, 16) 4,096 B,
   grad_sum (64, 16) 4,096 B: largest 8,192 B (8.19 kB), all kept 18,432 B (18.4 kB).
 """
@@ -33,14 +33,15 @@ BOUNDARY = (
     TensorSpec("out", (256, 16), role="output", shard_shape=(32, 16)),
 )
 LINE = (
-    "memory per device: parameters 12.3 kB · gradients 12.3 kB · optimizer state unknown: not in the trace "
-    "(Adam's two moments would be 24.6 kB) · activations 8.19 kB to 18.4 kB (one result alive at a time to "
-    "none freed) (one of 8 devices)"
+    "memory per device: parameters 12.3 kB · gradients ≤ 12.3 kB (every parameter and buffer) · optimizer state "
+    "unknown: not in the trace (Adam's two moments would be ≤ 24.6 kB) · activations 8.19 kB to 18.4 kB (one "
+    "result alive at a time to none freed) (one of 8 devices)"
 )
 
 
-def report(ops=OPS, boundary=BOUNDARY, devices=8):
-    return analyze_gap(estimate_operations(ops, boundary=boundary, devices=devices), cpu_measurement(), SPEC)
+def report(ops=OPS, boundary=BOUNDARY, devices=8, framework=None):
+    estimate = estimate_operations(ops, boundary=boundary, devices=devices, framework=framework)
+    return analyze_gap(estimate, cpu_measurement(), SPEC)
 
 
 def memory_lines(text):
@@ -109,3 +110,33 @@ def test_a_saved_memory_of_the_wrong_type_is_refused_by_path():
     data["analysis"]["memory"]["parameter_bytes"] = -1
     with pytest.raises(SchemaError, match=r"analysis\.memory\.parameter_bytes"):
         report_from_dict(data)
+
+
+def test_without_a_marked_parameter_the_parameters_are_unknown_not_zero():
+    # a JAX step traced without param_argnums: w1 and w2 are inputs; nothing is derived from 0 B
+    unmarked = tuple(TensorSpec(t.name, t.shape, t.dtype, "input", t.shard_shape) for t in BOUNDARY)
+    line = memory_lines(report(boundary=unmarked, framework="jax").render(top=0))
+    assert line == [
+        "memory per device: parameters unknown (JAX: pass param_argnums=) · activations 8.19 kB to 18.4 kB "
+        "(one result alive at a time to none freed) (one of 8 devices)"
+    ]
+    assert memory_lines(report(boundary=unmarked).render(top=0))[0].startswith(
+        "memory per device: parameters unknown (the trace marks none) · activations"
+    )
+
+
+def test_a_jax_step_s_optimizer_state_is_an_argument():
+    (line,) = memory_lines(report(framework="jax").render(top=0))
+    assert "optimizer state unknown: a JAX step's is an argument, counted with the inputs (Adam's two" in line
+
+
+def test_gradients_are_exact_when_the_trainable_bytes_are_known():
+    from neural_cost.analysis.memory import memory_profile
+
+    estimate = report().estimate
+    bounded = memory_profile(estimate, training=True, optimizer_state_multiplier=None)
+    assert bounded.gradients_upper_bound and bounded.gradient_bytes == 12_288
+    assert bounded.notes[1].startswith("gradients and optimizer state counted for every tensor marked a parameter")
+    # w2 frozen: 8,192 B of 12,288 train (a PyTorch module says which, profile_model reads it)
+    exact = memory_profile(estimate, training=True, optimizer_state_multiplier=2, trainable_bytes=8_192)
+    assert (exact.gradients_upper_bound, exact.gradient_bytes, exact.optimizer_state_bytes) == (False, 8_192, 16_384)

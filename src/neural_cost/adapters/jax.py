@@ -35,7 +35,7 @@ from ._jax import (  # noqa: F401  (register the table)
     ops_random_optim,
     ops_reduce,
 )
-from ._jax.boundary import boundary_of
+from ._jax.boundary import boundary_of, global_shapes
 from ._jax.compiled import Executable, Executables, failed_cross_check
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
@@ -160,12 +160,17 @@ class JaxAdapter(FrameworkAdapter):
             input_shapes=_input_shapes(positional, kwargs, skip, returned),
             loop_assumptions=tuple(state.loops),
             framework="jax",
-            boundary=boundary_of(closed, dynamic, dynamic_index, kwargs, params, executable),
-            notes=tuple(dict.fromkeys([*state.notes, *program.notes])),
+            boundary=boundary_of(closed, dynamic, dynamic_index, kwargs, params, executable, program.devices),
+            notes=tuple(
+                dict.fromkeys(
+                    [*state.notes, *program.notes, *global_shapes(dynamic, dynamic_index, kwargs, program.devices)]
+                )
+            ),
             cross_check=cross_check,
             kernels=program.kernels,
             kernel_source=program.source,
             devices=program.devices,
+            global_model_flops=program.global_model_flops,
         )
 
     def _executable(

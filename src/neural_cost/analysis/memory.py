@@ -12,7 +12,11 @@ parameters; ``devices`` says how many devices run the program (``CostEstimate.de
 the largest collective group, else 1). The optimizer state is ``optimizer_state_multiplier`` ×
 the gradients, or unknown (None) when no multiplier is given (``GapReport.memory``: a saved
 report does not say which optimizer ran); a PyTorch trace's boundary does not hold the
-optimizer's state tensors, so the multiplier is the only source there.
+optimizer's state tensors, so the multiplier is the only source there. Without
+``trainable_bytes`` the gradients count every tensor marked a parameter — a PyTorch module's
+buffers (BatchNorm's running statistics) and frozen weights too —, an upper bound
+(``gradients_upper_bound``, said in a note). A partitioned program's activation bounds sum the
+records a kernel runs (``utilization.device_rows``): one kept at global shapes is left out.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from ..core.units import format_si, plural
 from ..costs.estimate import estimate_trace
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
-from .utilization import collective_devices
+from .utilization import collective_devices, device_rows
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -54,6 +58,9 @@ class MemoryProfile:
     findings: tuple[str, ...] = ()
     #: Devices the program runs on; every figure above is one device's.
     devices: int = 1
+    #: Whether the gradients (and the optimizer state) count every tensor marked a parameter,
+    #: buffers and frozen weights included, as no ``trainable_bytes`` said which train: at most.
+    gradients_upper_bound: bool = False
 
     @property
     def training_minimum_bytes(self) -> int | None:
@@ -156,6 +163,12 @@ def memory_profile(
         notes.append("no tensor is marked as a parameter (JAX: pass param_argnums=); parameter memory is 0 here")
     parameters = by_role["parameter"]
     trainable = parameters if trainable_bytes is None else min(trainable_bytes, parameters)
+    upper_bound = training and trainable_bytes is None and parameters > 0
+    if upper_bound:
+        notes.append(
+            "gradients and optimizer state counted for every tensor marked a parameter, buffers and frozen weights "
+            "included: an upper bound (profile_model reads which of a PyTorch module's parameters train)"
+        )
     if training and trainable < parameters:
         notes.append(
             f"gradients and optimizer state only for the {format_si(trainable, 'B')} of parameters that train "
@@ -168,7 +181,13 @@ def memory_profile(
         notes.append("optimizer state unknown: no optimizer_state_multiplier given (2 for Adam, 1 for momentum SGD)")
     elif training and optimizer_state_multiplier is not None:
         optimizer_state = int(trainable * optimizer_state_multiplier)
-    outputs = [row.operation.output_bytes for row in estimate.by_operation]
+    rows = device_rows(estimate)
+    if len(rows) < len(estimate.by_operation):
+        notes.append(
+            f"{plural(len(estimate.by_operation) - len(rows), 'records')} no kernel of the partitioned program runs "
+            f"(at global shapes, or removed by XLA) left out of the activation bounds"
+        )
+    outputs = [row.operation.output_bytes for row in rows]
     held = parameters + gradients + (optimizer_state or 0)
     findings = []
     if hardware is not None and hardware.memory_capacity is not None and held > hardware.memory_capacity:
@@ -187,9 +206,7 @@ def memory_profile(
         input_bytes=by_role["input"],
         output_bytes=by_role["output"],
         activation_minimum_peak_bytes=max(outputs, default=0),
-        activation_conservative_peak_bytes=sum(
-            row.operation.output_bytes * row.operation.count for row in estimate.by_operation
-        ),
+        activation_conservative_peak_bytes=sum(row.operation.output_bytes * row.operation.count for row in rows),
         training=training,
         optimizer_state_multiplier=None if optimizer_state_multiplier is None else float(optimizer_state_multiplier),
         notes=tuple(notes),
@@ -197,6 +214,7 @@ def memory_profile(
         measured_peak_bytes=measurement.peak_memory_bytes if measurement is not None else None,
         findings=tuple(findings),
         devices=devices,
+        gradients_upper_bound=upper_bound,
     )
 
 

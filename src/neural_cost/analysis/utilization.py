@@ -4,11 +4,18 @@
 observed, over the devices' peak; *hardware FLOPs utilization* counts every FLOP the devices
 execute, the activations a checkpointed step recomputes in its backward included. Here:
 
-- ``hardware_flops``: every record's FLOPs; ``model_flops``: those of the records not labeled
-  ``recompute`` (``torch.utils.checkpoint``'s and ``jax.checkpoint``'s recomputed forward,
-  ``adapters/_torch/recompute.py``, ``adapters/_jax/recompute.py``). Both count every FLOP of
+- ``hardware_flops``: one device's records' FLOPs (``device_rows``) × the step's devices;
+  ``model_flops``: those of the records neither labeled ``recompute``
+  (``torch.utils.checkpoint``'s and ``jax.checkpoint``'s recomputed forward,
+  ``adapters/_torch/recompute.py``, ``adapters/_jax/recompute.py``) nor a collective (a
+  reduction's adds move data between devices; they train nothing). Both count every FLOP of
   the step — pointwise, reductions, the optimizer — not only the matmuls, at the catalog's
   conventions (``docs/distributed.md``).
+- A partitioned JAX ``jit`` (``estimate.devices`` > 1, its records one device's share) counts its
+  model FLOPs from its records before the per-device rewrite, at global shapes
+  (``CostEstimate.global_model_flops``): work every device repeats (a replicated optimizer
+  update) counts once there, while the hardware FLOPs count it on every device, with the
+  collectives' reductions (``partitioning_flops``: hardware − model − recomputed).
 - ``peak``: the peak of ``dtype``, the dtype that carries the most matmul, linear, convolution
   and attention FLOPs (what a device's peak is quoted for); the dtype with most FLOPs when the
   step has none of those.
@@ -16,8 +23,9 @@ execute, the activations a checkpointed step recomputes in its backward included
   ``jit``, whose records are one device's share, or a ``shard_map``); else the largest
   ``group_size`` among the step's collectives (a PyTorch rank's trace); else 1; or as given.
   A trace of either kind is one device's program (a collective record is one device's share
-  too), so the step's FLOPs are its FLOPs × devices; a trace of neither is the whole step (a
-  single device's, or spread over the ``devices`` given).
+  too), so the step's FLOPs are its FLOPs × devices (the model FLOPs: the global count where
+  there is one); a trace of neither is the whole step (a single device's, or spread over the
+  ``devices`` given).
 
 MFU = model FLOPs / (observed × peak × devices); HFU the same with the hardware FLOPs. A
 report has them for a training step only — one with a backward: JAX records labeled
@@ -35,12 +43,17 @@ from typing import TYPE_CHECKING, Any
 from ..core.dtypes import dtype_info
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate, OperationCost
+from ..core.units import plural
 
 if TYPE_CHECKING:
     from .gap import GapReport
 
 #: Kinds whose FLOPs run on a device's matrix units: the dtype they run at picks the peak.
 MATRIX_KINDS = frozenset({"matmul", "linear", "conv", "attention", "attention_backward"})
+PARTITIONED_CLOSED_FORM = (
+    "no closed-form check: a partitioned program's records are one device's share (its attention cut with "
+    "them), while the parameters and the batch are global"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +78,10 @@ class Utilization:
     #: PaLM appendix B's 6·N·tokens + 12·L·H·Q·T·tokens, when the trace is a transformer LM
     #: whose N, L, H, Q, T its records give (``closed_form_flops``); else None.
     closed_form_flops: int | None = None
+    #: The hardware FLOPs of the records labeled ``recompute`` (over all devices).
+    recomputed_flops: int = 0
+    #: Where the figures come from when the step is partitioned, and why there is no closed form.
+    notes: tuple[str, ...] = ()
 
     @property
     def samples_per_second(self) -> float | None:
@@ -76,8 +93,11 @@ class Utilization:
         return samples * self.sequence if samples is not None and self.sequence is not None else None
 
     @property
-    def recomputed_flops(self) -> int:
-        return self.hardware_flops - self.model_flops
+    def partitioning_flops(self) -> int:
+        """Hardware FLOPs that are neither model FLOPs nor recomputed: a partitioned step's work
+        every device repeats and its collectives' reductions, less the model work the compiler
+        removed (it may be negative); 0 for a step on one device."""
+        return self.hardware_flops - self.model_flops - self.recomputed_flops
 
     def _share(self, flops: int) -> float:
         capacity = self.observed_seconds * self.peak * self.devices
@@ -108,6 +128,8 @@ class Utilization:
             "samples_per_second": self.samples_per_second,
             "tokens_per_second": self.tokens_per_second,
             "closed_form_flops": self.closed_form_flops,
+            "partitioning_flops": self.partitioning_flops or None,
+            "notes": list(self.notes) or None,
         }
         return {**out, **{key: value for key, value in known.items() if value is not None}}
 
@@ -150,6 +172,17 @@ def _most(totals: dict[str, int]) -> str | None:
     return best[0][1] if best else None
 
 
+def device_rows(estimate: CostEstimate) -> list[OperationCost]:
+    """The rows one device's figures sum: every row; for a partitioned program with kernels
+    (``estimate.devices`` > 1, records one device's share) those a kernel runs — a record no
+    kernel runs kept its traced, global shapes (``adapters/_jax/program.py``) or the compiler
+    removed it."""
+    if estimate.devices > 1 and estimate.kernels:
+        unmapped = set(estimate.unmapped_operations)
+        return [row for index, row in enumerate(estimate.by_operation) if index not in unmapped]
+    return list(estimate.by_operation)
+
+
 def utilization(report: GapReport, devices: int | None = None) -> Utilization | None:
     """MFU and HFU of ``report``'s step on ``devices`` (default: the devices its partitioned
     program runs on, else its collectives' largest group); None when the step has no backward
@@ -160,8 +193,10 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
     if not is_training_step(estimate):
         return None
     rows = estimate.by_operation
-    hardware = sum(row.flops for row in rows)
-    model = sum(row.flops for row in rows if not is_recomputed(row))
+    executed = device_rows(estimate)
+    hardware = sum(row.flops for row in executed)
+    recomputed = sum(row.flops for row in executed if is_recomputed(row))
+    model = sum(row.flops for row in rows if not is_recomputed(row) and row.kind != "collective")
     matrix = _most(_flops_by_dtype(row for row in rows if row.kind in MATRIX_KINDS))
     dtype = matrix or _most(_flops_by_dtype(rows))
     if dtype is None:
@@ -172,10 +207,24 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
         devices = scale
     else:
         scale = devices if grouped else 1
+    notes = []
+    model_flops = model * scale
+    if estimate.global_model_flops is not None:
+        model_flops = estimate.global_model_flops
+        notes.append(
+            f"model FLOPs: the step's records at their global shapes, before the per-device rewrite; hardware "
+            f"FLOPs: one device's records × {plural(scale, 'devices')} (work every device repeats and the "
+            f"collectives' reductions included)"
+        )
     spec = report.hardware
     batch, sequence = throughput_shape(estimate)
+    closed_form = None
+    if estimate.devices == 1:
+        closed_form = _times(closed_form_flops(estimate, batch, sequence), scale)
+    elif any(row.kind == "attention" for row in rows):
+        notes.append(PARTITIONED_CLOSED_FORM)
     return Utilization(
-        model_flops=model * scale,
+        model_flops=model_flops,
         hardware_flops=hardware * scale,
         observed_seconds=report.observed_seconds,
         peak=spec.peak(dtype),
@@ -185,7 +234,9 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
         matrix_dtype=matrix is not None,
         batch=batch,
         sequence=sequence,
-        closed_form_flops=_times(closed_form_flops(estimate, batch, sequence), scale),
+        closed_form_flops=closed_form,
+        recomputed_flops=recomputed * scale,
+        notes=tuple(notes),
     )
 
 

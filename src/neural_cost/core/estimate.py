@@ -9,7 +9,7 @@ from typing import Any
 from .attrs import FrozenAttrs, attrs_to_json
 from .errors import RecordError
 from .kernels import Kernel, check_kernels
-from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as_input_shapes
+from .records import Coverage, LoopAssumption, Operation, Shape, TensorSpec, _as_input_shapes, check_global_flops
 
 
 def _intensity(flops: int, nbytes: int) -> float:
@@ -203,10 +203,14 @@ class CostEstimate:
     kernel_source: str | None = None
     #: Devices a partitioned program runs on at once (``Trace.devices``): the rows are one device's.
     devices: int = 1
+    #: A partitioned program's model FLOPs over all its devices, from its records at their global
+    #: shapes (``Trace.global_model_flops``); None when not partitioned.
+    global_model_flops: int | None = None
 
     def __post_init__(self) -> None:
         if type(self.devices) is not int or self.devices < 1:
             raise RecordError(f"CostEstimate.devices={self.devices!r} must be a positive integer")
+        check_global_flops(self.global_model_flops, "CostEstimate")
         object.__setattr__(self, "flops_by_dtype", _flops_dict(self.flops_by_dtype))
         if self.cross_check is not None and not isinstance(self.cross_check, FrozenAttrs):
             object.__setattr__(self, "cross_check", FrozenAttrs(self.cross_check, "CostEstimate.cross_check"))
@@ -293,6 +297,7 @@ class CostEstimate:
             "kernel_source": self.kernel_source,
             "kernels": [kernel.to_dict() for kernel in self.kernels],
             "devices": self.devices,
+            **({} if self.global_model_flops is None else {"global_model_flops": self.global_model_flops}),
         }
 
     @classmethod
@@ -316,4 +321,5 @@ class CostEstimate:
             kernels=tuple(Kernel.from_dict(k) for k in data.get("kernels") or ()),
             kernel_source=data.get("kernel_source"),
             devices=data.get("devices", 1),
+            global_model_flops=data.get("global_model_flops"),
         )

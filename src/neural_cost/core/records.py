@@ -303,6 +303,12 @@ def records_of(values: Any, record: type[Any], where: str) -> tuple[Any, ...]:
     return items
 
 
+def check_global_flops(value: Any, where: str) -> None:
+    """``global_model_flops`` is None or a non-negative integer."""
+    if value is not None and (type(value) is not int or value < 0):
+        raise RecordError(f"{where}.global_model_flops={value!r} must be None or a non-negative integer")
+
+
 def _as_input_shapes(value: Any) -> tuple[tuple[str, Shape], ...]:
     """Accept ``[(32, 768), ...]`` or ``[("x", (32, 768)), ...]`` or ``{"x": (32, 768)}``."""
     if isinstance(value, Mapping):
@@ -341,10 +347,15 @@ class Trace:
     #: The devices one program runs on at once when it is partitioned (JAX's SPMD ``jit``):
     #: every record is then one device's share. 1 for a single device's program.
     devices: int = 1
+    #: A partitioned program's model FLOPs over all its devices: its records before the
+    #: per-device rewrite, at their traced (global) shapes (a ``shard_map`` body's × devices),
+    #: recomputed and collective records left out (``analysis/utilization.py``); else None.
+    global_model_flops: int | None = None
 
     def __post_init__(self) -> None:
         if type(self.devices) is not int or self.devices < 1:
             raise RecordError(f"Trace.devices={self.devices!r} must be a positive integer")
+        check_global_flops(self.global_model_flops, "Trace")
         ops = tuple(self.operations)
         for i, op in enumerate(ops):
             if not isinstance(op, Operation):
@@ -380,6 +391,7 @@ class Trace:
             "kernel_source": self.kernel_source,
             "kernels": [kernel.to_dict() for kernel in self.kernels],
             "devices": self.devices,
+            **({} if self.global_model_flops is None else {"global_model_flops": self.global_model_flops}),
         }
 
     @classmethod
@@ -399,4 +411,5 @@ class Trace:
             kernels=tuple(Kernel.from_dict(k) for k in data.get("kernels") or ()),
             kernel_source=data.get("kernel_source"),
             devices=data.get("devices", 1),
+            global_model_flops=data.get("global_model_flops"),
         )

@@ -77,6 +77,7 @@ def estimate_operations(
     kernels: Sequence[Kernel] = (),
     kernel_source: str | None = None,
     devices: int = 1,
+    global_model_flops: int | None = None,
 ) -> CostEstimate:
     """Sum the cost of every operation. Without ``coverage`` all operations count as modeled.
 
@@ -119,6 +120,7 @@ def estimate_operations(
         kernels=with_record_flops(check_kernels(kernels, len(rows), "estimate"), rows),
         kernel_source=kernel_source,
         devices=devices,
+        global_model_flops=global_model_flops,
     )
 
 
@@ -147,6 +149,7 @@ def estimate_trace(trace: Trace) -> CostEstimate:
         kernels=trace.kernels,
         kernel_source=trace.kernel_source,
         devices=trace.devices,
+        global_model_flops=trace.global_model_flops,
     )
 
 

@@ -19,10 +19,14 @@ def utilization_line(report: GapReport) -> str | None:
     u = report.utilization
     if u is None:
         return None
-    if u.recomputed_flops:
+    if u.recomputed_flops or u.partitioning_flops:
+        parts = [f"{format_si(u.recomputed_flops, 'FLOP')} recomputed"] if u.recomputed_flops else []
+        if u.partitioning_flops:  # repeated on every device, collectives' adds, less what XLA removed: signed
+            sign = "+" if u.partitioning_flops > 0 else "-"
+            parts.append(f"{sign}{format_si(abs(u.partitioning_flops), 'FLOP')} from partitioning")
         flops = (
             f"model {format_si(u.model_flops, 'FLOP')}, hardware {format_si(u.hardware_flops, 'FLOP')} "
-            f"incl. {format_si(u.recomputed_flops, 'FLOP')} recomputed"
+            f"incl. {', '.join(parts)}"
         )
     else:
         flops = f"model = hardware {format_si(u.model_flops, 'FLOP')}, nothing recomputed"

@@ -386,6 +386,7 @@ REPORT_V2_ADDITIONS = record(
                 "kernel_source": nullable(TEXT),
                 "compiled_bytes": WORK,
                 "devices": POSITIVE_COUNT,
+                "global_model_flops": WORK,
             },
         )
     },

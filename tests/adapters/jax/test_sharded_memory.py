@@ -12,6 +12,8 @@ By hand, float32 (4 B), 8 devices, B, D, H, O = 256, 32, 64, 16:
   tensor parallel: w1 P(None, "x") → (32, 8) = 1,024 B; w2 P("x", None) → (8, 16) = 512 B;
     x replicated (256, 32) = 32,768 B; arguments 1,024 + 512 + 32,768 = 34,304 B.
   shard_map of v * 2 over (2048,) with P("x") in and out: input and output (256,) = 1,024 B each.
+  a jit with in_shardings P("x") given a host NumPy (256, 32): the compiled program takes a
+    (32, 32) part, 4,096 B per device (not the 32,768 B of the whole array).
 """
 
 from __future__ import annotations
@@ -73,7 +75,15 @@ double = jax.shard_map(lambda v: v * 2.0, mesh=mesh, in_specs=P("x"), out_specs=
 v = jax.device_put(jnp.arange(2048, dtype=jnp.float32), NamedSharding(mesh, P("x")))
 compiled = JaxAdapter(cross_check=True)
 out["shard_map"] = {"boundary": boundary(compiled.trace(double, v)), "xla": xla_memory(compiled)}
-out["shard_map_uncompiled"] = {"boundary": boundary(JaxAdapter(cross_check=False).trace(double, v))}
+uncompiled = JaxAdapter(cross_check=False).trace(double, v)
+out["shard_map_uncompiled"] = {"boundary": boundary(uncompiled), "notes": list(uncompiled.notes)}
+uncompiled = JaxAdapter(cross_check=False).trace(
+    step, ((put((D, H), P()), put((H, O), P())), put((B, D), P("x")), put((B, O), P("x"))), param_argnums=0)
+out["data_parallel_uncompiled"] = {"boundary": boundary(uncompiled), "devices": uncompiled.devices}
+
+host = JaxAdapter(cross_check=True)
+scaled = jax.jit(lambda v: jnp.tanh(v) * 2.0, in_shardings=NamedSharding(auto, P("x")))
+out["host_input"] = {"boundary": boundary(host.trace(scaled, np.ones((B, D), np.float32))), "xla": xla_memory(host)}
 print(json.dumps(out))
 """
 
@@ -138,7 +148,33 @@ def test_output_shards_come_from_the_compiled_program(measured):
     assert measured["shard_map"]["xla"] == {"arguments": 1_024, "outputs": 1_024}
 
 
-def test_without_a_compiled_program_an_output_shard_is_not_claimed(measured):
+def test_without_a_compiled_program_no_shard_is_claimed(measured):
     rows = measured["shard_map_uncompiled"]["boundary"]
-    # the input's shard comes from the argument itself; the output's would need the executable
-    assert [(role, shard) for _name, role, _shape, shard, _nbytes in rows] == [("input", [256]), ("output", None)]
+    # not known to be partitioned: counted at global shapes, (2048,) = 8,192 B, and a note says so
+    assert [(role, shard, nbytes) for _name, role, _shape, shard, nbytes in rows] == [
+        ("input", None, 8_192),
+        ("output", None, 8_192),
+    ]
+    assert any(
+        note.startswith("arguments sharded over 8 devices (arg0)") for note in measured["shard_map_uncompiled"]["notes"]
+    )
+
+
+def test_a_sharded_step_traced_without_its_executable_is_whole(measured):
+    entry = measured["data_parallel_uncompiled"]
+    # records at global shapes (devices 1): x and y whole, 32,768 + 16,384 B, as the records read them
+    assert entry["devices"] == 1
+    assert [(shard, nbytes) for _name, _role, _shape, shard, nbytes in _arguments(entry["boundary"])] == [
+        (None, 8_192),
+        (None, 4_096),
+        (None, 32_768),
+        (None, 16_384),
+    ]
+
+
+def test_a_host_input_is_counted_at_the_compiled_program_s_input_sharding(measured):
+    entry = measured["host_input"]
+    rows = _arguments(entry["boundary"])
+    # the NumPy array has no sharding; the executable takes (256, 32) / 8 = (32, 32), 4,096 B, as XLA says
+    assert [(shard, nbytes) for _name, _role, _shape, shard, nbytes in rows] == [([32, 32], 4_096)]
+    assert entry["xla"]["arguments"] == 4_096

@@ -12,6 +12,12 @@ Data parallel, the batch over 8 devices: 32 rows per device. By hand, per device
             dh    (32,16)@(64,16)ᵀ→(32,64) 2·32·16·64 = 65,536
             dW1   (32,64)ᵀ(32,32)→(64,32) 2·32·64·32 = 131,072
   matmuls: 458,752 per device (× 8 = 3,670,016, the unsharded step's 2·256·(32·64 + 64·16)·3).
+The step's model FLOPs, its records at global shapes (the one-device trace's, by record):
+  matmuls 2·256·(32·64 + 64·16)·3                                         3,670,016
+  (256,64) elementwise: tanh, its derivative's sub, two muls, add_any  5 × 16,384 = 81,920
+  (256,16) elementwise: sub, x², the mean's scale, d(x²)'s mul          4 × 4,096 = 16,384
+  the loss's sum 256·16 - 1 = 4,095; two scalar divides 2; SGD p - 0.1·g over 3,072 parameters 6,144
+  total 3,670,016 + 81,920 + 16,384 + 4,095 + 2 + 6,144 = 3,778,561.
 Tensor parallel (w1 column-sharded P(None,"x"), w2 row-sharded P("x",None), x replicated):
   x@w1 (256,32)@(32,8) → 2·256·32·8 = 131,072; (256,8)@(8,16) → 2·256·8·16 = 65,536, a partial
   product each device holds whole-sized, summed by one all-reduce.
@@ -28,7 +34,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from neural_cost import HardwareSpec, Trace, analyze_gap, estimate_trace  # noqa: E402
+from neural_cost import HardwareSpec, Trace, analyze_gap, estimate_operations, estimate_trace  # noqa: E402
 from neural_cost.adapters._jax.compiled import Executable  # noqa: E402
 from neural_cost.adapters._jax.program import read_kernels  # noqa: E402
 from neural_cost.adapters._jax.sharded import device_shape, device_shapes, splits  # noqa: E402
@@ -146,7 +152,8 @@ def test_data_parallel_names_what_stays_global(measured):
     # feed them (0 FLOPs). Nothing else is left global.
     assert _kept_note(trace) == [
         "4 record(s) keep their traced shapes, global outside shard_map (integer_pow, reduce_sum, transpose, "
-        "transpose; 8,191 FLOPs): no instruction of the partitioned HLO gives their one-device shapes"
+        "transpose; 8,191 FLOPs): no instruction of the partitioned HLO gives their one-device shapes; they run in "
+        "no kernel (scored with the unmapped records) and are left out of hardware FLOPs and activation bounds"
     ]
     mapped = {i for kernel in trace.kernels for i in kernel.operations}
     unmapped = [op.name for i, op in enumerate(trace.operations) if i not in mapped]
@@ -190,14 +197,33 @@ def test_data_parallel_against_xla_per_device_cost_analysis(measured):
     assert entry["xla"]["flops"] == dots + pointwise - 32 * 16 + 3_072 == 477_184
 
 
-def test_data_parallel_utilization_counts_8_devices(measured):
+def test_data_parallel_utilization_model_flops_are_the_global_step_s(measured):
     trace = measured["data_parallel"]["trace"]
     estimate = estimate_trace(trace)
-    report = analyze_gap(estimate, OBSERVED, SPEC)
-    u = report.utilization
-    # one device's program: the step is 8 × its FLOPs, on 8 devices (MFU as one device's)
-    assert (u.devices, u.model_flops, u.hardware_flops) == (8, 8 * estimate.flops, 8 * estimate.flops)
-    assert u.mfu == pytest.approx(estimate.flops / (5e-6 * 1e12))
+    u = analyze_gap(estimate, OBSERVED, SPEC).utilization
+    # model: the step's records at global shapes, 3,778,561 (module docstring) — what the step on one device does
+    assert trace.global_model_flops == estimate.global_model_flops == u.model_flops == 3_778_561
+    assert u.model_flops == estimate_trace(measured["one_device"]["trace"]).flops
+    # hardware: one device's records a kernel runs × 8: matmuls 458,752, (256,64) elementwise 5 × 2,048,
+    # (32,16) sub, scale and d(x²) 3 × 512 (x² and the sum stay global, in no kernel; the scalar
+    # divides are in none), SGD 6,144 (whole on every device), all-reduce 7/8 · 3,072 = 2,688
+    per_device = 458_752 + 5 * 2_048 + 3 * 512 + 6_144 + 2_688
+    assert (u.devices, u.hardware_flops, u.recomputed_flops) == (8, 8 * per_device, 0) == (8, 3_834_880, 0)
+    # 7 × 6,144 repeated + 8 × 2,688 reduced - 8,191 (x², sum) - 2 (divides): XLA runs none of the last
+    assert u.partitioning_flops == 7 * 6_144 + 8 * 2_688 - 8_193 == 56_319
+    assert u.mfu == pytest.approx(3_778_561 / (5e-6 * 1e12 * 8)) and u.hfu == pytest.approx(3_834_880 / 40e6)
+
+
+def test_without_its_executable_a_sharded_step_is_named_global(measured):
+    trace = measured["data_parallel_jaxpr"]["trace"]
+    assert (trace.devices, trace.global_model_flops) == (1, None)
+    assert trace.operations[0].inputs == ((256, 32), (32, 64))  # the jaxpr's global shapes
+    assert [note for note in trace.notes if "no partitioned executable" in note] == [
+        "arguments sharded over 8 devices (arg1, arg2), but no partitioned executable was read (trace after "
+        "benchmark, or with cross_check=True): the boundary and the records outside shard_map are counted at global "
+        "shapes"
+    ]
+    assert all(tensor.shard_shape is None for tensor in trace.boundary)
 
 
 # -- tensor parallel ----------------------------------------------------------------------------
@@ -277,12 +303,15 @@ PARTITIONED = "\n".join(
 )
 
 
+PARTITIONED_OPS = (
+    Operation("dot_general", "matmul", ((256, 32), (32, 64)), (256, 64), "float32"),
+    Operation("tanh", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "tanh"}),
+    Operation("exp", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "exp"}),  # XLA removed it
+)
+
+
 def test_read_kernels_rewrites_and_names_on_text():
-    ops = (
-        Operation("dot_general", "matmul", ((256, 32), (32, 64)), (256, 64), "float32"),
-        Operation("tanh", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "tanh"}),
-        Operation("exp", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "exp"}),  # XLA removed it
-    )
+    ops = PARTITIONED_OPS
     program = read_kernels(Executable(None, None, PARTITIONED, 0.0), ops, (), 8)
     assert program.devices == 8
     dot, tanh, exp = program.records
@@ -296,5 +325,65 @@ def test_read_kernels_rewrites_and_names_on_text():
     assert program.notes[:2] == (
         SHARDED_NOTE,
         "1 record(s) keep their traced shapes, global outside shard_map (exp; 16,384 FLOPs): no instruction of the "
-        "partitioned HLO gives their one-device shapes",
+        "partitioned HLO gives their one-device shapes; they run in no kernel (scored with the unmapped records) and "
+        "are left out of hardware FLOPs and activation bounds",
     )
+
+
+def _module(*lines):
+    head = ["HloModule jit_f, is_scheduled=true, num_partitions=8", "", "ENTRY %main (x: f32[32,32]) -> f32[32,64] {"]
+    return "\n".join([*head, *lines, "}"])
+
+
+# x (256,32)@w (32,64) held as f32[32,32] @ f32[32,8] → f32[32,64]: each array is a cut of its own,
+# but no combination is a matmul (8 columns in, 64 out): the dot keeps its global shapes.
+UNFIT = _module(
+    "  %x = f32[32,32]{1,0} parameter(0)",
+    "  %w = f32[32,8]{1,0} parameter(1)",
+    "  %dot = f32[32,64]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+    'metadata={op_name="jit(f)/dot_general"}',
+    '  ROOT %t = f32[32,64]{1,0} tanh(%dot), metadata={op_name="jit(f)/tanh"}',
+)
+
+
+def test_a_record_kept_global_leaves_its_kernel_and_the_per_device_figures():
+    from neural_cost.adapters._jax.hlo import compiled_kernels
+    from neural_cost.analysis.memory import memory_profile
+
+    ops = PARTITIONED_OPS[:2]
+    placed = compiled_kernels(Executable(None, None, UNFIT, 0.0).compiled, ops, loops=(), default_trip_count=8)
+    assert [k.operations for k in placed.kernels] == [(0,), (1,)]  # the dot is placed at %dot
+    program = read_kernels(Executable(None, None, UNFIT, 0.0), ops, (), 8)
+    dot, tanh = program.records
+    assert dot == ops[0] and tanh.output == (32, 64)  # the dot global (2·256·32·64 = 1,048,576 FLOPs)
+    # taken out of %dot: no kernel holds a global record's FLOPs
+    assert {k.name: (k.operations, dict(k.flops_by_dtype)) for k in program.kernels} == {
+        "dot": ((), {}),
+        "t": ((1,), {"float32": 2_048}),
+    }
+    # global model FLOPs: the traced records once, 1,048,576 + 256·64 = 1,064,960
+    assert program.global_model_flops == 1_064_960
+    # activations: only tanh's (32,64) output, 8,192 B, not the dot's (256,64) 65,536 B
+    estimate = estimate_operations(program.records, kernels=program.kernels, devices=8)
+    memory = memory_profile(estimate)
+    assert (memory.activation_minimum_peak_bytes, memory.activation_conservative_peak_bytes) == (8_192, 8_192)
+    assert "1 record no kernel of the partitioned program runs" in memory.notes[-1]
+
+
+def test_each_equation_xla_joined_is_in_a_shard_map_by_its_own_name():
+    # One instruction computes a shard_map's tanh (per device already, (32,64)) and a global exp
+    # (256,64) joined by ';': the exp is outside the shard_map, so it is cut to (32,64): 2,048 FLOPs.
+    joined = _module(
+        "  %x = f32[32,64]{1,0} parameter(0)",
+        '  ROOT %e = f32[32,64]{1,0} exponential(%x), metadata={op_name="jit(f)/shard_map/tanh;jit(f)/exp"}',
+    )
+    ops = (
+        Operation("tanh", "elementwise", ((32, 64),), (32, 64), "float32", attrs={"op": "tanh"}),
+        Operation("exp", "elementwise", ((256, 64),), (256, 64), "float32", attrs={"op": "exp"}),
+    )
+    program = read_kernels(Executable(None, None, joined, 0.0), ops, (), 8)
+    tanh, exp = program.records
+    assert tanh == ops[0] and (exp.inputs, exp.output, exp.cost.flops) == (((32, 64),), (32, 64), 2_048)
+    assert not [note for note in program.notes if "keep their traced shapes" in note]
+    # model FLOPs over 8 devices: the shard_map's tanh on each, 8 × 2,048, and the exp once, 256·64
+    assert program.global_model_flops == 8 * 2_048 + 16_384

@@ -1,10 +1,14 @@
 """The boundary of a traced JAX program: its inputs (parameters where ``param_argnums`` names
 them), the arrays it closed over, and its outputs, as ``TensorSpec`` records.
 
-A sharded program's tensors also carry the part one device holds (``shard_shape``): an input's
-from its argument's sharding (a ``jax.Array`` not fully replicated), an output's from the
-compiled program's output shardings. Without a compiled program an output's shard is not
-claimed (None: counted whole); a constant is whole on every device."""
+A partitioned program's tensors (``Program.devices`` > 1: the executable read is one device's)
+also carry the part one device holds (``shard_shape``), from the compiled program's input and
+output shardings — what it runs with, a host NumPy input to a ``jit`` with ``in_shardings``
+included —, an input's from its argument's sharding where those cannot be read. A program not
+known to be partitioned (no executable read, or its HLO unreadable) claims no shard: its records
+outside ``shard_map`` have the jaxpr's global shapes, and so does its boundary; where an argument
+is sharded over several devices a note says so (``global_shapes``). A constant is whole on
+every device."""
 
 from __future__ import annotations
 
@@ -18,6 +22,11 @@ from .compiled import Executable
 from .table import LowerContext
 from .walker import executed_bodies
 
+GLOBAL_SHAPES = (
+    "arguments sharded over {n} devices ({names}), but no partitioned executable was read (trace after benchmark, "
+    "or with cross_check=True): the boundary and the records outside shard_map are counted at global shapes"
+)
+
 
 def boundary_of(
     closed: Any,
@@ -26,27 +35,24 @@ def boundary_of(
     kwargs: Mapping[str, Any],
     params: set[int],
     executable: Executable | None = None,
+    devices: int = 1,
 ) -> tuple[TensorSpec, ...]:
-    """The program's inputs (parameters where named by ``param_argnums``), captured constants and outputs."""
+    """The program's inputs (parameters where named by ``param_argnums``), captured constants and
+    outputs; shards claimed only when ``devices`` > 1 (``executable`` partitioned over them)."""
     jaxpr = closed.jaxpr
     flat, _ = jax.tree_util.tree_flatten_with_path((dynamic, dict(kwargs)))
     specs = []
     named = len(flat) == len(jaxpr.invars)
-    out_shardings = _output_shardings(executable, len(jaxpr.outvars))
+    partitioned = executable if devices > 1 else None
+    in_shardings = _shardings(partitioned, "input_shardings", len(jaxpr.invars))
+    out_shardings = _shardings(partitioned, "output_shardings", len(jaxpr.outvars))
     for position, var in enumerate(jaxpr.invars):
-        role, name = "input", f"in{position}"
-        if named:
-            path = flat[position][0]
-            head = getattr(path[0], "idx", 1)
-            if head == 0:  # a positional argument
-                arg_index = indices[getattr(path[1], "idx", 0)]
-                role = "parameter" if arg_index in params else "input"
-                name = f"arg{arg_index}{jax.tree_util.keystr(path[2:])}"
-            else:
-                name = jax.tree_util.keystr(path[1:]).strip("[]'\"")
+        role, name = _named(flat[position][0], indices, params) if named else ("input", f"in{position}")
         shape = LowerContext.shape(var)
-        shard = _shard_shape(getattr(flat[position][1], "sharding", None), var, shape) if named else None
-        specs.append(TensorSpec(name, shape, LowerContext.dtype(var), role, shard))
+        sharding = in_shardings[position] if in_shardings else None
+        if sharding is None and partitioned is not None and named:  # the compiled shardings unread
+            sharding = getattr(flat[position][1], "sharding", None)
+        specs.append(TensorSpec(name, shape, LowerContext.dtype(var), role, _shard_shape(sharding, var, shape)))
     # Arrays the function closed over (weights, tables), at the top level or inside a jit,
     # scan body or other sub-jaxpr (a jitted function keeps its own consts); each array once.
     for i, var in enumerate(_closed_over(closed)):
@@ -58,6 +64,34 @@ def boundary_of(
             shard = _shard_shape(out_shardings[i], var, shape) if out_shardings else None
             specs.append(TensorSpec(f"out{i}", shape, LowerContext.dtype(var), "output", shard))
     return tuple(specs)
+
+
+def global_shapes(dynamic: tuple[Any, ...], indices: list[int], kwargs: Mapping[str, Any], devices: int) -> list[str]:
+    """The note of a program not known to be partitioned (``devices`` 1) whose arguments are
+    sharded over several devices: its records and boundary are at global shapes; else none."""
+    if devices > 1:
+        return []
+    flat, _ = jax.tree_util.tree_flatten_with_path((dynamic, dict(kwargs)))
+    sharded: dict[str, int] = {}
+    for path, leaf in flat:
+        sharding = getattr(leaf, "sharding", None)
+        if sharding is not None and not getattr(sharding, "is_fully_replicated", True):
+            sharded[_named(path, indices, set())[1]] = len(getattr(sharding, "device_set", ()))
+    if not sharded:
+        return []
+    names = ", ".join(list(sharded)[:5]) + (f" and {len(sharded) - 5} more" if len(sharded) > 5 else "")
+    return [GLOBAL_SHAPES.format(n=max(sharded.values()), names=names)]
+
+
+def _named(path: Any, indices: list[int], params: set[int]) -> tuple[str, str]:
+    """``(role, name)`` of a flattened argument: ``arg2[0]`` (its position among all the
+    positional arguments, static ones included), a parameter where ``params`` names it; a keyword
+    argument by its key path."""
+    if getattr(path[0], "idx", 1) == 0:  # a positional argument
+        arg_index = indices[getattr(path[1], "idx", 0)]
+        role = "parameter" if arg_index in params else "input"
+        return role, f"arg{arg_index}{jax.tree_util.keystr(path[2:])}"
+    return "input", jax.tree_util.keystr(path[1:]).strip("[]'\"")
 
 
 def _shard_shape(sharding: Any, var: Any, shape: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -74,16 +108,17 @@ def _shard_shape(sharding: Any, var: Any, shape: tuple[int, ...]) -> tuple[int, 
     return shard if shard != shape else None
 
 
-def _output_shardings(executable: Executable | None, outputs: int) -> list[Any]:
-    """The compiled program's output shardings, one per output (flattened); empty when there is
-    no compiled program or its outputs do not line up with the jaxpr's."""
+def _shardings(executable: Executable | None, which: str, count: int) -> list[Any]:
+    """The compiled program's ``input_shardings`` or ``output_shardings``, one per flattened
+    argument or output; empty when there is no compiled program or they do not line up with
+    the jaxpr's ``count`` inputs or outputs."""
     if executable is None:
         return []
     try:
-        leaves = jax.tree_util.tree_leaves(executable.compiled.output_shardings)
-    except Exception:  # a backend or version without output shardings: no claim
+        leaves = jax.tree_util.tree_leaves(getattr(executable.compiled, which))
+    except Exception:  # a backend or version without them: no claim
         return []
-    return leaves if len(leaves) == outputs else []
+    return leaves if len(leaves) == count else []
 
 
 def _closed_over(closed: Any) -> list[Any]:

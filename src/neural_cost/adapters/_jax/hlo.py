@@ -259,7 +259,8 @@ class _Walk:
         one device's shapes of it and of its operands."""
         op_name = (instruction.op_name or "") if op_name is None else op_name
         parts = op_name.split(";") if self.parse is parse_op_name else [op_name]  # TF's parser reads its own
-        found = [self.parse(part) for part in parts if part] or [(None, ())]
+        parts = [part for part in parts if part] or [""]
+        found = [self.parse(part) if part else (None, ()) for part in parts]
         marks = [
             Mark(scope, names, computes, instruction.nbytes, self.module.source(instruction)) for scope, names in found
         ]
@@ -268,8 +269,11 @@ class _Walk:
         operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
         dims = tuple(dims for _, dims in arrays(instruction.shape))
         operand_dims = tuple(held[0][1] if len(held) == 1 else None for held in operands)
-        inside = in_shard_map(op_name)
-        return [replace(mark, dims=dims, operand_dims=operand_dims, per_device=inside) for mark in marks]
+        # each equation XLA folded into the instruction is in a shard_map or not, by its own name
+        return [
+            replace(mark, dims=dims, operand_dims=operand_dims, per_device=in_shard_map(part))
+            for mark, part in zip(marks, parts, strict=True)
+        ]
 
     def _partial_reads(self, kernel: Instruction) -> dict[int, int]:
         """``{operand position: bytes read}`` for the operands a kernel reads only in part: the

@@ -25,18 +25,22 @@ A partitioned executable (partitions × replicas > 1, ``Program.devices``) is on
 program, so its trace is too: every record outside a ``shard_map`` is rewritten to one device's
 share, its shapes read from the instruction that computes it (``sharded.py``; ``Program.records``),
 and the kernels' FLOPs summed again from them. A note says so, and names the records whose
-device shapes cannot be read: they keep their traced (global) shapes.
+device shapes cannot be read: they keep their traced (global) shapes and run in no kernel (one
+placed at a kernel is taken out of it), so no kernel's per-device FLOPs hold a global record.
+Before the rewrite, the records' model FLOPs over all devices are kept (``global_model_flops``:
+those at global shapes once, a ``shard_map`` body's × devices; recomputed and collective
+records left out, as ``analysis/utilization.py`` defines model FLOPs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .compiled import Executable
-from .hlo_map import flops_of, parse_op_name
+from .hlo_map import Mark, flops_of, parse_op_name
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays
 from .ops_collectives import COLLECTIVES
 from .sharded import one_device
@@ -46,7 +50,8 @@ UNREAD = "no kernels: {why}; the bound scores each record at its unfused traffic
 SHARDED = "partitioned over {n} devices: records are one device's share, shapes read from the partitioned HLO"
 KEPT_GLOBAL = (
     "{k} record(s) keep their traced shapes, global outside shard_map ({names}; {flops:,} FLOPs): no instruction "
-    "of the partitioned HLO gives their one-device shapes"
+    "of the partitioned HLO gives their one-device shapes; they run in no kernel (scored with the unmapped records) "
+    "and are left out of hardware FLOPs and activation bounds"
 )
 #: HLO element types as canonical dtype names (a collective of another type is unmodeled).
 _DTYPES = {
@@ -70,6 +75,8 @@ class Program:
     #: The trace's records as one device runs them when partitioned (``sharded.py``), index for
     #: index; empty: the trace's own.
     records: tuple[Operation, ...] = ()
+    #: When partitioned, the model FLOPs over all devices (``Trace.global_model_flops``); else None.
+    global_model_flops: int | None = None
 
 
 def _names(indices: Sequence[int], operations: Sequence[Operation], limit: int = 5) -> str:
@@ -91,14 +98,16 @@ def read_kernels(
     from .hlo import compiled_kernels
 
     kept: tuple[int, ...] = ()
+    global_flops: int | None = None
     try:
         found = compiled_kernels(executable.compiled, operations, loops=loops, default_trip_count=default_trip_count)
         assert found.module is not None
         devices = found.module.partitions * found.module.replicas
         kernels = found.kernels
         if devices > 1:
+            global_flops = _model_flops(operations, found.placed, devices)
             operations, kept = one_device(operations, found.placed, found.mesh)
-            kernels = tuple(replace(k, flops_by_dtype=flops_of(operations, k.operations)) for k in kernels)
+            kernels = tuple(_without(k, set(kept), operations) for k in kernels)
         kernels = _mark_unmodeled(found.module, kernels, operations, [name for name, _ in unmodeled])
         kernels, added, collective_notes = _collectives(found.module, kernels, operations)
     except Exception as error:  # unreadable HLO: said in the report, never a failed trace
@@ -123,7 +132,26 @@ def read_kernels(
             f"FLOPs in the first, while every copy's traffic counts"
         )
     records = tuple(operations) if devices > 1 else ()
-    return Program(kernels, KERNEL_SOURCE, tuple(notes), added, devices, records)
+    return Program(kernels, KERNEL_SOURCE, tuple(notes), added, devices, records, global_flops)
+
+
+def _model_flops(operations: Sequence[Operation], placed: Mapping[int, Mark], devices: int) -> int:
+    """The traced records' model FLOPs over ``devices``: a record at global shapes once, one a
+    ``shard_map`` body computes (its instruction says so) on every device; recomputed and
+    collective records left out (the module docstring)."""
+    total = 0
+    for index, op in enumerate(operations):
+        if op.kind == "collective" or op.attrs.get("recompute") == "true":
+            continue
+        mark = placed.get(index)
+        total += op.cost.flops * op.count * (devices if mark is not None and mark.per_device else 1)
+    return total
+
+
+def _without(kernel: Kernel, kept: set[int], operations: Sequence[Operation]) -> Kernel:
+    """``kernel`` without the records kept at global shapes, its FLOPs those of the rest (one device's)."""
+    indices = tuple(i for i in kernel.operations if i not in kept)
+    return replace(kernel, operations=indices, flops_by_dtype=flops_of(operations, indices))
 
 
 def _collectives(

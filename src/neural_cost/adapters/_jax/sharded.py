@@ -15,11 +15,16 @@ fit, the first combination the record's cost rule accepts is taken (a matmul's o
 agree); the rule then counts the record per device — a matmul whose contracted dim is sharded
 counts its partial product.
 
-A record inside a ``shard_map`` body already has one device's shapes (its instruction's
-``op_name`` names the ``shard_map``): it is left as it is. So is a record whose device shapes
-cannot be read — no instruction computes it (XLA removed or folded it), or the shapes found do
-not fit it — and ``program.py`` names it in a note: it keeps its traced shapes, global outside
-a ``shard_map``, never silently mixed with the per-device ones.
+A record inside a ``shard_map`` body already has one device's shapes (its own ``op_name``,
+of those XLA joined with ``;`` on an instruction, names the ``shard_map``): it is left as it
+is. So is a record whose device shapes cannot be read — no instruction computes it (XLA removed
+or folded it), or the shapes found do not fit it — and ``program.py`` names it in a note: it
+keeps its traced shapes, global outside a ``shard_map``, never silently mixed with the
+per-device ones. Nor scaled by a guess: ``program.py`` takes it out of the kernel it was placed
+at, so no kernel's per-device FLOPs hold it, and the per-device sums over records — hardware
+FLOPs, activation bounds (``analysis.utilization.device_rows``) — leave it out; it is scored
+with the records no kernel runs, at its traced shapes, and counts in the model FLOPs
+(``Program.global_model_flops``), which are global.
 """
 
 from __future__ import annotations
