@@ -10,8 +10,8 @@ L2 500e9 B/s, L3 unmeasured, DRAM 100e9 B/s):
   fusion.0 (mm + add): compute 528.384 ns, memory 98.304 ns (L2) → class matmul;
     matmul's compute curve: knots (-7, -6), (-5, -5): log10(528.384e-9) = -6.27706 → between the
     knots: -6 + (0.72294/2)·1 = -5.63853 → 2.29867 µs. Its memory curve is the same curve (one side only).
-  copy.1 (no record): class copy (it only moves data) — no calibration: its roofline bound, 20 µs.
-  loop.2 (no record, 10 executions): class copy: its bound, 10 ns.
+  copy.1 (no record): class other — no calibration: its roofline bound, 20 µs.
+  loop.2 (no record, 10 executions): class other: its bound, 10 ns.
   unmapped record "big": class unmapped — no calibration: its bound 125.82912 µs.
   Kernels: 2.29867 + 20 + 0.01 + 125.82912 = 148.13779 µs; floor 1 ms → 1.14813779 ms.
 """
@@ -76,7 +76,7 @@ def test_expected_time_by_hand_with_roofline_fallback():
     assert rows["(unmapped records)"].kernel_class == "unmapped"
     assert expected.kernel_seconds == pytest.approx(2.29867e-6 + 20e-6 + 10e-9 + 125.82912e-6, rel=1e-6)
     assert expected.seconds == pytest.approx(expected.kernel_seconds + 1e-3)
-    assert any("no calibration for kernel class(es) copy (2), unmapped (1)" in note for note in expected.notes)
+    assert any("no calibration for kernel class(es) other (2), unmapped (1)" in note for note in expected.notes)
 
 
 def test_kernel_classes_follow_the_heaviest_record():
@@ -85,7 +85,7 @@ def test_kernel_classes_follow_the_heaviest_record():
 
     rows = {row.name: row for row in kernel_rows(estimate, SPEC)[0]}
     assert kernel_class(estimate, rows["fusion.0"]) == "matmul"  # a matmul fused with an add
-    assert kernel_class(estimate, rows["copy.1"]) == "copy"  # runs no record: moves data
+    assert kernel_class(estimate, rows["copy.1"]) == "other"  # runs no record of ours
 
 
 def test_a_program_with_no_operations_is_refused():

@@ -17,7 +17,8 @@ element that the FLOP count calls one: at the same roofline time such kernels ru
 longer than an add). A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
-none of our records (a copy or layout change the compiler inserted, a loop's state) is a copy. A kernel whose class
+none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
+micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel whose class
 the calibration lacks is scored at its roofline bound, with a note; a kernel that runs an
 unmodeled operation has no expectation for that part (the total is then a floor, said so).
 """
@@ -73,7 +74,7 @@ def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
     if _FUSED_RNN.search(kernel.name):
         return "rnn"
     if not kernel.operations:
-        return "copy"  # a kernel that runs none of our records (a copy XLA inserted, loop state) moves data
+        return "other"  # runs none of our records (a loop's state copy, an unmodeled call): its bound, noted
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
     name = min(classes, key=PRIORITY.index)
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):

@@ -196,15 +196,19 @@ def framework_floor(
     trace_options: Mapping[str, Any] | None = None,
     benchmark_options: Mapping[str, Any] | None = None,
     repeats: int = 20,
+    passes: int = 3,
 ) -> Floor:
     """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
     what its kernels do not explain: the framework's own cost per run, which does not grow with
-    the batch (never below 0)."""
+    the batch (never below 0). Timed as the calibration times its kernels: the smallest median
+    of ``passes`` separate passes (a shared machine stalls; a stall never makes a run faster)."""
     keywords = dict(kwargs or {})
-    measurement = time_workload(
-        adapter, fn, tuple(args), keywords, warmup=5, repeats=repeats, options=benchmark_options
+    observed = min(
+        time_workload(
+            adapter, fn, tuple(args), keywords, warmup=5 if i == 0 else 2, repeats=repeats, options=benchmark_options
+        ).median_seconds
+        for i in range(passes)
     )
     trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)
     kernels = expected_time(estimate_trace(trace), calibration, None, machine={}).kernel_seconds
-    observed = measurement.median_seconds
     return Floor(max(0.0, observed - kernels), observed, kernels)
