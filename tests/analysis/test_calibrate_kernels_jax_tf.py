@@ -26,7 +26,7 @@ import pytest
 
 from neural_cost import Coverage, Kernel, Trace, estimate_trace
 from neural_cost.adapters.base import FrameworkAdapter, MicroProgram
-from neural_cost.analysis.calibrate_kernels import _Pending, _profiled_points, calibrate_kernels
+from neural_cost.analysis.calibrate_kernels import _Pending, _prepare, _profiled_points, _time_once, calibrate_kernels
 from neural_cost.analysis.expected import expected_time, kernel_class
 from neural_cost.analysis.kernels import kernel_rows
 from neural_cost.analysis.workload import time_workload, trace_workload
@@ -79,7 +79,10 @@ def _stalled(run: int) -> float:
 
 
 def _points(adapter: FrameworkAdapter) -> list[Point | _Pending]:
-    return _profiled_points(adapter, SPEC, MicroProgram("hand", lambda: None), passes=2)
+    prepared = _prepare(adapter, SPEC, MicroProgram("hand", lambda: None))
+    for _ in range(2):  # two passes
+        _time_once(adapter, prepared)
+    return _profiled_points(prepared)
 
 
 def test_a_kernel_is_its_median_execution_and_record_less_kernels_give_no_point():

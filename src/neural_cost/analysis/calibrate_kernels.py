@@ -6,8 +6,8 @@ device's spec (``analysis/kernels.py``) and measures them — as the adapter's
 ``kernel_timing`` says: ``wall`` (an eager framework: the program is one kernel, timed whole,
 Python and dispatch included as they are between a model's eager ops) or ``profile`` (a
 compiled one: each kernel's own time from the profiler). Every program is measured in
-``passes`` separate passes and the smallest of their medians kept (a shared machine stalls;
-a stall never makes a kernel faster). The points are fitted per kernel class
+``passes`` separate passes, round the whole grid in turn, and the smallest of their medians
+kept (a shared machine stalls; a stall never makes a kernel faster). The points are fitted per kernel class
 (``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
 calibration cache, one file per framework, with the date and the framework's version.
 ``kernel_calibration(framework)`` reads that file, or calibrates when there is none (or it was
@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,8 @@ from .workload import time_workload, trace_workload
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter, MicroProgram
+    from ..core.estimate import CostEstimate
+    from ..core.records import Trace
 from ..core.profile import Profile
 
 #: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs).
@@ -60,19 +62,59 @@ class _Pending:
     seconds: float
 
 
-def _wall_points(
-    adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int
-) -> list[Point | _Pending]:
+@dataclass
+class _Prepared:
+    """One micro-program traced and scored, and its best time so far: per kernel index for a
+    profiled program, under the key None for a wall-timed one."""
+
+    program: MicroProgram
+    estimate: CostEstimate
+    scored: tuple[KernelTime, ...]
+    repeats: int
+    trace: Trace
+    best: dict[int | None, float] = field(default_factory=dict)
+    fused: bool = False
+
+    def keep(self, key: int | None, seconds: float) -> None:
+        self.best[key] = min(seconds, self.best.get(key, seconds))
+
+
+def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram) -> _Prepared:
+    repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
     trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
     estimate = estimate_trace(trace)
-    rows = [row for row in kernel_rows(estimate, hardware)[0] if row.operations and row.executions]
-    if not rows:
-        return []
-    repeats = _repeats(adapter, program)
-    best = min(
-        time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=repeats).median_seconds
-        for _ in range(passes)
+    return _Prepared(program, estimate, kernel_rows(estimate, hardware)[0], repeats, trace)
+
+
+def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
+    """One pass over one program: its wall time, or one profile of its kernels."""
+    program = prepared.program
+    if adapter.kernel_timing == "wall":
+        timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
+        prepared.keep(None, timed.median_seconds)
+        return
+    profile = adapter.profile(
+        program.fn,
+        program.args,
+        program.kwargs,
+        trace=prepared.trace,
+        runs=max(3, min(prepared.repeats, 20)),
+        **program.trace_options,
     )
+    prepared.fused = prepared.fused or _fused(profile, {measured.kernel for measured in profile.kernels})
+    executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
+    for measured in profile.kernels:
+        seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
+        if seconds is not None and seconds > 0:
+            prepared.keep(measured.kernel, seconds)
+
+
+def _wall_points(prepared: _Prepared) -> list[Point | _Pending]:
+    estimate, program = prepared.estimate, prepared.program
+    rows = [row for row in prepared.scored if row.operations and row.executions]
+    if not rows or None not in prepared.best:
+        return []
+    best = prepared.best[None]
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:
         others = tuple((row, kernel_class(estimate, row)) for row in rows[1:])
@@ -140,37 +182,15 @@ def _fused(profile: Profile, kernels: set[int]) -> bool:
     return any(ends.get(key(e.thread, e.start_seconds, e.duration_seconds), e.kernel) != e.kernel for e in events)
 
 
-def _profiled_points(
-    adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int
-) -> list[Point | _Pending]:
-    """Each kernel's profiled time per run, the smallest over ``passes`` profiles, as a point.
-    A program whose profile cannot be read per kernel is refused (NeuralCostError, noted by
+def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
+    """Each kernel's profiled time per run, the smallest over the passes, as a point. A program
+    whose profile cannot be read per kernel is refused (NeuralCostError, noted by
     ``measure_points``): when kernels that run none of its records took most of its kernel time,
     or a kernel measured well under its roofline bound. A program some of whose kernels the
     profiler timed as one fused op is one pending entry, resolved as a wall-timed program of several
     kernels is: the main kernel's time is theirs less what the first fit expects of the others."""
-    repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
-    time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=1)
-    trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
-    estimate = estimate_trace(trace)
-    scored = kernel_rows(estimate, hardware)[0]
-    executions = {row.index: row.executions for row in scored if row.index is not None}
-    best: dict[int, float] = {}
-    fused = False
-    for _ in range(passes):
-        profile = adapter.profile(
-            program.fn,
-            program.args,
-            program.kwargs,
-            trace=trace,
-            runs=max(3, min(repeats, 20)),
-            **program.trace_options,
-        )
-        fused = fused or _fused(profile, {measured.kernel for measured in profile.kernels})
-        for measured in profile.kernels:
-            seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
-            if seconds is not None and seconds > 0:
-                best[measured.kernel] = min(seconds, best.get(measured.kernel, seconds))
+    estimate, program, scored, fused = prepared.estimate, prepared.program, prepared.scored, prepared.fused
+    best = {key: seconds for key, seconds in prepared.best.items() if key is not None}
     rows = [row for row in scored if row.index is not None and row.index in best]
     total = sum(best[row.index] for row in rows if row.index is not None)
     unjoined = sum(best[row.index] for row in rows if row.index is not None and not row.operations)
@@ -208,26 +228,46 @@ def measure_points(
     hardware: HardwareSpec,
     programs: Sequence[MicroProgram],
     *,
-    passes: int = 2,
+    passes: int = 3,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> tuple[list[Point | _Pending], list[str]]:
     """Every program's points (or pending several-kernel programs), and a note for each
-    program that could not be measured."""
-    points: list[Point | _Pending] = []
+    program that could not be measured. The passes go round the whole grid in turn, so that
+    one program's passes are minutes apart: a slow spell of a shared machine (everything 1.7×
+    slower for seconds at a time here) rarely covers all of them."""
     notes: list[str] = []
+    prepared: list[_Prepared] = []
+    steps = len(programs) * (passes + 1)
     for i, program in enumerate(programs):
         if progress is not None:
-            progress(i, len(programs), program.name)
+            progress(i, steps, program.name)
         try:
-            if adapter.kernel_timing == "wall":
-                found = _wall_points(adapter, hardware, program, passes)
-            else:
-                found = list(_profiled_points(adapter, hardware, program, passes))
+            prepared.append(_prepare(adapter, hardware, program))
         except NeuralCostError as error:
             notes.append(f"{program.name}: {error}")
+    failed: set[str] = set()
+    for number in range(passes):
+        for i, item in enumerate(prepared):
+            if progress is not None:
+                progress(len(programs) * (number + 1) + i, steps, item.program.name)
+            if item.program.name in failed:
+                continue
+            try:
+                _time_once(adapter, item)
+            except NeuralCostError as error:
+                failed.add(item.program.name)
+                notes.append(f"{item.program.name}: {error}")
+    points: list[Point | _Pending] = []
+    for item in prepared:
+        if item.program.name in failed:
+            continue
+        try:
+            found = _wall_points(item) if adapter.kernel_timing == "wall" else _profiled_points(item)
+        except NeuralCostError as error:
+            notes.append(f"{item.program.name}: {error}")
             continue
         if not found:
-            notes.append(f"{program.name}: no kernel with a measured time")
+            notes.append(f"{item.program.name}: no kernel with a measured time")
         points += found
     return points, notes
 
@@ -237,7 +277,7 @@ def calibrate_kernels(
     *,
     hardware: HardwareSpec | None = None,
     quick: bool = False,
-    passes: int = 2,
+    passes: int = 3,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> KernelCalibration:
     """Measure the adapter's micro-programs and fit them (the module docstring); not saved."""
