@@ -181,3 +181,29 @@ def test_a_broken_calibration_file_is_a_clear_error(tmp_path):
         load_calibration(path)
     with pytest.raises(HardwareError, match="no such kernel calibration file"):
         load_calibration(tmp_path / "missing.json")
+
+
+def test_the_report_shows_the_expected_time_and_keeps_it_in_its_json(tmp_path):
+    """Between the bound and the observed line: 1.148 ms (the hand total above, floor 1 ms), the
+    observed 200 µs is 0.17× it; the kernel table has the expected column (fusion.0: 2.3 µs)."""
+    from neural_cost import analyze_gap
+    from neural_cost.report.load import load_report
+    from tests.helpers import cpu_measurement
+
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9, median_error=0.09)
+    calibration = KernelCalibration("torch", SPEC, {"matmul": matmul}, date="2026-12-01", median_error=0.09)
+    expected = expected_time(_estimate(), calibration, 1e-3, machine={})
+    report = analyze_gap(_estimate(), cpu_measurement((200e-6,) * 5), SPEC, expected=expected)
+    text = report.render(by="kernel")
+    lines = text.splitlines()
+    line = next(i for i, text_line in enumerate(lines) if "expected: 1.148 ms" in text_line)
+    assert "(calibrated model; ±9% on its own held-out calibration points; framework floor 1.000 ms)" in lines[line]
+    assert "observed is 0.17× it" in lines[line]
+    assert any(after.strip().startswith("observed") for after in lines[line + 1 :])  # after: the observed line
+    assert "expected" in next(row for row in lines if "kernel" in row and "scopes" in row)
+    table = lines[next(i for i, row in enumerate(lines) if "kernel" in row and "scopes" in row) :]
+    assert next(row for row in table if "fusion.0" in row).endswith("528.4 ns   0.4%    2.3 µs")
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report.to_dict()))
+    reloaded = load_report(path)
+    assert reloaded.expected == report.expected

@@ -191,11 +191,14 @@ def _scopes(scopes: tuple[str, ...]) -> str:
 def kernel_table(report: GapReport, top: int) -> list[str]:
     """The top kernels by bound: ``runs`` is the kernel's executions, ``traffic`` its bytes over
     all of them, ``level`` where its footprint was scored, ``share`` its bound ÷ the kernel bound;
-    with a profile, ``measured`` (per run) and ``eff`` (the kernel's own bound ÷ measured)."""
+    with a profile, ``measured`` (per run) and ``eff`` (the kernel's own bound ÷ measured); with an
+    expected time, ``expected`` (per run, from the kernel model) beside them."""
     rows = report.kernel_rows
     shown = rows[:top]
     measured = table_note(report)
+    expected = {} if report.expected is None else {r.index: r.seconds for r in report.expected.rows}
     head = ["#", "kernel", "scopes", "runs", "FLOPs", "traffic", "level", "bound", "share"]
+    head += ["expected"] if expected else []
     head += list(MEASURED_HEADS) if measured else []
     body = [
         [
@@ -208,6 +211,7 @@ def kernel_table(report: GapReport, top: int) -> list[str]:
             printable(level_name(report, row.level)),
             format_seconds(row.bound_seconds),
             format_percent(row.share),
+            *([_expected_cell(expected, row.index)] if expected else []),
             *(kernel_cells(row) if measured else []),
         ]
         for i, row in enumerate(shown, start=1)
@@ -226,3 +230,8 @@ def kernel_table(report: GapReport, top: int) -> list[str]:
     lines = [title, fmt(head)]
     lines.extend(fmt(cells) for cells in body)
     return lines
+
+
+def _expected_cell(expected: dict[int | None, float], index: int | None) -> str:
+    seconds = expected.get(index) if index is not None else None
+    return "—" if seconds is None else format_seconds(seconds)
