@@ -3,7 +3,9 @@
 Curve by hand: knots (log10 roofline s, log10 s) = (-6, -5), (-4, -4).
   roofline 1e-7 s (below the first knot): flat at the overhead floor, 10⁻⁵ s;
   roofline 1e-5 s (halfway in log between the knots): 10^(-5 + 0.5·1) = 10^-4.5 s;
-  roofline 1e-2 s (above the last knot, slope 1): 10^(-4 + 2) = 10⁻² s.
+  roofline 1e-2 s (above the last knot): the last segment's marginal cost (1e-4 − 1e-5)/(1e-4 − 1e-6)
+  = 0.909 is kept between min(1, ratio 1) = 1 and the ratio 1 → 1 per roofline second:
+  1e-4 + (1e-2 − 1e-4) · 1 = 10⁻² s.
 
 Expected time by hand, on the test spec of test_kernel_bound.py (peak 1 TFLOP/s, L1d 1e12 B/s,
 L2 500e9 B/s, L3 unmeasured, DRAM 100e9 B/s):
@@ -207,3 +209,10 @@ def test_the_report_shows_the_expected_time_and_keeps_it_in_its_json(tmp_path):
     path.write_text(json.dumps(report.to_dict()))
     reloaded = load_report(path)
     assert reloaded.expected == report.expected
+
+
+def test_past_the_last_knot_an_overhead_point_is_not_stretched():
+    """One knot at roofline 1 ns measured 1 µs (overhead: 1,000× the roofline): a kernel of
+    roofline 1 ms is expected at 1 µs + (1 ms − 1 ns) · 1 (the work at the peak), not 1,000 × 1 ms."""
+    curve = Curve((-9.0,), (-6.0,))
+    assert curve(1e-3) == pytest.approx(1e-6 + (1e-3 - 1e-9))

@@ -2,10 +2,12 @@
 made here by hand (no micro-benchmark runs: the model's numbers are the test's).
 
 The calibration: one class, matmul, whose compute curve is flat at 10 µs up to a roofline of
-1 µs, then 2× its roofline time (knots (-6 - log10 2, -5), (-5, -5 + log10 2)); scored on a spec
-of 1 TFLOP/s and 100 GB/s. The workload is ``torch.nn.Linear(256, 256, bias=False)`` at batch N:
+5 µs, then 2× its roofline time (knots (-6 - log10 2, -5), (-5, -5 + log10 2), (-4, -4 + log10 2));
+scored on a spec of 1 TFLOP/s and 100 GB/s. Past the last knot (100 µs → 200 µs) time grows by the
+last segment's marginal cost: (200 − 20) µs / (100 − 10) µs = 2 per roofline second.
+The workload is ``torch.nn.Linear(256, 256, bias=False)`` at batch N:
 one ``mm`` kernel of 2·N·256·256 FLOPs. At N = 4096: 536,870,912 FLOPs → 536.87 µs at the peak,
-past the last knot (slope 1): expected 2 × 536.87 µs = 1.07374 ms. Its memory side (4·(N·256·2 +
+past the last knot: 200 µs + 2 × (536.87 − 100) µs = 1.07374 ms = 2 × 536.87 µs. Its memory side (4·(N·256·2 +
 256²) = 8,650,752 B → 86.5 µs at 100 GB/s) through the same curve is less.
 """
 
@@ -33,7 +35,7 @@ def fixed():
     return torch.nn.Linear(256, 256, bias=False).eval(), (torch.randn(4, 256),)
 """
 SPEC = HardwareSpec("hand spec", peak_flops=1e12, memory_bandwidth=100e9, kind="cpu")
-CURVE = Curve((-6 - math.log10(2), -5.0), (-5.0, -5 + math.log10(2)))
+CURVE = Curve((-6 - math.log10(2), -5.0, -4.0), (-5.0, -5 + math.log10(2), -4 + math.log10(2)))
 
 
 def _calibration(tmp_path, machine=None):

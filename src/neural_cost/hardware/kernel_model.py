@@ -11,7 +11,8 @@ of the peak that grows with its size. So per *kernel class* (matmul, conv, eleme
 ``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against
 roofline time — fitted by isotonic regression over the calibration's micro-benchmarks, each
 point on the side (compute or memory) its roofline says dominates. Below the smallest point a
-curve is flat (the overhead floor); above the largest it keeps the last efficiency (slope 1).
+curve is flat (the overhead floor); above the largest, time grows by the last segment's marginal cost
+(between the peak and the last knot's slowdown: ``Curve._beyond``).
 Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
 or more bytes never predict less time within a class. A class with points on one side only uses
 that curve for both. No neural network, nothing hidden: the curves are printed by
@@ -105,12 +106,26 @@ class Curve:
         if x <= xs[0]:
             return 10 ** ys[0]
         if x >= xs[-1]:
-            return 10 ** (ys[-1] + (x - xs[-1]))  # the last efficiency kept: time ∝ work
+            return self._beyond(roofline_seconds)
         for i in range(1, len(xs)):
             if x <= xs[i]:
                 t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
                 return float(10 ** (ys[i - 1] + t * (ys[i] - ys[i - 1])))
         raise AssertionError("unreachable")
+
+    def _beyond(self, roofline_seconds: float) -> float:
+        """Past the last knot, time grows by the last segment's marginal cost per roofline second,
+        kept between min(1, ratio) and the ratio (measured ÷ roofline) at the last knot: a curve
+        whose last point is overhead (a few tiny kernels) is not stretched into a slowdown of the
+        same ratio for work a thousand times larger; a curve of one knot adds the work at the peak."""
+        r_last, t_last = 10 ** self.xs[-1], 10 ** self.ys[-1]
+        ratio = t_last / r_last
+        marginal = 1.0
+        if len(self.xs) > 1:
+            r_prev, t_prev = 10 ** self.xs[-2], 10 ** self.ys[-2]
+            marginal = (t_last - t_prev) / (r_last - r_prev)
+        slope = min(max(marginal, min(1.0, ratio)), ratio)
+        return float(t_last + (roofline_seconds - r_last) * slope)
 
     def to_dict(self) -> dict[str, Any]:
         return {"log10_roofline_seconds": list(self.xs), "log10_seconds": list(self.ys)}
