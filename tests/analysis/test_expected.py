@@ -216,3 +216,22 @@ def test_past_the_last_knot_an_overhead_point_is_not_stretched():
     roofline 1 ms is expected at 1 µs + (1 ms − 1 ns) · 1 (the work at the peak), not 1,000 × 1 ms."""
     curve = Curve((-9.0,), (-6.0,))
     assert curve(1e-3) == pytest.approx(1e-6 + (1e-3 - 1e-9))
+
+
+def test_a_loop_kernel_has_its_own_class_and_falls_back_to_its_base():
+    """fusion.0 run 5 times per run is ``matmul@loop``: per execution compute 528.384 ns (its
+    records' FLOPs are already over all executions: 528,384 / 5 per execution → 105.677 ns).
+    Without a loop model it uses matmul's (flat 1 µs → 5 µs); with one (flat 0.1 µs) 0.5 µs."""
+    from neural_cost import Kernel
+    from neural_cost.analysis.kernels import kernel_rows
+
+    kernels = (Kernel("fusion.0", (0, 1), traffic_bytes=49_152, footprint_bytes=49_152, executions=5, kind="fusion"),)
+    estimate = estimate_trace(Trace(OPS, Coverage.full(OPS), kernels=kernels, kernel_source="hand", framework="torch"))
+    row = next(r for r in kernel_rows(estimate, SPEC)[0] if r.name == "fusion.0")
+    assert kernel_class(estimate, row) == "matmul@loop"
+    flat = ClassModel("matmul", Curve((-5.0,), (-6.0,)), None, points=3)
+    loop = ClassModel("matmul@loop", Curve((-5.0,), (-7.0,)), None, points=3)
+    base_only = expected_time(estimate, _calibration({"matmul": flat}), machine={})
+    assert next(r for r in base_only.rows if r.name == "fusion.0").seconds == pytest.approx(5e-6)
+    with_loop = expected_time(estimate, _calibration({"matmul": flat, "matmul@loop": loop}), machine={})
+    assert next(r for r in with_loop.rows if r.name == "fusion.0").seconds == pytest.approx(5e-7)

@@ -28,7 +28,7 @@ from ..costs.estimate import estimate_trace
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
-from .expected import installed_versions, kernel_class
+from .expected import class_model, installed_versions, kernel_class
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
 
@@ -133,7 +133,7 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
     for item in pending:
         others = 0.0
         for row, name in item.others:
-            model = first.classes.get(name)
+            model = class_model(first, name)
             n = row.executions
             others += n * model.seconds(row.compute_seconds / n, row.memory_seconds / n) if model else row.bound_seconds
         left = item.seconds - others

@@ -18,7 +18,10 @@ longer than an add). A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
-micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel whose class
+micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel
+that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
+its executions follow one another inside one launch, without the entry cost a standalone
+program's kernel pays; without a calibration of its own it falls back to its class. A kernel whose class
 the calibration lacks is scored at its roofline bound, with a note; a kernel that runs an
 unmodeled operation has no expectation for that part (the total is then a floor, said so).
 """
@@ -34,7 +37,7 @@ from typing import Any
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
 from ..core.units import format_seconds
-from ..hardware.kernel_model import KernelCalibration
+from ..hardware.kernel_model import ClassModel, KernelCalibration
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -64,8 +67,25 @@ _FUSED_RNN = re.compile(r"lstm|gru|rnn", re.IGNORECASE)
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
 
+#: The suffix of a kernel that runs more than once per run (a compiled loop's body): its
+#: executions follow one another inside one launch, without a standalone program's entry cost.
+LOOP = "@loop"
+
+
 def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
-    """The class of one scored kernel (the module docstring)."""
+    """The class of one scored kernel (the module docstring), ``@loop`` added for a kernel
+    that runs more than once per run."""
+    base = _base_class(estimate, row)
+    return base + LOOP if row.executions > 1 and base not in ("unmapped", "other") else base
+
+
+def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
+    """The calibration's model for a class; a loop's kernel without its own falls back to the class's."""
+    found = calibration.classes.get(name)
+    return found if found is not None or not name.endswith(LOOP) else calibration.classes.get(name[: -len(LOOP)])
+
+
+def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if row.name == UNMAPPED and row.index is None:
         return "unmapped"
     if row.index is None:  # a record scored as its own kernel
@@ -243,7 +263,7 @@ def expected_time(
     unmodeled: list[str] = []
     for row in scored:
         name = kernel_class(estimate, row)
-        model = calibration.classes.get(name)
+        model = class_model(calibration, name)
         if row.unmodeled:
             unmodeled += [u for u in row.unmodeled if u not in unmodeled]
         if row.executions == 0:

@@ -202,12 +202,16 @@ def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         for causal in (False, True) if not quick else (False,):
             fn = _named(lambda q, k, v, c=causal: jax.nn.dot_product_attention(q, k, v, is_causal=c), "attention")
             yield MicroProgram(f"attention {b}x{s}x{h}x{d}{' causal' if causal else ''}", fn, (q, k, v))
-    for batch, steps, features, hidden in ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256))[
-        : 1 if quick else None
-    ]:
+    # loop bodies: a compiled loop's kernels run back to back in one launch (their own class, @loop)
+    scans = ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 16, 16, 32), (2, 32, 32, 64),
+             (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256))  # fmt: skip
+    for batch, steps, features, hidden in scans[: 1 if quick else None]:
         xs, w = rand(steps, batch, features), rand(features + hidden, hidden, k=1)
         fn = _named(lambda xs, h, w: lax.scan(_cell, (h, w), xs)[1], "scan")
         yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", fn, (xs, rand(batch, hidden, k=2), w))
+    for batch, steps, width in ((4, 16, 64), (16, 32, 128), (64, 16, 256), (1, 64, 32))[: 0 if quick else None]:
+        fn = _named(lambda h, w, n=steps: lax.fori_loop(0, n, lambda i, h: h + jax.nn.relu(h @ w) * 0.5, h), "loop")
+        yield MicroProgram(f"fori_loop mlp {batch}x{width} x{steps}", fn, (rand(batch, width), rand(width, width, k=1)))
 
 
 def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
