@@ -93,3 +93,31 @@ def test_a_missing_calibration_file_is_a_clear_error(tmp_path, script, capsys):
 def test_calibrate_without_kernels_says_what_it_does(capsys):
     assert main(["calibrate"]) == 2
     assert "pass --kernels" in capsys.readouterr().err
+
+
+def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, capsys):
+    """With the kernel model cached for this machine (the test's cache directory), ``analyze
+    --expected`` prints the expected line between the bound and the observed time: the hand
+    curve at batch 4: compute 2·4·256·256 = 524,288 FLOPs → 0.524 µs (flat part: 10 µs); memory
+    4·(4·256 + 256·256 + 4·256) = 270,336 B → 2.70336 µs at 100 GB/s, between the first two knots
+    (the memory side uses the compute curve: one side only) → the larger — plus the framework floor
+    of a batch-1 run (never below 0)."""
+    from neural_cost.analysis.calibrate_kernels import calibration_path
+    from neural_cost.hardware.host_calibration import live_machine_key
+    from neural_cost.hardware.kernel_model import load_calibration
+
+    calibration = load_calibration(_calibration(tmp_path, machine=live_machine_key()))
+    save_calibration(calibration, calibration_path("torch"))
+    out = tmp_path / "report.json"
+    fast = ["--warmup", "1", "--repeats", "3", "--no-profile", "--json", str(out)]
+    assert main(["analyze", f"{script}:build", "--expected", *fast]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("expected: "))
+    assert "calibrated model; ±8% on its own held-out calibration points; framework floor" in lines[at]
+    assert lines[at + 1].strip().startswith("observed")
+    expected = json.loads(out.read_text())["expected"]
+    x0, x1 = -6 - math.log10(2), -5.0
+    between = -5 + math.log10(2) * (math.log10(2.70336e-6) - x0) / (x1 - x0)
+    assert expected["kernel_seconds"] == pytest.approx(10**between)  # 14.777 µs
+    assert expected["floor_seconds"] >= 0 and expected["flags"] == []
