@@ -8,6 +8,7 @@ here by the framework's name.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -197,18 +198,23 @@ def framework_floor(
     benchmark_options: Mapping[str, Any] | None = None,
     repeats: int = 20,
     passes: int = 3,
+    pause_seconds: float = 1.0,
 ) -> Floor:
     """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
     what its kernels do not explain: the framework's own cost per run, which does not grow with
     the batch (never below 0). Timed as the calibration times its kernels: the smallest median
-    of ``passes`` separate passes (a shared machine stalls; a stall never makes a run faster)."""
+    of ``passes`` separate passes, ``pause_seconds`` apart (a shared machine runs everything
+    slower for seconds at a time; a stall never makes a run faster)."""
     keywords = dict(kwargs or {})
-    observed = min(
-        time_workload(
+    medians = []
+    for i in range(passes):
+        if i:
+            time.sleep(pause_seconds)
+        timed = time_workload(
             adapter, fn, tuple(args), keywords, warmup=5 if i == 0 else 2, repeats=repeats, options=benchmark_options
-        ).median_seconds
-        for i in range(passes)
-    )
+        )
+        medians.append(timed.median_seconds)
+    observed = min(medians)
     trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)
     kernels = expected_time(estimate_trace(trace), calibration, None, machine={}).kernel_seconds
     return Floor(max(0.0, observed - kernels), observed, kernels)
