@@ -110,24 +110,58 @@ def test_another_machine_framework_or_version_is_flagged():
 
 def test_rescoring_a_saved_report_with_other_timed_runs_gives_the_same_expected_time(tmp_path):
     """The expected time comes from the trace, the calibration and the floor: never from the
-    program's own timed runs. A report reloaded with its samples replaced expects the same."""
+    program's own timed runs. A saved report with its samples replaced reloads with the same
+    expected time and line, only the observed ratio moves."""
     from neural_cost import analyze_gap
     from neural_cost.report.load import load_report
     from tests.helpers import cpu_measurement
 
     matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
-    calibration = _calibration({"matmul": matmul})
-    report = analyze_gap(_estimate(), cpu_measurement((200e-6,) * 5), SPEC)
-    path = tmp_path / "report.json"
+    expected = expected_time(_estimate(), _calibration({"matmul": matmul}), 1e-4, machine={})
+    report = analyze_gap(_estimate(), cpu_measurement((200e-6,) * 5), SPEC, expected=expected)
     data = report.to_dict()
     data["measurement"]["samples_seconds"] = [9e-3] * 7
     data["measurement"]["runs"] = 7
+    path = tmp_path / "report.json"
     path.write_text(json.dumps(data))
     reloaded = load_report(path)
     assert reloaded.observed_seconds == pytest.approx(9e-3)
-    first = expected_time(report.estimate, calibration, 1e-4, machine={})
-    second = expected_time(reloaded.estimate, calibration, 1e-4, machine={})
-    assert first.seconds == second.seconds
+    assert reloaded.expected is not None and reloaded.expected.seconds == report.expected.seconds
+    line = next(x for x in reloaded.render().splitlines() if "expected: " in x)
+    assert "expected: 248.1 µs" in line and "observed is 36.27× it" in line  # 9 ms / 248.138 µs
+
+
+def test_the_finding_names_modeled_kernels_only_and_never_for_another_machine():
+    """copy.1 scored at its bound (no class) measured 5× it: no expectation to be above. fusion.0
+    (matmul, expected 2.299 µs) measured 100 µs: 43.5× — named. With another machine's
+    calibration (flagged) nothing is named."""
+    from neural_cost import analyze_gap
+    from neural_cost.core.profile import MeasuredKernel, Profile
+    from tests.helpers import cpu_measurement
+
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    profile = Profile(
+        runs=1,
+        wall_seconds=300e-6,
+        kernels=(MeasuredKernel(0, 100e-6, 1), MeasuredKernel(1, 100e-6, 1)),
+        kernel_seconds=200e-6,
+        source="hand",
+    )
+
+    def finding(calibration, machine):
+        expected = expected_time(_estimate(), calibration, machine=machine)
+        report = analyze_gap(_estimate(), cpu_measurement((300e-6,) * 5), SPEC, profile=profile, expected=expected)
+        return next((f.message for f in report.findings if f.code == "above_expected"), None)
+
+    message = finding(_calibration({"matmul": matmul}), {})
+    assert message is not None and "fusion.0: 43.5× its expected time" in message and "copy.1" not in message
+    other = KernelCalibration("torch", SPEC, {"matmul": matmul}, machine={"cpu_model": "Other"})
+    assert finding(other, {"cpu_model": "This"}) is None
+
+
+def test_a_curve_with_a_nan_knot_is_refused():
+    with pytest.raises(HardwareError, match="finite"):
+        Curve((float("nan"),), (float("nan"),))
 
 
 @settings(max_examples=60, deadline=None)

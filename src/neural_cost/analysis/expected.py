@@ -38,6 +38,7 @@ from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
 from ..core.units import format_seconds
 from ..hardware.kernel_model import ClassModel, KernelCalibration
+from ..hardware.spec import HardwareSpec
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -219,11 +220,19 @@ def installed_versions(framework: str) -> dict[str, str]:
 
 
 def calibration_flags(
-    calibration: KernelCalibration, framework: str | None, machine: Mapping[str, Any] | None = None
+    calibration: KernelCalibration,
+    framework: str | None,
+    machine: Mapping[str, Any] | None = None,
+    hardware: HardwareSpec | None = None,
 ) -> tuple[str, ...]:
     """Why ``calibration`` is not this program's own: another framework, framework version or
     machine (``machine``: this machine's key, default read from the host; not compared when unknown)."""
     flags = []
+    spec = calibration.hardware
+    if hardware is not None and (hardware.kind != spec.kind or hardware.name != spec.name):
+        flags.append(
+            f"the calibration is of {spec.name} ({spec.kind}), the program runs on {hardware.name} ({hardware.kind})"
+        )
     if framework is not None and calibration.framework != framework:
         flags.append(f"the calibration is of {calibration.framework} kernels, the program runs in {framework}")
     here = installed_versions(calibration.framework)
@@ -248,8 +257,12 @@ def expected_time(
     floor_seconds: float | None = None,
     *,
     machine: Mapping[str, Any] | None = None,
+    hardware: HardwareSpec | None = None,
+    floor_note: str | None = None,
 ) -> Expected:
-    """The expected time of one run of ``estimate``'s program (the module docstring)."""
+    """The expected time of one run of ``estimate``'s program (the module docstring).
+    ``hardware``: the device the program runs on, flagged when the calibration is of another
+    kind or device; ``floor_note``: how the floor was obtained, or why there is none."""
     if not estimate.by_operation:
         raise RecordError(
             "expected time of a program with no operations: the trace modeled nothing, so there is nothing to "
@@ -286,7 +299,9 @@ def expected_time(
             f"part only: the total is low"
         )
     if floor_seconds is None:
-        notes.append("no framework floor measured: the expected time is the kernels' alone")
+        notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")
+    elif floor_note:
+        notes.append(floor_note)
     kernel_seconds = sum(row.seconds for row in rows)
     return Expected(
         seconds=kernel_seconds + (floor_seconds or 0.0),
@@ -298,5 +313,5 @@ def expected_time(
         p90_error=calibration.p90_error,
         calibration_date=calibration.date,
         notes=tuple(notes),
-        flags=calibration_flags(calibration, estimate.framework, machine),
+        flags=calibration_flags(calibration, estimate.framework, machine, hardware),
     )

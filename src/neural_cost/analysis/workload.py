@@ -116,6 +116,7 @@ def analyze_workload(
     profile_runs: int = 3,
     calibration: KernelCalibration | None = None,
     floor_seconds: float | None = None,
+    floor_note: str | None = None,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
@@ -144,7 +145,11 @@ def analyze_workload(
     if profile:
         measured, notes = profile_workload(adapter, fn, args, keywords, trace, trace_options, profile_runs)
     estimate = estimate_trace(trace)
-    expected = None if calibration is None else expected_time(estimate, calibration, floor_seconds)
+    expected = (
+        None
+        if calibration is None
+        else expected_time(estimate, calibration, floor_seconds, hardware=hardware, floor_note=floor_note)
+    )
     return analyze_gap(estimate, measurement, hardware, profile=measured, profile_notes=notes, expected=expected)
 
 

@@ -95,7 +95,12 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
                 adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training
             )
         hardware = _hardware(args, adapter, measurement, progress)
-        calibration, floor = _expectation(args, build, adapter, framework, training, progress)
+        spec = hardware
+        if args.expected and spec is None:  # the device the expectation is checked against
+            spec = adapter.hardware(args.device or adapter.device_of(fn, inputs, kwargs))
+        calibration, floor, floor_note = _expectation(
+            args, build, adapter, framework, training, progress, workload, spec
+        )
         progress.stage("tracing")  # and then, with --profile, the profiled runs
         return analyze_workload(
             adapter,
@@ -110,6 +115,7 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
             profile_runs=args.profile_runs,
             calibration=calibration,
             floor_seconds=floor,
+            floor_note=floor_note,
         )
 
 
@@ -120,27 +126,22 @@ def _expectation(
     framework: str,
     training: dict[str, Any],
     progress: Progress,
-) -> tuple[Any, float | None]:
+    workload: Any,
+    hardware: Any,
+) -> tuple[Any, float | None, str | None]:
     """With ``--expected``: this machine's kernel model (calibrated the first time) and the
     framework floor from a batch-1 run when ``build`` takes ``batch`` (else none, said in the report)."""
     if not getattr(args, "expected", False):
-        return None, None
+        return None, None, None
     from ..analysis.calibrate_kernels import kernel_calibration
-    from ..analysis.workload import framework_floor
-    from .build import takes_batch
+    from .predict import measure_floor
 
     def step(done: int, total: int, name: str) -> None:
         progress.stage(f"calibrating {framework} kernels {done + 1}/{total}")
 
     calibration = kernel_calibration(adapter, progress=step)
-    if not takes_batch(build):
-        return calibration, None
-    progress.stage("framework floor (a batch-1 run)")
-    tiny = build_workload(build, 1)
-    floor = framework_floor(
-        adapter, tiny.fn, tiny.args, tiny.kwargs, calibration, trace_options=training, benchmark_options=training
-    )
-    return calibration, floor.seconds
+    floor, note = measure_floor(build, workload, adapter, calibration, training, progress, False, hardware)
+    return calibration, floor, note
 
 
 def _print_report(args: argparse.Namespace, report: GapReport) -> int:

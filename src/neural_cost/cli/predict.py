@@ -37,10 +37,47 @@ def _calibration(framework: str, path: str | None, progress: Progress, recalibra
     return kernel_calibration(adapter_for(framework), recalibrate=recalibrate, progress=step)
 
 
+def measure_floor(
+    build: Any,
+    workload: Any,
+    adapter: Any,
+    calibration: Any,
+    training: dict[str, Any],
+    progress: Progress,
+    skip: bool,
+    hardware: Any,
+) -> tuple[float | None, str]:
+    """The framework floor from a batch-1 run of ``build`` and how it was obtained — or None and
+    why not: asked not to, ``build`` takes no batch, the calibration is another device's (its
+    kernels are not this machine's: a floor measured here would mix the two), the program is
+    already at batch 1 (its floor would be its own time), or the batch-1 run failed."""
+    from ..analysis.expected import calibration_flags
+    from ..analysis.workload import framework_floor
+
+    if skip:
+        return None, "no framework floor (--no-floor): the expected time is the kernels' alone"
+    if not takes_batch(build):
+        return None, "no framework floor: build() takes no batch argument to run it at batch 1"
+    if calibration_flags(calibration, adapter.framework, None, hardware):
+        return None, "no framework floor: the calibration is not this machine's (flagged above); its kernels only"
+    progress.stage("framework floor (a batch-1 run)")
+    try:
+        tiny = build_workload(build, 1)
+        shapes = [getattr(a, "shape", None) for a in tiny.args], [getattr(a, "shape", None) for a in workload.args]
+        if shapes[0] == shapes[1]:
+            return None, "no framework floor: the program is at batch 1 already (its floor would be its own time)"
+        measured = framework_floor(
+            adapter, tiny.fn, tiny.args, tiny.kwargs, calibration, trace_options=training, benchmark_options=training
+        )
+    except Exception as error:  # a model that cannot run at batch 1 (BatchNorm in training...)
+        return None, f"no framework floor: the batch-1 run failed ({type(error).__name__}: {str(error)[:160]})"
+    return measured.seconds, measured.note() + (" (clamped at 0)" if measured.seconds == 0 else "")
+
+
 def run_predict(args: argparse.Namespace) -> int:
     from ..adapters import adapter_for
     from ..analysis.expected import expected_time
-    from ..analysis.workload import framework_floor, trace_workload
+    from ..analysis.workload import trace_workload
     from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
     from ..report.expected_text import expected_line, expected_table, flag_lines
@@ -59,19 +96,11 @@ def run_predict(args: argparse.Namespace) -> int:
         progress.stage("tracing")
         with exits_reported("the workload", WORKLOAD_ADVICE):
             trace = trace_workload(adapter, workload.fn, workload.args, workload.kwargs, training)
-        floor, floor_note = None, "no framework floor: build() takes no batch argument to run it at batch 1"
-        if args.no_floor:
-            floor_note = "no framework floor (--no-floor)"
-        elif takes_batch(build):
-            progress.stage("framework floor (a batch-1 run)")
-            tiny = build_workload(build, 1)
-            with exits_reported("the batch-1 run", WORKLOAD_ADVICE):
-                measured = framework_floor(
-                    adapter_for(framework), tiny.fn, tiny.args, tiny.kwargs, calibration,
-                    trace_options=training, benchmark_options=training,
-                )  # fmt: skip
-            floor, floor_note = measured.seconds, measured.note()
-        expected = expected_time(estimate_trace(trace), calibration, floor)
+        hardware = adapter.hardware(adapter.device_of(workload.fn, workload.args, workload.kwargs))
+        floor, floor_note = measure_floor(
+            build, workload, adapter_for(framework), calibration, training, progress, args.no_floor, hardware
+        )
+        expected = expected_time(estimate_trace(trace), calibration, floor, hardware=hardware, floor_note=floor_note)
     except BaseException:
         progress.close()
         raise
@@ -82,7 +111,6 @@ def run_predict(args: argparse.Namespace) -> int:
         *flag_lines(expected),
         f"calibration: {calibration.framework} kernels on {calibration.hardware.name}, {calibration.date or 'undated'}"
         + ("" if args.calibration is None else f" (from {args.calibration})"),
-        floor_note,
         expected_line(expected),
         f"kernels: {format_seconds(expected.kernel_seconds)} expected, "
         f"{format_seconds(sum(row.bound_seconds for row in expected.rows))} at their roofline bound",

@@ -90,6 +90,8 @@ class Curve:
     ys: tuple[float, ...]
 
     def __post_init__(self) -> None:
+        if not all(math.isfinite(v) for v in (*self.xs, *self.ys)):
+            raise HardwareError(f"a kernel-model curve's knots must be finite numbers: {self.xs!r}, {self.ys!r}")
         if not self.xs or len(self.xs) != len(self.ys):
             raise HardwareError(f"a kernel-model curve needs as many knots as values, got {self.xs!r}, {self.ys!r}")
         if any(b <= a for a, b in zip(self.xs, self.xs[1:], strict=False)):

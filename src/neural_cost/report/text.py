@@ -260,7 +260,9 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
     lines += level_lines(report)
     lines.append(_floor_line(report))
     if report.expected is not None:  # between the bound and the observed time
-        lines += [*flag_lines(report.expected), expected_line(report.expected, report.observed_seconds)]
+        expected = report.expected
+        lines += [*flag_lines(expected), expected_line(expected, report.observed_seconds)]
+        lines += [f"note: {note}" for note in expected.notes]  # what the expectation could not see
     lines += [_observed_line(report), _efficiency_line(report)]
     traffic = "compiled" if report.estimate.kernels else "unfused"
     lines.append(
