@@ -3,6 +3,9 @@
 The public API is curated here; everything else is private. No framework is imported.
 """
 
+from collections.abc import Sequence
+from typing import Any
+
 from . import report as _report  # noqa: F401  registers the presenter that renders analysis reports
 from ._version import __version__
 from .analysis import Finding, GapReport, analyze_gap
@@ -32,8 +35,10 @@ from .core import (
 )
 from .costs import estimate_model, estimate_operations, estimate_trace, known_kinds
 from .hardware import HardwareSpec, MemoryLevel
-from .hardware.calibrate import CalibrationResult, calibrate
+from .hardware.calibrate import CalibrationResult
+from .hardware.calibrate import calibrate as _calibrate_host
 from .hardware.detect import DetectionResult, detect_hardware
+from .hardware.kernel_model import KernelCalibration
 from .measure import Measurement, benchmark
 from .report.diff import diff_reports
 from .report.load import load_report
@@ -51,6 +56,7 @@ __all__ = [
     "HardwareError",
     "HardwareSpec",
     "Kernel",
+    "KernelCalibration",
     "LoopAssumption",
     "Measurement",
     "MeasurementError",
@@ -87,3 +93,30 @@ __all__ = [
     "merge_reports",
     "profile_model",
 ]
+
+
+def calibrate(
+    device: Any = None,
+    dtypes: Sequence[str] = ("float32",),
+    size: int | None = None,
+    copy_bytes: int | None = None,
+    repeats: int = 3,
+    *,
+    matmul: Any = None,
+    kernels: bool = False,
+    framework: str = "torch",
+) -> tuple[HardwareSpec, CalibrationResult | KernelCalibration]:
+    """Measure this device. By default the host CPU's peaks and copy bandwidth with numpy
+    (``hardware.calibrate.calibrate``: ``(spec, CalibrationResult)``). With ``kernels=True``
+    the kernel model of ``framework`` ("torch", "jax", "tensorflow") that expected times are read
+    from, measured afresh and cached (a few minutes): ``(spec, KernelCalibration)``."""
+    if kernels:
+        from .adapters import adapter_for
+        from .analysis.calibrate_kernels import kernel_calibration
+
+        adapter = adapter_for(framework)
+        calibration = kernel_calibration(adapter, recalibrate=True)
+        return calibration.hardware, calibration
+    if size is None:
+        return _calibrate_host(device, dtypes, copy_bytes=copy_bytes, repeats=repeats, matmul=matmul)
+    return _calibrate_host(device, dtypes, size, copy_bytes, repeats, matmul=matmul)

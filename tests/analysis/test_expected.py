@@ -269,3 +269,23 @@ def test_a_loop_kernel_has_its_own_class_and_falls_back_to_its_base():
     assert next(r for r in base_only.rows if r.name == "fusion.0").seconds == pytest.approx(5e-6)
     with_loop = expected_time(estimate, _calibration({"matmul": flat, "matmul@loop": loop}), machine={})
     assert next(r for r in with_loop.rows if r.name == "fusion.0").seconds == pytest.approx(5e-7)
+
+
+def test_calibrate_kernels_true_returns_the_kernel_model(monkeypatch):
+    """``neural_cost.calibrate(kernels=True, framework=...)`` measures the framework's kernel model
+    afresh (recalibrate) and returns it with the spec it was scored on; the measuring itself is
+    ``kernel_calibration`` (replaced here: a real one takes minutes)."""
+    import neural_cost
+    from neural_cost.analysis import calibrate_kernels
+
+    made = _calibration({"matmul": ClassModel("matmul", Curve((-6.0,), (-5.0,)), None, points=3)})
+    seen = {}
+
+    def fake(adapter, *, recalibrate=False, progress=None):
+        seen.update(framework=adapter.framework, recalibrate=recalibrate)
+        return made
+
+    monkeypatch.setattr(calibrate_kernels, "kernel_calibration", fake)
+    spec, calibration = neural_cost.calibrate(kernels=True, framework="torch")
+    assert calibration is made and spec is made.hardware
+    assert seen == {"framework": "torch", "recalibrate": True}
