@@ -1,8 +1,9 @@
 """Collectives in JAX programs: ``shard_map``'s from the jaxpr, the SPMD partitioner's from the HLO.
 
 JAX reads ``--xla_force_host_platform_device_count=8`` only when it first starts, so every
-8-device program runs in one subprocess (``PROGRAMS``) that prints its figures as JSON; the
-tests assert on them. Parsing (replica groups, asynchronous collectives) runs here, on text.
+8-device program runs in one subprocess (``PROGRAMS`` after ``_mesh.PRELUDE``, the mesh and
+the MLP) that prints its figures as JSON; the tests assert on them. Parsing (replica groups,
+asynchronous collectives) runs here, on text.
 
 By hand, per device, shard_map over 8 devices, 256 float32 = 1,024 B each:
   psum: payload 1,024 B; wire 2·7/8·1,024 = 1,792 B; reduction FLOPs 7/8·256 = 224
@@ -12,12 +13,9 @@ By hand, per device, shard_map over 8 devices, 256 float32 = 1,024 B each:
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from ._mesh import run_programs
 
 jax = pytest.importorskip("jax")
 
@@ -28,16 +26,7 @@ from neural_cost.adapters._jax.program import read_kernels  # noqa: E402
 from neural_cost.adapters._jax.walker import Walker  # noqa: E402
 
 PROGRAMS = r"""
-import json
-import jax, jax.numpy as jnp, numpy as np
-from jax import lax
 from jax.experimental import roofline
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
-from neural_cost import estimate_trace
-from neural_cost.adapters import JaxAdapter
-
-assert jax.device_count() == 8, jax.device_count()
-out = {}
 
 def rows(trace):
     return [
@@ -76,37 +65,20 @@ replicated = jax.shard_map(lambda v: lax.psum(v * 2.0, "a"), mesh=mesh2, in_spec
 out["pvary"] = summary(JaxAdapter().trace(replicated, jnp.ones((256,), jnp.float32)))
 out["pmap"] = summary(JaxAdapter().trace(jax.pmap(lambda v: lax.psum(v, "i"), axis_name="i"), jnp.ones((8, 256))))
 
-auto = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
-def put(shape, spec):
-    return jax.device_put(jnp.ones(shape, jnp.float32), NamedSharding(auto, spec))
-B, D, H, O = 256, 32, 64, 16
-def loss(params, xb, yb):
-    w1, w2 = params
-    return jnp.mean((jnp.tanh(xb @ w1) @ w2 - yb) ** 2)
-def step(params, xb, yb):
-    grads = jax.grad(loss)(params, xb, yb)
-    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
 params = (put((D, H), P()), put((H, O), P()))
 dp = JaxAdapter(cross_check=True)
 out["data_parallel"] = summary(dp.trace(step, (params, put((B, D), P("x")), put((B, O), P("x")))))
 hlo = dp.executables._entries[-1].compiled.as_text()
 out["data_parallel"]["hlo_collectives"] = [
     hlo.count(f" {opcode}(") for opcode in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")]
-def mlp(w1, w2, xb):
-    return jnp.tanh(xb @ w1) @ w2
 tp = (put((D, H), P(None, "x")), put((H, O), P("x", None)), put((B, D), P()))
 out["tensor_parallel"] = summary(JaxAdapter(cross_check=True).trace(mlp, tp))
-print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def measured():
-    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
-    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run([sys.executable, "-c", PROGRAMS], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_programs(PROGRAMS)
 
 
 def _by_name(summary):

@@ -1,8 +1,8 @@
 """Per-device memory of sharded JAX programs: the boundary's shard shapes and the memory profile.
 
 JAX reads ``--xla_force_host_platform_device_count=8`` only when it first starts, so every
-8-device program runs in one subprocess (``PROGRAMS``) that prints its figures as JSON
-(the pattern of ``test_collectives.py``). XLA's ``memory_analysis()`` of the same compiled
+8-device program runs in one subprocess (``PROGRAMS`` after ``_mesh.PRELUDE``, the mesh and
+the MLP) that prints its figures as JSON. XLA's ``memory_analysis()`` of the same compiled
 program is the independent reference for the bytes one device's arguments take.
 
 By hand, float32 (4 B), 8 devices, B, D, H, O = 256, 32, 64, 16:
@@ -18,25 +18,14 @@ By hand, float32 (4 B), 8 devices, B, D, H, O = 256, 32, 64, 16:
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from ._mesh import run_programs
 
 pytest.importorskip("jax")
 
 PROGRAMS = r"""
-import json
-import jax, jax.numpy as jnp, numpy as np
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
-from neural_cost import estimate_trace
-from neural_cost.adapters import JaxAdapter
 from neural_cost.analysis.memory import memory_profile
-
-assert jax.device_count() == 8, jax.device_count()
-out = {}
 
 def boundary(trace):
     return [[t.name, t.role, list(t.shape), None if t.shard_shape is None else list(t.shard_shape), t.device_bytes]
@@ -46,25 +35,12 @@ def xla_memory(adapter):
     analysis = adapter.executables._entries[-1].compiled.memory_analysis()
     return {"arguments": analysis.argument_size_in_bytes, "outputs": analysis.output_size_in_bytes}
 
-auto = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
-def put(shape, spec):
-    return jax.device_put(jnp.ones(shape, jnp.float32), NamedSharding(auto, spec))
-B, D, H, O = 256, 32, 64, 16
-def loss(params, xb, yb):
-    w1, w2 = params
-    return jnp.mean((jnp.tanh(xb @ w1) @ w2 - yb) ** 2)
-def step(params, xb, yb):
-    grads = jax.grad(loss)(params, xb, yb)
-    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
-
 dp = JaxAdapter(cross_check=True)
 trace = dp.trace(step, ((put((D, H), P()), put((H, O), P())), put((B, D), P("x")), put((B, O), P("x"))),
                  param_argnums=0)
 memory = memory_profile(estimate_trace(trace), training=True, optimizer_state_multiplier=2)
 out["data_parallel"] = {"boundary": boundary(trace), "xla": xla_memory(dp), "memory": memory.to_dict()}
 
-def mlp(w1, w2, xb):
-    return jnp.tanh(xb @ w1) @ w2
 tp = JaxAdapter(cross_check=True)
 trace = tp.trace(mlp, (put((D, H), P(None, "x")), put((H, O), P("x", None)), put((B, D), P())), param_argnums=(0, 1))
 out["tensor_parallel"] = {"boundary": boundary(trace), "xla": xla_memory(tp),
@@ -84,17 +60,12 @@ out["data_parallel_uncompiled"] = {"boundary": boundary(uncompiled), "devices": 
 host = JaxAdapter(cross_check=True)
 scaled = jax.jit(lambda v: jnp.tanh(v) * 2.0, in_shardings=NamedSharding(auto, P("x")))
 out["host_input"] = {"boundary": boundary(host.trace(scaled, np.ones((B, D), np.float32))), "xla": xla_memory(host)}
-print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def measured():
-    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
-    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run([sys.executable, "-c", PROGRAMS], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_programs(PROGRAMS)
 
 
 def _arguments(rows):

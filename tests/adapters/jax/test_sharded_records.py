@@ -1,10 +1,10 @@
 """A sharded ``jit``'s records as one device's share (``adapters/_jax/sharded.py``).
 
 JAX reads ``--xla_force_host_platform_device_count=8`` only when it first starts, so every
-8-device program runs in one subprocess (``PROGRAMS``) that prints each trace as JSON
+8-device program runs in one subprocess (``PROGRAMS`` after ``_mesh.PRELUDE``) that prints each trace as JSON
 (``Trace.to_dict``) with XLA's per-device ``cost_analysis()``; the tests rebuild the traces here.
 
-The MLP of ``test_collectives.py``: B=256, D=32, H=64, O=16, float32, loss mean((tanh(x@w1)@w2 - y)²).
+The MLP of ``_mesh.PRELUDE``: B=256, D=32, H=64, O=16, float32, loss mean((tanh(x@w1)@w2 - y)²).
 Data parallel, the batch over 8 devices: 32 rows per device. By hand, per device:
   forward   x@w1  (32,32)@(32,64)        2·32·32·64 = 131,072
             h@w2  (32,64)@(64,16)        2·32·64·16 =  65,536
@@ -25,12 +25,9 @@ Tensor parallel (w1 column-sharded P(None,"x"), w2 row-sharded P("x",None), x re
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from ._mesh import run_programs
 
 jax = pytest.importorskip("jax")
 
@@ -45,15 +42,6 @@ SPEC = HardwareSpec("T", 1e12, 1e11, kind="cpu", source="test table")
 OBSERVED = cpu_measurement((5e-6,) * 5)
 
 PROGRAMS = r"""
-import json
-import jax, jax.numpy as jnp, numpy as np
-from jax import lax
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
-from neural_cost.adapters import JaxAdapter
-
-assert jax.device_count() == 8, jax.device_count()
-out = {}
-
 def traced(fn, args, compiled=True):
     adapter = JaxAdapter(cross_check=compiled)
     trace = adapter.trace(fn, args)
@@ -63,40 +51,23 @@ def traced(fn, args, compiled=True):
         found["xla"] = {key: analysis[key] for key in ("flops", "transcendentals")}
     return found
 
-auto = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
-def put(shape, spec):
-    return jax.device_put(jnp.ones(shape, jnp.float32), NamedSharding(auto, spec))
-B, D, H, O = 256, 32, 64, 16
-def loss(params, xb, yb):
-    w1, w2 = params
-    return jnp.mean((jnp.tanh(xb @ w1) @ w2 - yb) ** 2)
-def step(params, xb, yb):
-    grads = jax.grad(loss)(params, xb, yb)
-    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
 dp = ((put((D, H), P()), put((H, O), P())), put((B, D), P("x")), put((B, O), P("x")))
 out["data_parallel"] = traced(step, dp)
 out["data_parallel_jaxpr"] = traced(step, dp, compiled=False)  # no executable: the walker's records
 ones = lambda shape: jnp.ones(shape, jnp.float32)  # one device: an unpartitioned program
 out["one_device"] = traced(step, ((ones((D, H)), ones((H, O))), ones((B, D)), ones((B, O))))
-def mlp(w1, w2, xb):
-    return jnp.tanh(xb @ w1) @ w2
 out["tensor_parallel"] = traced(mlp, (put((D, H), P(None, "x")), put((H, O), P("x", None)), put((B, D), P())))
 mesh = Mesh(np.array(jax.devices()), ("x",))
 body = jax.shard_map(lambda v, w: lax.psum(jnp.tanh(v @ w), "x"), mesh=mesh, in_specs=(P("x"), P()), out_specs=P())
 inputs = (jnp.ones((256, 32), jnp.float32), jnp.ones((32, 64), jnp.float32))
 out["shard_map"] = traced(jax.jit(body), inputs)
 out["shard_map_jaxpr"] = traced(jax.jit(body), inputs, compiled=False)
-print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def measured():
-    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
-    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run([sys.executable, "-c", PROGRAMS], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = run_programs(PROGRAMS)
     return {name: {**entry, "trace": Trace.from_dict(entry["trace"])} for name, entry in found.items()}
 
 

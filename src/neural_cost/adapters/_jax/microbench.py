@@ -22,28 +22,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
+from .. import _microgrid as grid
 from ..base import MicroProgram
 
-
-class _Inputs:
-    """Fixed random arrays, one per shape and slot, shared by the programs that take them (the
-    grid's inputs stay a few hundred megabytes): ``rand(*shape, k=1)`` is a second array."""
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(0)
-        self.kept: dict[tuple[tuple[int, ...], int], jax.Array] = {}
-
-    def __call__(self, *shape: int, k: int = 0) -> jax.Array:
-        if (shape, k) not in self.kept:
-            self.kept[(shape, k)] = jax.device_put(self.rng.standard_normal(shape, dtype=np.float32))
-        return self.kept[(shape, k)]
-
-    def ids(self, count: int, high: int) -> jax.Array:
-        array: jax.Array = jax.device_put(self.rng.integers(0, high, count, dtype=np.int32))
-        return array
+_Inputs = grid.Inputs[jax.Array]
 
 
 def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -57,26 +41,15 @@ def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def _dots(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    rows = (1, 16, 256, 2048) if quick else (1, 4, 16, 64, 256, 1024, 4096)
-    widths = (
-        ((64, 64), (512, 512))
-        if quick
-        else ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
-    )
-    for i, m in enumerate(rows):
-        for j, (k, n) in enumerate(widths):
-            if m * k * n > 4096 * 1024 * 1024:
-                continue
-            x, w = rand(m, k), rand(k, n, k=1)
-            if (i + j) % 2:  # a dot fusion: the bias and activation in the dot's kernel
-                act = (jax.nn.relu, jax.nn.gelu, jnp.tanh)[(i + j) // 2 % 3]
-                fn = _named(lambda x, w, b, a=act: a(x @ w + b), "dot_bias_act")
-                yield MicroProgram(f"dot+bias+{act.__name__} {m}x{k}x{n}", fn, (x, w, rand(n, k=2)))
-            else:
-                yield MicroProgram(f"dot {m}x{k}x{n}", _named(jnp.dot, "dot"), (x, w))
-    for batch, m, k, n in ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))[
-        : 2 if quick else None
-    ]:
+    for ij, m, k, n in grid.dots(quick):
+        x, w = rand(m, k), rand(k, n, k=1)
+        if ij % 2:  # a dot fusion: the bias and activation in the dot's kernel
+            act = (jax.nn.relu, jax.nn.gelu, jnp.tanh)[ij // 2 % 3]
+            fn = _named(lambda x, w, b, a=act: a(x @ w + b), "dot_bias_act")
+            yield MicroProgram(f"dot+bias+{act.__name__} {m}x{k}x{n}", fn, (x, w, rand(n, k=2)))
+        else:
+            yield MicroProgram(f"dot {m}x{k}x{n}", _named(jnp.dot, "dot"), (x, w))
+    for batch, m, k, n in grid.batched_dots(quick):
         fn = _named(lambda a, b: jnp.einsum("bmk,bkn->bmn", a, b), "batched_dot")
         yield MicroProgram(f"batched dot {batch}x{m}x{k}x{n}", fn, (rand(batch, m, k), rand(batch, k, n, k=1)))
 
@@ -86,16 +59,16 @@ def _conv(x: jax.Array, w: jax.Array, layout: str) -> jax.Array:
     return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=spec)
 
 
+#: The shared convolutions then JAX's own (batch, in channels, out channels, size, kernel); the
+#: 2nd, 6th and 10th run NCHW, the others NHWC.
+_CONVS = (*grid.CONVS, (8, 3, 32, 64, 3), (2, 32, 64, 28, 5), (1, 16, 16, 8, 3), (4, 32, 32, 16, 1),
+          (8, 64, 128, 28, 3), (1, 128, 256, 14, 3), (16, 3, 64, 112, 7))  # fmt: skip
+_NCHW = {1, 5, 9}
+
+
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    grid = [
-        ("NHWC", 1, 3, 16, 32, 3), ("NCHW", 4, 16, 32, 32, 3), ("NHWC", 4, 64, 64, 16, 3),
-        ("NHWC", 8, 32, 32, 32, 1), ("NHWC", 2, 64, 128, 16, 3), ("NCHW", 8, 3, 32, 64, 3),
-        ("NHWC", 4, 128, 128, 8, 3), ("NHWC", 16, 16, 16, 32, 3), ("NHWC", 1, 64, 64, 56, 3),
-        ("NCHW", 4, 256, 256, 8, 1), ("NHWC", 8, 3, 32, 64, 3), ("NHWC", 2, 32, 64, 28, 5),
-        ("NHWC", 1, 16, 16, 8, 3), ("NHWC", 4, 32, 32, 16, 1), ("NHWC", 8, 64, 128, 28, 3),
-        ("NHWC", 1, 128, 256, 14, 3), ("NHWC", 16, 3, 64, 112, 7),
-    ]  # fmt: skip
-    for layout, n, c_in, c_out, size, k in grid[:: 4 if quick else 1]:  # quick: NHWC ones
+    convs = [("NCHW" if i in _NCHW else "NHWC", *conv) for i, conv in enumerate(_CONVS)]
+    for layout, n, c_in, c_out, size, k in convs[:: 4 if quick else 1]:  # quick: NHWC ones
         if layout == "NHWC":
             x, w = rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)
         else:
@@ -118,20 +91,10 @@ _CHAINS: dict[str, Callable[..., Any]] = {
 _BINARY = {"add", "mul", "relu(x*y+x)"}
 
 
-def _sizes(quick: bool) -> tuple[int, ...]:
-    return (
-        (1_000, 100_000, 3_000_000)
-        if quick
-        else (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, 10_000_000)
-    )
-
-
 def _elementwise(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for name in ("relu", "gelu", "add") if quick else tuple(_CHAINS):
-        for size in _sizes(quick):
-            shape = (size // 250, 250) if size >= 250 else (1, size)
-            args = (rand(*shape), rand(*shape, k=1)) if name in _BINARY else (rand(*shape),)
-            yield MicroProgram(f"{name} {size}", _named(_CHAINS[name], "elementwise"), args)
+    for name, size, shape in grid.pointwise(tuple(_CHAINS), ("relu", "gelu", "add"), quick):
+        args = (rand(*shape), rand(*shape, k=1)) if name in _BINARY else (rand(*shape),)
+        yield MicroProgram(f"{name} {size}", _named(_CHAINS[name], "elementwise"), args)
 
 
 def _layer_norm(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
@@ -149,15 +112,11 @@ _REDUCTIONS: dict[str, Callable[..., Any]] = {
 
 
 def _reductions(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for size in _sizes(quick):
-        for width in (256,) if quick else (64, 1024):
-            shape = (max(1, size // width), width)
-            for name in ("sum", "softmax") if quick else tuple(_REDUCTIONS):
-                if not quick and width == 64 and name in ("mean", "max"):
-                    continue
-                yield MicroProgram(f"{name} {shape}", _named(_REDUCTIONS[name], name), (rand(*shape),))
-            fn = _named(_layer_norm, "layer_norm")
-            yield MicroProgram(f"layer_norm {shape}", fn, (rand(*shape), rand(width, k=1), rand(width, k=2)))
+    for shape, names in grid.reductions(tuple(_REDUCTIONS), quick):
+        for name in names:
+            yield MicroProgram(f"{name} {shape}", _named(_REDUCTIONS[name], name), (rand(*shape),))
+        width, fn = shape[1], _named(_layer_norm, "layer_norm")
+        yield MicroProgram(f"layer_norm {shape}", fn, (rand(*shape), rand(width, k=1), rand(width, k=2)))
 
 
 #: Pooling windows in NHWC: max 3×3 stride 2 (as a CNN's stem), average 2×2 stride 2.
@@ -169,21 +128,18 @@ _POOLS: dict[str, Callable[..., Any]] = {
 
 
 def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for size in _sizes(quick):
-        width = 512 if size >= 512 * 16 else 32
-        rows = size // width
+    for size in grid.sizes(quick):
+        rows, width = grid.transpose_shape(size)
         yield MicroProgram(f"transpose {rows}x{width}", _named(lambda x: x.T, "transpose"), (rand(rows, width),))
         if not quick:  # a head split: (batch·seq, heads, dim) → (heads, batch·seq, dim)
-            shape = (max(2, size // 512), 8, 64)
+            shape = grid.head_split(size)
             fn = _named(lambda x: jnp.transpose(x, (1, 0, 2)), "transpose")
             yield MicroProgram(f"transpose (1,0,2) {shape}", fn, (rand(*shape),))
-    grid = [(tokens, dim) for tokens in (16, 64, 256, 1024, 4096, 16384) for dim in (128, 768)]
-    for tokens, dim in grid[:: 5 if quick else 1]:
+    for tokens, dim in grid.embeddings(quick):
         ids = rand.ids(tokens, 8192)
         fn = _named(lambda table, ids: jnp.take(table, ids, axis=0), "embedding")
         yield MicroProgram(f"embedding {tokens}x{dim}", fn, (rand(8192, dim), ids))
-    shapes = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
-    for n, hw, c in shapes[: 2 if quick else None]:
+    for n, hw, c in grid.POOL_MAPS[: 2 if quick else None]:
         x = rand(n, hw, hw, c)
         for name, pool in _POOLS.items():
             yield MicroProgram(f"{name} {n}x{hw}x{hw}x{c}", _named(pool, name.split()[-1]), (x,))
@@ -196,8 +152,7 @@ def _cell(carry: tuple[jax.Array, jax.Array], x: jax.Array) -> tuple[tuple[jax.A
 
 
 def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    grid = ((1, 32, 4, 64), (2, 128, 4, 64), (4, 128, 8, 32), (2, 512, 4, 64), (8, 256, 8, 64), (1, 1024, 8, 64))
-    for b, s, h, d in grid[: 2 if quick else None]:
+    for b, s, h, d in grid.ATTENTION[: 2 if quick else None]:
         q, k, v = rand(b, s, h, d), rand(b, s, h, d, k=1), rand(b, s, h, d, k=2)
         for causal in (False, True) if not quick else (False,):
             fn = _named(lambda q, k, v, c=causal: jax.nn.dot_product_attention(q, k, v, is_causal=c), "attention")
@@ -216,7 +171,7 @@ def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the JAX calibration (the module docstring)."""
-    rand = _Inputs()
+    rand = _Inputs(jax.device_put)
     programs: list[MicroProgram] = []
     for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan):
         programs += family(rand, quick)

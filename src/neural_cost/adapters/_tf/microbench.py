@@ -16,27 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
+from .. import _microgrid as grid
 from ..base import MicroProgram
 
-
-class _Inputs:
-    """Fixed random tensors, one per shape and slot, shared by the programs that take them (the
-    grid's inputs stay a few hundred megabytes): ``rand(*shape, k=1)`` is a second tensor."""
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(0)
-        self.kept: dict[tuple[tuple[int, ...], int], tf.Tensor] = {}
-
-    def __call__(self, *shape: int, k: int = 0) -> tf.Tensor:
-        if (shape, k) not in self.kept:
-            self.kept[(shape, k)] = tf.constant(self.rng.standard_normal(shape, dtype=np.float32))
-        return self.kept[(shape, k)]
-
-    def ids(self, count: int, high: int) -> tf.Tensor:
-        return tf.constant(self.rng.integers(0, high, count, dtype=np.int32))
+_Inputs = grid.Inputs[tf.Tensor]
 
 
 def _program(name: str, fn: Callable[..., Any], *args: Any) -> MicroProgram:
@@ -44,29 +29,18 @@ def _program(name: str, fn: Callable[..., Any], *args: Any) -> MicroProgram:
 
 
 def _matmuls(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    rows = (1, 16, 256, 2048) if quick else (1, 4, 16, 64, 256, 1024, 4096)
-    widths = (
-        ((64, 64), (512, 512))
-        if quick
-        else ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
-    )
-    for i, m in enumerate(rows):
-        for j, (k, n) in enumerate(widths):
-            if m * k * n > 4096 * 1024 * 1024:
-                continue
-            if (i + j) % 2:
-                yield _program(
-                    f"MatMul+BiasAdd {m}x{k}x{n}",
-                    lambda x, w, b: tf.nn.bias_add(tf.matmul(x, w), b),
-                    rand(m, k),
-                    rand(k, n, k=1),
-                    rand(n, k=2),
-                )
-            else:
-                yield _program(f"MatMul {m}x{k}x{n}", lambda x, w: tf.matmul(x, w), rand(m, k), rand(k, n, k=1))
-    for batch, m, k, n in ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))[
-        : 2 if quick else None
-    ]:
+    for ij, m, k, n in grid.dots(quick):
+        if ij % 2:
+            yield _program(
+                f"MatMul+BiasAdd {m}x{k}x{n}",
+                lambda x, w, b: tf.nn.bias_add(tf.matmul(x, w), b),
+                rand(m, k),
+                rand(k, n, k=1),
+                rand(n, k=2),
+            )
+        else:
+            yield _program(f"MatMul {m}x{k}x{n}", lambda x, w: tf.matmul(x, w), rand(m, k), rand(k, n, k=1))
+    for batch, m, k, n in grid.batched_dots(quick):
         yield _program(
             f"BatchMatMulV2 {batch}x{m}x{k}x{n}",
             lambda a, b: tf.matmul(a, b),
@@ -75,11 +49,8 @@ def _matmuls(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         )
 
 
-_CONVS = (
-    (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 16, 3),
-    (8, 3, 32, 64, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),
-    (1, 16, 16, 8, 3), (8, 64, 128, 28, 3), (1, 128, 256, 14, 3), (2, 32, 64, 28, 5),
-)  # fmt: skip
+#: The shared convolutions then TensorFlow's own (batch, in channels, out channels, size, kernel).
+_CONVS = (*grid.CONVS, (1, 16, 16, 8, 3), (8, 64, 128, 28, 3), (1, 128, 256, 14, 3), (2, 32, 64, 28, 5))
 
 
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
@@ -110,23 +81,13 @@ _POINTWISE: dict[str, Callable[..., Any]] = {
 _BINARY = {"AddV2", "Mul"}
 
 
-def _sizes(quick: bool) -> tuple[int, ...]:
-    return (
-        (1_000, 100_000, 3_000_000)
-        if quick
-        else (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, 10_000_000)
-    )
-
-
 def _pointwise(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for name in ("Relu", "AddV2", "Tanh") if quick else tuple(_POINTWISE):
+    for name, size, shape in grid.pointwise(tuple(_POINTWISE), ("Relu", "AddV2", "Tanh"), quick):
         op = _POINTWISE[name]
-        for size in _sizes(quick):
-            shape = (size // 250, 250) if size >= 250 else (1, size)
-            if name in _BINARY:
-                yield _program(f"{name} {size}", lambda x, y, op=op: op(x, y), rand(*shape), rand(*shape, k=1))
-            else:
-                yield _program(f"{name} {size}", lambda x, op=op: op(x), rand(*shape))
+        if name in _BINARY:
+            yield _program(f"{name} {size}", lambda x, y, op=op: op(x, y), rand(*shape), rand(*shape, k=1))
+        else:
+            yield _program(f"{name} {size}", lambda x, op=op: op(x), rand(*shape))
 
 
 #: Feature maps (batch, height = width, channels) for norms and pools.
@@ -143,13 +104,9 @@ _REDUCTIONS: dict[str, Callable[..., Any]] = {
 
 
 def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for size in _sizes(quick):
-        for width in (256,) if quick else (64, 1024):
-            shape = (max(1, size // width), width)
-            for name in ("Sum", "Softmax") if quick else tuple(_REDUCTIONS):
-                if not quick and width == 64 and name in ("Mean", "Max"):
-                    continue
-                yield _program(f"{name} {shape}", _REDUCTIONS[name], rand(*shape))
+    for shape, names in grid.reductions(tuple(_REDUCTIONS), quick):
+        for name in names:
+            yield _program(f"{name} {shape}", _REDUCTIONS[name], rand(*shape))
     for n, hw, c in _MAPS[: 2 if quick else None]:
         mean, var = rand(c, k=3), tf.abs(rand(c, k=4)) + 0.5
         yield _program(
@@ -160,14 +117,13 @@ def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 
 def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for size in _sizes(quick):
-        width = 512 if size >= 512 * 16 else 32
-        yield _program(f"Transpose {size // width}x{width}", lambda x: tf.transpose(x), rand(size // width, width))
+    for size in grid.sizes(quick):
+        rows, width = grid.transpose_shape(size)
+        yield _program(f"Transpose {rows}x{width}", lambda x: tf.transpose(x), rand(rows, width))
         if not quick:  # a head split: (batch·seq, heads, dim) → (heads, batch·seq, dim)
-            shape = (max(2, size // 512), 8, 64)
+            shape = grid.head_split(size)
             yield _program(f"Transpose (1,0,2) {shape}", lambda x: tf.transpose(x, (1, 0, 2)), rand(*shape))
-    grid = [(tokens, dim) for tokens in (16, 64, 256, 1024, 4096, 16384) for dim in (128, 768)]
-    for tokens, dim in grid[:: 5 if quick else 1]:
+    for tokens, dim in grid.embeddings(quick):
         yield _program(f"GatherV2 {tokens}x{dim}", lambda table, ids: tf.gather(table, ids),
                        rand(8192, dim), rand.ids(tokens, 8192))  # fmt: skip
     for n, hw, c in _MAPS[: 2 if quick else 8]:
@@ -178,7 +134,7 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 def tf_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the TensorFlow calibration (the module docstring)."""
-    rand = _Inputs()
+    rand = _Inputs(tf.constant)
     programs: list[MicroProgram] = []
     for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory):
         programs += family(rand, quick)

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .. import _microgrid as grid
 from ..base import MicroProgram
 
 
@@ -57,23 +58,19 @@ def _matmuls(quick: bool) -> Iterator[MicroProgram]:
             bias = (m + k) % 2 == 0
             weight, b = _rand(n, k), (_rand(n) if bias else None)
             yield MicroProgram(f"linear {m}x{k}x{n}", _no_grad(F.linear), (_rand(m, k), weight, b))
-    for batch, m, k, n in ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))[
-        : 2 if quick else None
-    ]:
+    for batch, m, k, n in grid.batched_dots(quick):
         yield MicroProgram(f"bmm {batch}x{m}x{k}x{n}", _no_grad(torch.bmm), (_rand(batch, m, k), _rand(batch, k, n)))
 
 
 def _convs(quick: bool) -> Iterator[MicroProgram]:
-    # (batch, in channels, out channels, size, kernel, stride): small to mid, 1×1, 3×3, a 7×7 stem, strided
-    grid = [
-        (1, 3, 16, 32, 3, 1), (4, 16, 32, 32, 3, 1), (4, 64, 64, 16, 3, 1), (8, 32, 32, 32, 1, 1),
-        (2, 64, 128, 16, 3, 1), (8, 3, 32, 64, 3, 1), (4, 128, 128, 8, 3, 1), (16, 16, 16, 32, 3, 1),
-        (1, 64, 64, 56, 3, 1), (4, 256, 256, 8, 1, 1), (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1),
-        (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1), (4, 32, 64, 16, 3, 2), (1, 3, 32, 64, 7, 2),
-        (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1), (2, 64, 64, 32, 3, 1), (16, 3, 16, 64, 3, 1),
-        (4, 64, 128, 16, 1, 2), (1, 256, 256, 14, 3, 1),
+    # (batch, in channels, out channels, size, kernel, stride): the shared ones at stride 1, then
+    # small to mid, 1×1, 3×3, a 7×7 stem, strided
+    convs = [(*conv, 1) for conv in grid.CONVS] + [
+        (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1), (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1),
+        (4, 32, 64, 16, 3, 2), (1, 3, 32, 64, 7, 2), (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1),
+        (2, 64, 64, 32, 3, 1), (16, 3, 16, 64, 3, 1), (4, 64, 128, 16, 1, 2), (1, 256, 256, 14, 3, 1),
     ]  # fmt: skip
-    for n, c_in, c_out, size, k, stride in grid[: 3 if quick else None]:
+    for n, c_in, c_out, size, k, stride in convs[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
         yield MicroProgram(
             f"conv2d {n}x{c_in}x{size}x{size}->{c_out} k{k} s{stride}",
@@ -89,31 +86,20 @@ _POINTWISE: dict[str, Callable[..., Any]] = {
 _BINARY = {"add", "mul"}
 
 
-def _sizes(quick: bool) -> tuple[int, ...]:
-    return (
-        (1_000, 100_000, 3_000_000)
-        if quick
-        else (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, 16_000_000)
-    )
+_LARGEST = 16_000_000  # the largest pointwise op, reduction and copy (elements)
 
 
 def _pointwise(quick: bool) -> Iterator[MicroProgram]:
-    ops = ("relu", "gelu", "add") if quick else tuple(_POINTWISE)
-    for name in ops:
-        for size in _sizes(quick):
-            x = _rand(size // 250 if size >= 250 else 1, 250 if size >= 250 else size)
-            args = (x, _rand(*x.shape)) if name in _BINARY else (x,)
-            yield MicroProgram(f"{name} {x.numel()}", _no_grad(_POINTWISE[name]), args)
-
-
-def _rows_of(size: int, width: int) -> tuple[int, int]:
-    return max(1, size // width), width
+    for name, _, shape in grid.pointwise(tuple(_POINTWISE), ("relu", "gelu", "add"), quick, _LARGEST):
+        x = _rand(*shape)
+        args = (x, _rand(*x.shape)) if name in _BINARY else (x,)
+        yield MicroProgram(f"{name} {x.numel()}", _no_grad(_POINTWISE[name]), args)
 
 
 def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
-    for size in _sizes(quick):
-        for width in (64, 1024) if not quick else (256,):
-            shape = _rows_of(size, width)
+    for size in grid.sizes(quick, _LARGEST):
+        for width in grid.reduction_widths(quick):
+            shape = grid.rows_of(size, width)
             x = _rand(*shape)
             yield MicroProgram(f"sum {shape}", _no_grad(lambda t: t.sum(dim=-1)), (x,))
             yield MicroProgram(f"softmax {shape}", _no_grad(lambda t: F.softmax(t, dim=-1)), (x,))
@@ -122,7 +108,7 @@ def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
                 f"layer_norm {shape}", _no_grad(lambda t, w, b: F.layer_norm(t, t.shape[-1:], w, b)), (x, w, b)
             )
         if not quick:
-            shape = _rows_of(size, 256)
+            shape = grid.rows_of(size, 256)
             yield MicroProgram(f"mean {shape}", _no_grad(lambda t: t.mean(dim=-1)), (_rand(*shape),))
     for n, c, hw in ((1, 16, 16), (4, 64, 32), (8, 64, 56), (16, 128, 28))[: 2 if quick else None]:
         mean, var, w, b = _rand(c), torch.rand(c) + 0.5, _rand(c), _rand(c)
@@ -134,8 +120,8 @@ def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
 
 
 def _memory_ops(quick: bool) -> Iterator[MicroProgram]:
-    for size in _sizes(quick):
-        rows, width = _rows_of(size, 512)
+    for size in grid.sizes(quick, _LARGEST):
+        rows, width = grid.rows_of(size, 512)
         yield MicroProgram(
             f"transpose copy {rows}x{width}", _no_grad(lambda t: t.t().contiguous()), (_rand(rows, width),)
         )
@@ -148,17 +134,14 @@ def _memory_ops(quick: bool) -> Iterator[MicroProgram]:
         table = _rand(8192, dim)
         ids = torch.randint(0, 8192, (tokens,))
         yield MicroProgram(f"embedding {tokens}x{dim}", _no_grad(F.embedding), (ids, table))
-    for n, c, hw in ((1, 16, 32), (4, 64, 56), (8, 64, 112), (16, 128, 28), (2, 32, 64), (1, 64, 28))[
-        : 2 if quick else None
-    ]:
+    for n, hw, c in (*grid.POOL_MAPS[:5], (1, 28, 64))[: 2 if quick else None]:
         x = _rand(n, c, hw, hw)
         yield MicroProgram(f"max_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.max_pool2d(t, 3, 2, 1)), (x,))
         yield MicroProgram(f"avg_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.adaptive_avg_pool2d(t, 1)), (x,))
 
 
 def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
-    grid = ((1, 4, 32, 64), (2, 4, 128, 64), (4, 8, 128, 32), (2, 4, 512, 64), (8, 8, 256, 64), (1, 8, 1024, 64))
-    for b, h, s, d in grid[: 2 if quick else None]:
+    for b, s, h, d in grid.ATTENTION[: 2 if quick else None]:
         q, k, v = _rand(b, h, s, d), _rand(b, h, s, d), _rand(b, h, s, d)
         for causal in (False, True) if not quick else (False,):
             yield MicroProgram(

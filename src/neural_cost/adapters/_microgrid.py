@@ -1,0 +1,130 @@
+"""The size grids the kernel calibration's micro-programs share across frameworks.
+
+``_jax/microbench.py``, ``_tf/microbench.py`` and ``_torch/microbench.py`` each build their own
+programs (a jitted function, a tf.function, an eager call) over these sizes, so a grid is written
+once here, with the fixed random inputs (``Inputs``); every shape is plain integers and this
+module imports no framework (only numpy). ``quick`` keeps
+every class at a few sizes (for tests). A framework that wants other points adds its own beside
+these (a tail of convolutions, another largest pointwise size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+class Inputs(Generic[T]):
+    """Fixed random arrays, one per shape and slot, shared by the programs that take them (the
+    grid's inputs stay a few hundred megabytes), made a framework's by ``put`` (``tf.constant``,
+    ``jax.device_put``): ``rand(*shape, k=1)`` is a second array."""
+
+    def __init__(self, put: Callable[[np.ndarray], T]) -> None:
+        self.put = put
+        self.rng = np.random.default_rng(0)
+        self.kept: dict[tuple[tuple[int, ...], int], T] = {}
+
+    def __call__(self, *shape: int, k: int = 0) -> T:
+        if (shape, k) not in self.kept:
+            self.kept[(shape, k)] = self.put(self.rng.standard_normal(shape, dtype=np.float32))
+        return self.kept[(shape, k)]
+
+    def ids(self, count: int, high: int) -> T:
+        return self.put(self.rng.integers(0, high, count, dtype=np.int32))
+
+
+#: Contractions ``m×k @ k×n``: rows ``m`` and (``k``, ``n``) widths, full and quick.
+DOT_ROWS = (1, 4, 16, 64, 256, 1024, 4096)
+DOT_ROWS_QUICK = (1, 16, 256, 2048)
+DOT_WIDTHS = ((32, 64), (64, 256), (256, 256), (256, 1024), (1024, 256), (768, 3072), (2048, 2048))
+DOT_WIDTHS_QUICK = ((64, 64), (512, 512))
+
+#: Batched contractions (batch, m, k, n); quick keeps the first two.
+BATCHED_DOTS = ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))
+
+#: Convolutions (batch, in channels, out channels, size, kernel) every framework runs; each adds
+#: its own points after these (and JAX a layout, PyTorch a stride).
+CONVS = (
+    (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 16, 3),
+    (8, 3, 32, 64, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),
+)  # fmt: skip
+
+#: Pooled feature maps (batch, height = width, channels).
+POOL_MAPS = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
+
+#: Attention shapes (batch, sequence, heads, head dim); quick keeps the first two.
+ATTENTION = ((1, 32, 4, 64), (2, 128, 4, 64), (4, 128, 8, 32), (2, 512, 4, 64), (8, 256, 8, 64), (1, 1024, 8, 64))
+
+
+def dots(quick: bool) -> Iterator[tuple[int, int, int, int]]:
+    """``(i + j, m, k, n)`` for row ``i`` and width ``j`` of the grid, skipping contractions over
+    4096·1024·1024 multiply-adds; ``i + j`` alternates a plain dot with a fused one."""
+    rows, widths = (DOT_ROWS_QUICK, DOT_WIDTHS_QUICK) if quick else (DOT_ROWS, DOT_WIDTHS)
+    for i, m in enumerate(rows):
+        for j, (k, n) in enumerate(widths):
+            if m * k * n <= 4096 * 1024 * 1024:
+                yield i + j, m, k, n
+
+
+def batched_dots(quick: bool) -> tuple[tuple[int, int, int, int], ...]:
+    return BATCHED_DOTS[: 2 if quick else None]
+
+
+def sizes(quick: bool, largest: int = 10_000_000) -> tuple[int, ...]:
+    """Element counts of pointwise ops, reductions and copies, from 10³ to ``largest``."""
+    if quick:
+        return (1_000, 100_000, 3_000_000)
+    return (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000, 4_000_000, largest)
+
+
+def flat_shape(size: int) -> tuple[int, int]:
+    """``size`` elements as rows of 250 (a pointwise op's input)."""
+    return (size // 250, 250) if size >= 250 else (1, size)
+
+
+def pointwise(
+    names: tuple[str, ...], quick_names: tuple[str, ...], quick: bool, largest: int = 10_000_000
+) -> Iterator[tuple[str, int, tuple[int, int]]]:
+    """``(name, size, shape)`` for every op (``quick_names`` when quick) at every size."""
+    for name in quick_names if quick else names:
+        for size in sizes(quick, largest):
+            yield name, size, flat_shape(size)
+
+
+def rows_of(size: int, width: int) -> tuple[int, int]:
+    return max(1, size // width), width
+
+
+def reduction_widths(quick: bool) -> tuple[int, ...]:
+    """Row widths of the reductions and norms over the last axis."""
+    return (256,) if quick else (64, 1024)
+
+
+def reductions(names: tuple[str, ...], quick: bool) -> Iterator[tuple[tuple[int, int], tuple[str, ...]]]:
+    """Per reduction shape (rows holding each of ``sizes`` elements), the reductions it runs: all
+    of ``names`` (sum, mean, max, softmax) at width 1024, only the first and last (sum and
+    softmax) at width 64 and when quick."""
+    for size in sizes(quick):
+        for width in reduction_widths(quick):
+            yield rows_of(size, width), (names[0], names[-1]) if quick or width == 64 else names
+
+
+def transpose_shape(size: int) -> tuple[int, int]:
+    """``size`` elements as rows of 512 (of 32 below 8,192 elements), transposed as a copy."""
+    width = 512 if size >= 512 * 16 else 32
+    return size // width, width
+
+
+def head_split(size: int) -> tuple[int, int, int]:
+    """``(batch·seq, heads, dim)`` of about ``size`` elements: 8 heads of 64."""
+    return max(2, size // 512), 8, 64
+
+
+def embeddings(quick: bool) -> list[tuple[int, int]]:
+    """Embedding lookups (tokens, dim) from a table of 8,192 rows."""
+    grid = [(tokens, dim) for tokens in (16, 64, 256, 1024, 4096, 16384) for dim in (128, 768)]
+    return grid[:: 5 if quick else 1]
