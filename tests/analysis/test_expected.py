@@ -289,3 +289,24 @@ def test_calibrate_kernels_true_returns_the_kernel_model(monkeypatch):
     spec, calibration = neural_cost.calibrate(kernels=True, framework="torch")
     assert calibration is made and spec is made.hardware
     assert seen == {"framework": "torch", "recalibrate": True}
+
+
+def test_large_results_on_fresh_pages_give_the_upper_end():
+    """At 1e-10 s per fresh byte: the results of at least 128 KiB are big's (1024, 1024) float32,
+    4,194,304 B (mm's and add's (64, 64) are 16 KiB) → 419.4304 µs more if they land on fresh
+    pages (1.14814 + 0.41943 = 1.56757 ms, printed 1.568 ms); the line shows both ends.
+    A calibration without the cost (a compiled framework) has none."""
+    from dataclasses import replace
+
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    calibration = replace(_calibration({"matmul": matmul}), first_touch_seconds_per_byte=1e-10)
+    expected = expected_time(_estimate(), calibration, 1e-3, machine={})
+    assert expected.first_touch_seconds == pytest.approx(419.4304e-6)
+    assert expected.cold_seconds == pytest.approx(expected.seconds + 419.4304e-6)
+    from neural_cost.report.expected_text import expected_line
+
+    assert "1.148 ms (" in expected_line(
+        expected
+    ) and ", up to 1.568 ms if every large result lands on fresh pages" in expected_line(expected)
+    assert expected_time(_estimate(), _calibration({"matmul": matmul}), machine={}).first_touch_seconds is None
+    assert type(expected).from_dict(expected.to_dict()) == expected

@@ -203,6 +203,12 @@ class FrameworkAdapter:
         ``options`` are the ones ``benchmark`` and ``trace`` took (``static_argnums``, ``training``...)."""
         raise AdapterError(f"{type(self).__name__} has no profiler: its report has no measured time per kernel")
 
+    def first_touch_seconds_per_byte(self) -> float | None:
+        """What writing a result to freshly mapped pages costs beyond warm ones, per byte, through
+        this framework's own allocation; None where the framework reuses its buffers (a compiled
+        program's arena) or cannot say."""
+        return None
+
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         """The kernel calibration's micro-programs for this framework (``quick``: a small grid,
         for tests); none for an adapter without them (its kernels are then expected at their bound)."""

@@ -342,6 +342,11 @@ class TorchAdapter(FrameworkAdapter):
         """Where the model runs: its first parameter or buffer, else its first input tensor."""
         return _reference_tensor(model, args, kwargs)[0]
 
+    def first_touch_seconds_per_byte(self) -> float | None:
+        from ._torch.microbench import first_touch_probe
+
+        return first_touch_probe()
+
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         from ._torch.microbench import torch_microbenchmarks
 

@@ -319,6 +319,7 @@ def calibrate_kernels(
         date=datetime.date.today().isoformat(),
         method=method,
         notes=notes,
+        first_touch_seconds_per_byte=adapter.first_touch_seconds_per_byte(),
     )
 
 

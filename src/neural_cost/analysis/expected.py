@@ -159,6 +159,9 @@ class Expected:
     notes: tuple[str, ...] = ()
     #: What makes the calibration not this program's: another machine, framework or version.
     flags: tuple[str, ...] = ()
+    #: What the large results would add if every one landed on freshly mapped pages (an eager
+    #: framework's allocator state decides, and varies by process); None where it does not apply.
+    first_touch_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +174,7 @@ class Expected:
             "calibration_date": self.calibration_date,
             "notes": list(self.notes),
             "flags": list(self.flags),
+            "first_touch_seconds": self.first_touch_seconds,
             "rows": [row.to_dict() for row in self.rows],
         }
 
@@ -187,6 +191,7 @@ class Expected:
             calibration_date=str(data.get("calibration_date", "")),
             notes=tuple(data.get("notes") or ()),
             flags=tuple(data.get("flags") or ()),
+            first_touch_seconds=data.get("first_touch_seconds"),
         )
 
     def with_measured(self, measured: Mapping[int, float]) -> Expected:
@@ -196,6 +201,11 @@ class Expected:
             for row in self.rows
         )
         return replace(self, rows=rows)
+
+    @property
+    def cold_seconds(self) -> float | None:
+        """The expected time with every large result on fresh pages (None where that does not apply)."""
+        return None if self.first_touch_seconds is None else self.seconds + self.first_touch_seconds
 
     def basis(self) -> str:
         """``calibrated model; ±9% on its own held-out calibration points`` and the floor."""
@@ -314,4 +324,24 @@ def expected_time(
         calibration_date=calibration.date,
         notes=tuple(notes),
         flags=calibration_flags(calibration, estimate.framework, machine, hardware),
+        first_touch_seconds=_first_touch(estimate, calibration),
     )
+
+
+#: glibc's initial mmap threshold: a result at least this large may be handed out on fresh pages.
+FRESH_THRESHOLD_BYTES = 128 * 1024
+
+
+def _first_touch(estimate: CostEstimate, calibration: KernelCalibration) -> float | None:
+    """Every result of at least ``FRESH_THRESHOLD_BYTES`` written once to fresh pages, at the
+    calibration's cost per byte; None when the calibration has no such cost (a compiled program
+    reuses its buffers). An upper end: an in-place op's result is counted too."""
+    cost = calibration.first_touch_seconds_per_byte
+    if cost is None:
+        return None
+    fresh = sum(
+        row.operation.output_bytes * row.operation.count
+        for row in estimate.by_operation
+        if row.operation.output_bytes >= FRESH_THRESHOLD_BYTES
+    )
+    return fresh * cost

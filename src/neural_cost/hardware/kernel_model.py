@@ -293,6 +293,9 @@ class KernelCalibration:
     #: How the points were measured ("wall time of one-kernel programs", "profiled kernel time").
     method: str = ""
     notes: tuple[str, ...] = ()
+    #: Seconds per byte a result on freshly mapped pages costs over a warm one (eager frameworks
+    #: that allocate every result; None where the framework reuses its buffers).
+    first_touch_seconds_per_byte: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -307,6 +310,7 @@ class KernelCalibration:
             "p90_error": self.p90_error,
             "method": self.method,
             "notes": list(self.notes),
+            "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
             "points": [p.to_dict() for p in self.points],
         }
 
@@ -327,9 +331,19 @@ class KernelCalibration:
                 points=tuple(Point.from_dict(p) for p in data.get("points") or ()),
                 method=str(data.get("method", "")),
                 notes=tuple(data.get("notes") or ()),
+                first_touch_seconds_per_byte=_finite_or_none(data.get("first_touch_seconds_per_byte")),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HardwareError(f"a kernel calibration that cannot be read ({type(error).__name__}: {error})") from None
+
+
+def _finite_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"first_touch_seconds_per_byte={value!r} is not a finite non-negative number")
+    return number
 
 
 def fit_calibration(
@@ -342,6 +356,7 @@ def fit_calibration(
     date: str = "",
     method: str = "",
     notes: Sequence[str] = (),
+    first_touch_seconds_per_byte: float | None = None,
 ) -> KernelCalibration:
     """Every class's curves from ``points``, with the cross-validated error per class and overall."""
     by_class: dict[str, list[Point]] = {}
@@ -370,6 +385,7 @@ def fit_calibration(
         points=tuple(points),
         method=method,
         notes=tuple(notes),
+        first_touch_seconds_per_byte=first_touch_seconds_per_byte,
     )
 
 

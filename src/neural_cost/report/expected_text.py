@@ -17,6 +17,9 @@ from .printable import printable
 def expected_line(expected: Expected, observed_seconds: float | None = None) -> str:
     """``expected: 21.3 ms (...)``, and the observed time's ratio to it when there is one."""
     line = f"expected: {format_seconds(expected.seconds)} ({expected.basis()})"
+    cold = expected.cold_seconds
+    if cold is not None and expected.first_touch_seconds:
+        line += f", up to {format_seconds(cold)} if every large result lands on fresh pages (allocator state)"
     if observed_seconds is not None and expected.seconds > 0:
         line += f"; observed is {observed_seconds / expected.seconds:.2f}× it"
     return line

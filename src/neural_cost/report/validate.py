@@ -369,6 +369,7 @@ EXPECTED = record(
         "calibration_date": TEXT,
         "notes": array(TEXT),
         "flags": array(TEXT),
+        "first_touch_seconds": nullable(SECONDS),
     },
 )
 REPORT_V2_ADDITIONS = record(

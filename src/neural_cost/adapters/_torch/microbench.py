@@ -174,3 +174,25 @@ def torch_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory_ops, _attention_rnn):
         programs += family(quick)
     return programs
+
+
+def first_touch_probe(elements: int = 16 * 1024 * 1024, repeats: int = 3) -> float:
+    """Seconds per byte a fresh result costs over a warm one: a 64 MiB float32 tensor — above
+    glibc's largest dynamic mmap threshold (32 MiB), so freshly mapped each time — filled as
+    allocated against the same fill on a warm tensor, the smallest difference of ``repeats``."""
+    import time
+
+    warm = torch.empty(elements)
+    warm.fill_(1.0)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        warm.fill_(2.0)
+        warm_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        fresh = torch.empty(elements)
+        fresh.fill_(1.0)
+        fresh_seconds = time.perf_counter() - start
+        del fresh
+        best = min(best, max(0.0, fresh_seconds - warm_seconds) / (4 * elements))
+    return best
