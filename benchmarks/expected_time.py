@@ -64,6 +64,15 @@ class Row:
     predicted: bool = False  # the unseen batch: expected computed before the program was timed
     bound: float | None = None
     remeasure: Callable[[], float] | None = None  # one more pass of timed runs
+    cold: float | None = None  # eager PyTorch: the upper end, every large result on fresh pages
+
+    @property
+    def within(self) -> str:
+        """Where the measured time falls against the allocator range (eager PyTorch only)."""
+        if self.cold is None or self.expected is None:
+            return ""
+        low, high = min(self.expected, self.cold), self.cold
+        return "in range" if low * 0.9 <= self.measured <= high * 1.1 else ("below" if self.measured < low else "above")
 
     @property
     def error(self) -> float | None:
@@ -113,11 +122,11 @@ class Expectation:
             )
         return self.calibrations[framework]
 
-    def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], float | None]:
+    def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], tuple[float | None, float | None]]:
         """A function from a trace's cost estimate to its expected seconds (None without a model);
         the notes and flags of the first expected time are printed once."""
         if self.api is None:
-            return lambda estimate: None
+            return lambda estimate: (None, None)
         try:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
@@ -125,17 +134,17 @@ class Expectation:
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
-            return lambda estimate: None
+            return lambda estimate: (None, None)
         print(f"  {model.name}: {floor.note()}", flush=True)
         expected_time, said = self.api["expected"], []
 
-        def expected_of(estimate: Any) -> float:
+        def expected_of(estimate: Any) -> tuple[float, float | None]:
             expected = expected_time(estimate, calibration, floor_seconds=floor.seconds)
             if not said:
                 said.append(True)
                 for line in (*expected.flags, *expected.notes):
                     print(f"  {model.name}: {line}", flush=True)
-            return float(expected.seconds)
+            return float(expected.seconds), getattr(expected, "cold_seconds", None)
 
         return expected_of
 
@@ -150,7 +159,8 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False
         )
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
-        row = Row(model.name, batch, report.observed_seconds, expected_of(report.estimate))
+        seconds, cold = expected_of(report.estimate)
+        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold)
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
         rows.append(row)
@@ -158,9 +168,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     fn, args, kwargs, trace_options = model.build(model.unseen_batch)
     # JAX: compiled (not run) for its kernels, as neural-cost predict does
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
-    expected = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
+    expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
     first = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats).median_seconds
-    row = Row(model.name, model.unseen_batch, first, expected, predicted=True)
+    row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold)
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
     rows.append(row)
     return rows
@@ -180,7 +190,7 @@ def print_rows(rows: list[Row]) -> None:
         star, bound = ("*", "") if row.predicted else (" ", ms(row.bound))
         print(
             f"{row.model:13s} {row.batch:5d}{star} {ms(row.measured)}  {bound:>8s}  {ms(row.expected)}  "
-            f"{percent(row.error)}",
+            f"{percent(row.error)}  {row.within}",
             flush=True,
         )
 
@@ -191,6 +201,13 @@ def summarize(rows: list[Row], reason: str) -> None:
     if not scored and not predicted:
         print(f"\nexpected: {reason or '(no expected times)'}")
         return
+    ranged = [row for row in rows if row.within]
+    if ranged:
+        inside = sum(row.within == "in range" for row in ranged)
+        print(
+            f"\neager PyTorch rows within [expected, allocator upper end] (±10%): {inside} of {len(ranged)} "
+            f"({', '.join(f'{r.model} b{r.batch} {r.within}' for r in ranged if r.within != 'in range') or 'all'})"
+        )
     print("\nper model (measured batches): median / max error")
     for name in dict.fromkeys(row.model for row in scored):
         errors = [row.error for row in scored if row.model == name and row.error is not None]
@@ -240,7 +257,10 @@ def main() -> None:
                 f"{name:13s} failed: {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
             )
     remeasure(rows)
-    print(f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  (ms)")
+    print(
+        f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
+        f"(ms; eager PyTorch: measured against [expected, allocator upper end])"
+    )
     print_rows(rows)
     print("(* the unseen batch: expected from the trace before the batch was timed)")
     summarize(rows, expectation.reason)
