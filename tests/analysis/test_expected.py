@@ -310,3 +310,28 @@ def test_large_results_on_fresh_pages_give_the_upper_end():
     ) and ", up to 1.568 ms if every large result lands on fresh pages" in expected_line(expected)
     assert expected_time(_estimate(), _calibration({"matmul": matmul}), machine={}).first_touch_seconds is None
     assert type(expected).from_dict(expected.to_dict()) == expected
+
+
+def test_operation_and_scope_rows_get_their_share_of_the_expected_time():
+    """fusion.0's expected 2.29867 µs is split over mm and add by their own bounds (as measured
+    time is): mm 524.288 ns (compute) and add 491.52 ns (49,152 B at 100 GB/s) → mm gets
+    524.288 / 1,015.808 of it; the unmapped record big takes the unmapped row's 125.82912 µs whole.
+    Scopes (all unscoped here) sum their records'. The table gets an expected column."""
+    from neural_cost import analyze_gap
+    from tests.helpers import cpu_measurement
+
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    expected = expected_time(_estimate(), _calibration({"matmul": matmul}), machine={})
+    report = analyze_gap(_estimate(), cpu_measurement((200e-6,) * 5), SPEC, expected=expected)
+    rows = {row.name: row for row in report.operation_rows}
+    fusion = next(r.seconds for r in expected.rows if r.name == "fusion.0")
+    assert rows["mm"].bound_seconds == pytest.approx(524.288e-9) and rows["add"].bound_seconds == pytest.approx(
+        491.52e-9
+    )
+    assert rows["mm"].expected_seconds == pytest.approx(fusion * 524.288 / 1015.808)
+    assert rows["add"].expected_seconds == pytest.approx(fusion * 491.52 / 1015.808)
+    assert rows["big"].expected_seconds == pytest.approx(125.82912e-6)
+    total = sum(row.expected_seconds or 0.0 for row in report.scope_rows)
+    assert total == pytest.approx(fusion + 125.82912e-6)
+    header = next(line for line in report.render().splitlines() if "FLOP/B" in line and "share" in line)
+    assert "expected" in header

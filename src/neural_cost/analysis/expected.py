@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -345,3 +345,24 @@ def _first_touch(estimate: CostEstimate, calibration: KernelCalibration) -> floa
         if row.operation.output_bytes >= FRESH_THRESHOLD_BYTES
     )
     return fresh * cost
+
+
+def record_expectations(estimate: CostEstimate, bounds: Mapping[int, float], expected: Expected) -> dict[int, float]:
+    """Each record's share of its kernel's expected time, split in proportion to the records'
+    own bounds (``bounds``: record index → bound), as measured time is split; the unmapped
+    records share the unmapped row's. Records scored as their own kernels (a trace without
+    kernels) get none: their rows cannot be told apart by name."""
+    result: dict[int, float] = {}
+
+    def split(records: Sequence[int], seconds: float) -> None:
+        weights = [bounds.get(i, 0.0) for i in records]
+        total = sum(weights)
+        for record, weight in zip(records, weights, strict=True):
+            result[record] = result.get(record, 0.0) + seconds * (weight / total if total > 0 else 1 / len(records))
+
+    for row in expected.rows:
+        if row.index is not None and estimate.kernels[row.index].operations:
+            split(estimate.kernels[row.index].operations, row.seconds)
+        elif row.index is None and row.kernel_class == "unmapped" and estimate.unmapped_operations:
+            split(estimate.unmapped_operations, row.seconds)
+    return result

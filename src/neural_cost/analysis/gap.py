@@ -14,7 +14,7 @@ from ..core.records import Operation
 from ..hardware.spec import HardwareSpec
 from ..measure.timing import Measurement
 from .communication import Communication, communication
-from .expected import Expected
+from .expected import Expected, record_expectations
 from .findings import Finding, build_findings
 from .kernels import KernelTime, kernel_rows, traffic_by_level
 from .memory import MemoryProfile, memory_profile
@@ -260,6 +260,7 @@ def analyze_gap(
             raise RecordError(f"analyze_gap: expected is a {type(expected).__name__}, not an Expected")
         measured = {row.index: row.measured_seconds for row in kernels if row.index is not None}
         expected = expected.with_measured({i: s for i, s in measured.items() if s is not None})
+        op_rows, sc_rows = rows_with_expected(estimate, op_rows, sc_rows, expected)
     report = GapReport(
         estimate=estimate,
         measurement=measurement,
@@ -285,3 +286,28 @@ def analyze_gap(
 
 def findings_by_code(report: GapReport) -> Mapping[str, Finding]:
     return {f.code: f for f in report.findings}
+
+
+def rows_with_expected(
+    estimate: CostEstimate, op_rows: tuple[RowTime, ...], sc_rows: tuple[RowTime, ...], expected: Expected
+) -> tuple[tuple[RowTime, ...], tuple[RowTime, ...]]:
+    """Operation and scope rows with their expected time (``record_expectations``; a scope's is its records')."""
+    from dataclasses import replace
+
+    from ..costs.estimate import scope_of
+
+    times = record_expectations(
+        estimate, {row.index: row.bound_seconds for row in op_rows if row.index is not None}, expected
+    )
+    by_scope: dict[str, float] = {}
+    for index, share in times.items():
+        scope = scope_of(estimate.by_operation[index])
+        by_scope[scope] = by_scope.get(scope, 0.0) + share
+    ops = tuple(
+        replace(row, expected_seconds=times[row.index]) if row.index is not None and row.index in times else row
+        for row in op_rows
+    )
+    scopes = tuple(
+        replace(row, expected_seconds=by_scope[row.name]) if row.name in by_scope else row for row in sc_rows
+    )
+    return ops, scopes

@@ -87,6 +87,9 @@ class RowTime:
     #: The kernel bound behind the measured time (the row's share of its kernels' bounds, split
     #: as the time is): what the row's efficiency compares with, never its unfused bound.
     measured_bound_seconds: float | None = None
+    #: Expected time per run from the kernel model (``analysis/expected.py``): the row's share of
+    #: its kernels' expected time, split by the records' bounds as measured time is; None without.
+    expected_seconds: float | None = None
 
     @property
     def bound_seconds(self) -> float:
@@ -118,6 +121,7 @@ class RowTime:
             "share": self.share,
             "measured_seconds": self.measured_seconds,
             "shared": self.shared,
+            **({"expected_seconds": self.expected_seconds} if self.expected_seconds is not None else {}),
         }
 
 

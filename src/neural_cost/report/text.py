@@ -202,7 +202,9 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str], mea
     ``measured`` (the title's note when the report has a profile) adds the ``measured`` and
     ``eff`` columns (``time_text.row_cells``)."""
     shown = rows[:top]
-    header = ("#", noun.rstrip("s"), "kind", "FLOPs", "bytes", "FLOP/B", "share") + (MEASURED_HEADS if measured else ())
+    expected = any(row.expected_seconds is not None for row in rows)
+    header = ("#", noun.rstrip("s"), "kind", "FLOPs", "bytes", "FLOP/B", "share") + (("expected",) if expected else ())
+    header += MEASURED_HEADS if measured else ()
     show_runs = any(r.executions > 1 for r in shown)
     body = []
     for i, (row, name) in enumerate(zip(shown, names, strict=False), start=1):
@@ -216,6 +218,8 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str], mea
             intensity,
             format_percent(row.share),
         ]
+        if expected:
+            cells.append(format_seconds(row.expected_seconds) if row.expected_seconds is not None else "-")
         if measured:
             cells += row_cells(row)
         if show_runs:

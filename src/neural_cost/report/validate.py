@@ -316,7 +316,7 @@ TIME_COVERAGE = record(
         "upper_bound": BOOL,
     },
 )
-MEASURED_ROW = record({}, {"measured_seconds": nullable(SECONDS), "shared": BOOL})
+MEASURED_ROW = record({}, {"measured_seconds": nullable(SECONDS), "shared": BOOL, "expected_seconds": SECONDS})
 # One device's memory in a distributed program (issue 16; ``analysis/memory.py``), derived: type-checked.
 MEMORY = record(
     {
