@@ -31,6 +31,10 @@ def build(batch=4):
     torch.manual_seed(0)
     return torch.nn.Linear(256, 256, bias=False).eval(), (torch.randn(batch, 256),)
 
+def by_keyword(batch=4):
+    torch.manual_seed(0)
+    return torch.nn.Linear(256, 256, bias=False).eval(), (), {"input": torch.randn(batch, 256)}
+
 def fixed():
     return torch.nn.Linear(256, 256, bias=False).eval(), (torch.randn(4, 256),)
 """
@@ -133,3 +137,14 @@ def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, caps
     between = -5 + math.log10(2) * (math.log10(2.70336e-6) - x0) / (x1 - x0)
     assert expected["kernel_seconds"] == pytest.approx(10**between)  # 14.777 µs
     assert expected["floor_seconds"] >= 0 and expected["flags"] == []
+
+
+def test_the_floor_reads_keyword_inputs_and_refuses_a_program_at_batch_1(tmp_path, script, capsys):
+    """A model fed by keyword has its floor measured (its inputs are arrays too); at --batch 1 the
+    floor's run would be the program itself, so none is measured and the note says why."""
+    cal = _calibration(tmp_path)
+    assert main(["predict", f"{script}:by_keyword", "--calibration", str(cal)]) == 0
+    text = capsys.readouterr().out
+    assert "note: framework floor " in text and "no framework floor" not in text
+    assert main(["predict", f"{script}:by_keyword", "--batch", "1", "--calibration", str(cal)]) == 0
+    assert "no framework floor: the program is at batch 1 already" in capsys.readouterr().out

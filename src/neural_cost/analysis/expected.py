@@ -40,6 +40,7 @@ from ..core.units import format_seconds
 from ..hardware.kernel_model import ClassModel, KernelCalibration
 from ..hardware.spec import HardwareSpec
 from .kernels import UNMAPPED, KernelTime, kernel_rows
+from .rows import split_by_bounds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
 CLASS_OF_KIND: Mapping[str, str] = {
@@ -355,10 +356,8 @@ def record_expectations(estimate: CostEstimate, bounds: Mapping[int, float], exp
     result: dict[int, float] = {}
 
     def split(records: Sequence[int], seconds: float) -> None:
-        weights = [bounds.get(i, 0.0) for i in records]
-        total = sum(weights)
-        for record, weight in zip(records, weights, strict=True):
-            result[record] = result.get(record, 0.0) + seconds * (weight / total if total > 0 else 1 / len(records))
+        for record, part in split_by_bounds(records, bounds):
+            result[record] = result.get(record, 0.0) + seconds * part
 
     for row in expected.rows:
         if row.index is not None and estimate.kernels[row.index].operations:

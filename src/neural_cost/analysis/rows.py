@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,3 +148,14 @@ def operation_rows(estimate: CostEstimate, hardware: HardwareSpec, bound: float)
 def scope_rows(estimate: CostEstimate, hardware: HardwareSpec, bound: float) -> tuple[RowTime, ...]:
     rows = (_row(s, s.executions, s.scope, hardware, bound, i) for i, s in enumerate(estimate.by_scope))
     return tuple(sorted(rows, key=lambda r: -r.bound_seconds))
+
+
+def split_by_bounds(records: Sequence[int], bounds: Mapping[int, float]) -> list[tuple[int, float]]:
+    """Each record's part of a kernel it shares: its own bound over the records' (equal parts
+    when none has a bound). How a fused kernel's measured and expected times are split."""
+    weights = [bounds.get(i, 0.0) for i in records]
+    total = sum(weights)
+    return [
+        (record, weight / total if total > 0 else 1 / len(records))
+        for record, weight in zip(records, weights, strict=True)
+    ]

@@ -22,7 +22,7 @@ from ..core.estimate import CostEstimate
 from ..core.profile import Profile
 from ..costs.estimate import scope_of
 from .kernels import KernelTime
-from .rows import RowTime
+from .rows import RowTime, split_by_bounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +81,8 @@ def record_times(
         measured = profile.seconds_per_run(index)
         if measured is None or not kernel.operations:
             continue
-        weights = [bounds.get(i, 0.0) for i in kernel.operations]
-        total = sum(weights)
         shared = len(kernel.operations) > 1
-        for record, weight in zip(kernel.operations, weights, strict=True):
-            part = weight / total if total > 0 else 1 / len(kernel.operations)
+        for record, part in split_by_bounds(kernel.operations, bounds):
             result[record] = (measured * part, shared, kernel_bounds.get(index, 0.0) * part)
     return result
 

@@ -51,6 +51,7 @@ def measure_floor(
     why not: asked not to, ``build`` takes no batch, the calibration is another device's (its
     kernels are not this machine's: a floor measured here would mix the two), the program is
     already at batch 1 (its floor would be its own time), or the batch-1 run failed."""
+    from ..adapters.base import example_input_shapes
     from ..analysis.expected import calibration_flags
     from ..analysis.workload import framework_floor
 
@@ -63,8 +64,8 @@ def measure_floor(
     progress.stage("framework floor (a batch-1 run)")
     try:
         tiny = build_workload(build, 1)
-        shapes = [getattr(a, "shape", None) for a in tiny.args], [getattr(a, "shape", None) for a in workload.args]
-        if shapes[0] == shapes[1]:
+        shapes = [example_input_shapes(w.args) + example_input_shapes(w.kwargs) for w in (tiny, workload)]
+        if shapes[0] and shapes[0] == shapes[1]:  # no array input says nothing: measure
             return None, "no framework floor: the program is at batch 1 already (its floor would be its own time)"
         measured = framework_floor(
             adapter, tiny.fn, tiny.args, tiny.kwargs, calibration, trace_options=training, benchmark_options=training
