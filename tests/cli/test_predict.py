@@ -54,10 +54,11 @@ CURVE = Curve((-6 - math.log10(2), -5.0, -4.0), (-5.0, -5 + math.log10(2), -4 + 
 
 def _calibration(tmp_path, machine=None):
     from neural_cost.analysis.expected import installed_versions
+    from neural_cost.hardware.host_calibration import live_machine_key
 
     model = ClassModel("matmul", CURVE, None, points=12, median_error=0.08, p90_error=0.2)
     calibration = KernelCalibration(
-        "torch", SPEC, {"matmul": model}, machine=machine or {}, versions=installed_versions("torch"),
+        "torch", SPEC, {"matmul": model}, machine=machine or live_machine_key(), versions=installed_versions("torch"),
         date="2026-12-01", median_error=0.08, p90_error=0.2,
     )  # fmt: skip
     return save_calibration(calibration, tmp_path / "cal.json")
@@ -82,7 +83,7 @@ def test_predict_at_another_batch_from_the_trace(tmp_path, script, capsys):
     assert expected["seconds"] == pytest.approx(2 * 2 * 4096 * 256 * 256 / 1e12)
     (row,) = expected["rows"]
     assert (row["class"], row["basis"], row["executions"]) == ("matmul", "model", 1)
-    assert "WARNING" not in text  # this machine's key is not compared when the file has none
+    assert "WARNING" not in text  # this machine's own calibration, made with the installed versions
 
 
 def test_a_calibration_from_another_machine_is_flagged(tmp_path, script, capsys):

@@ -36,9 +36,17 @@ from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
+from ..core.kernels import Kernel
 from ..core.units import format_seconds
 from ..hardware.kernel_model import ClassModel, KernelCalibration
 from ..hardware.spec import HardwareSpec
+from .fresh_pages import (
+    ALWAYS_MAPPED_BYTES,
+    FRESH_THRESHOLD_BYTES,
+    allocator_caveat,
+    always_mapped_note,
+    large_result_bytes,
+)
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
 
@@ -63,8 +71,13 @@ PRIORITY = (
     "rnn", "attention", "conv", "matmul", "norm", "softmax", "pool", "reduce", "gather", "transcendental",
     "elementwise", "copy", "collective", "other",
 )  # fmt: skip
-#: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates).
-_FUSED_RNN = re.compile(r"lstm|gru|rnn", re.IGNORECASE)
+#: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates),
+#: matched on the call's own name (``mkldnn_rnn_layer``, ``_thnn_fused_lstm_cell``, ``CudnnRNNV3``),
+#: never on the module path (``lstm/zeros`` is a fill).
+_FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.IGNORECASE)
+#: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
+#: another revision is made again, and one brought from it is flagged.
+KERNEL_MODEL_REVISION = 2
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -87,13 +100,21 @@ def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
     return found if found is not None or not name.endswith(LOOP) else calibration.classes.get(name[: -len(LOOP)])
 
 
+def _call_name(kernel: Kernel) -> str:
+    """What the kernel runs, without its module path: ``aten.mkldnn_rnn_layer.default`` →
+    ``mkldnn_rnn_layer``; ``lstm/zeros#2`` → ``zeros``."""
+    if kernel.kind and kernel.kind.count(".") >= 2:
+        return kernel.kind.split(".")[1]
+    return (kernel.kind or kernel.name.rsplit("/", 1)[-1]).split("#", 1)[0]
+
+
 def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if row.name == UNMAPPED and row.index is None:
         return "unmapped"
     if row.index is None:  # a record scored as its own kernel
         return CLASS_OF_KIND.get(row.kind or "", "other")
     kernel = estimate.kernels[row.index]
-    if _FUSED_RNN.search(kernel.name):
+    if _FUSED_RNN.search(_call_name(kernel)):
         return "rnn"
     if not kernel.operations:
         return "other"  # runs none of our records (a loop's state copy, an unmodeled call): its bound, noted
@@ -163,6 +184,9 @@ class Expected:
     #: What the large results would add if every one landed on freshly mapped pages (an eager
     #: framework's allocator state decides, and varies by process); None where it does not apply.
     first_touch_seconds: float | None = None
+    #: The part of ``seconds`` (and of its kernels' rows) that is first-touch page faults on
+    #: results glibc maps anew every run (``analysis/fresh_pages.py``); 0 where none.
+    fresh_page_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -176,6 +200,7 @@ class Expected:
             "notes": list(self.notes),
             "flags": list(self.flags),
             "first_touch_seconds": self.first_touch_seconds,
+            "fresh_page_seconds": self.fresh_page_seconds,
             "rows": [row.to_dict() for row in self.rows],
         }
 
@@ -193,6 +218,7 @@ class Expected:
             notes=tuple(data.get("notes") or ()),
             flags=tuple(data.get("flags") or ()),
             first_touch_seconds=data.get("first_touch_seconds"),
+            fresh_page_seconds=float(data.get("fresh_page_seconds") or 0.0),
         )
 
     def with_measured(self, measured: Mapping[int, float]) -> Expected:
@@ -205,8 +231,12 @@ class Expected:
 
     @property
     def cold_seconds(self) -> float | None:
-        """The expected time with every large result on fresh pages (None where that does not apply)."""
-        return None if self.first_touch_seconds is None else self.seconds + self.first_touch_seconds
+        """The expected time with every large result on fresh pages (None where that does not apply):
+        ``first_touch_seconds`` is what all of them cost, of which ``fresh_page_seconds`` is
+        already in ``seconds``."""
+        if self.first_touch_seconds is None:
+            return None
+        return self.seconds - self.fresh_page_seconds + self.first_touch_seconds
 
     def basis(self) -> str:
         """``calibrated model; ±9% on its own held-out calibration points`` and the floor."""
@@ -218,10 +248,13 @@ class Expected:
 
 
 def installed_versions(framework: str) -> dict[str, str]:
-    """The installed versions of a framework's distributions (read from metadata, never imported)."""
+    """The installed versions of a framework's distributions (read from metadata, never imported)
+    and of neural-cost itself (its grid and kernel classes change between versions)."""
     from importlib import metadata
 
-    found = {}
+    from .._version import __version__
+
+    found = {"neural-cost": f"{__version__} (kernel model {KERNEL_MODEL_REVISION})"}
     for name in _DISTRIBUTIONS.get(framework, (framework,)):
         try:
             found[name] = metadata.version(name)
@@ -250,11 +283,16 @@ def calibration_flags(
     for name, version in calibration.versions.items():
         if name in here and here[name] != version:
             flags.append(f"calibrated with {name} {version}, installed {here[name]}")
+    unsaid = [name for name in here if name not in calibration.versions]
+    if unsaid:
+        flags.append(f"the calibration does not say which {' and '.join(unsaid)} version(s) made it")
     if machine is None and sys.platform.startswith("linux"):
         from ..hardware.host_calibration import live_machine_key
 
         machine = live_machine_key()
-    if machine and calibration.machine and dict(machine) != dict(calibration.machine):
+    if machine and not calibration.machine:
+        flags.append("the calibration does not say which machine it was made on")
+    elif machine and dict(machine) != dict(calibration.machine):
         flags.append(
             f"calibrated on another machine ({calibration.machine.get('cpu_model', 'unknown')}, "
             f"{calibration.date or 'undated'}): the expectation is that machine's"
@@ -282,9 +320,12 @@ def expected_time(
     if floor_seconds is not None and not floor_seconds >= 0:
         raise RecordError(f"floor_seconds={floor_seconds!r} must be a non-negative number of seconds")
     scored, _notes = kernel_rows(estimate, calibration.hardware)
+    cost = calibration.first_touch_seconds_per_byte
+    caveat = allocator_caveat() if cost is not None else None
     rows = []
     missing: dict[str, int] = {}
     unmodeled: list[str] = []
+    fresh_bytes = 0
     for row in scored:
         name = kernel_class(estimate, row)
         model = class_model(calibration, name)
@@ -298,6 +339,10 @@ def expected_time(
         else:
             n = row.executions
             seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
+        if cost is not None and caveat is None:  # results glibc maps anew every run: their page faults
+            fresh = large_result_bytes(estimate, _records(estimate, row), ALWAYS_MAPPED_BYTES)
+            fresh_bytes += fresh
+            seconds += fresh * cost
         rows.append(ExpectedRow(name=row.name, kernel_class=name, executions=row.executions, seconds=seconds,
                                 bound_seconds=row.bound_seconds, basis=basis, index=row.index))  # fmt: skip
     notes = []
@@ -309,6 +354,11 @@ def expected_time(
             f"kernels running unmodeled operations ({', '.join(unmodeled[:5])}) are expected by their modeled "
             f"part only: the total is low"
         )
+    fresh_seconds = fresh_bytes * (cost or 0.0)
+    if fresh_bytes:
+        notes.append(always_mapped_note(fresh_bytes, fresh_seconds))
+    if caveat is not None:
+        notes.append(f"fresh pages not predicted ({caveat}): only the range's upper end counts them")
     if floor_seconds is None:
         notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")
     elif floor_note:
@@ -325,27 +375,24 @@ def expected_time(
         calibration_date=calibration.date,
         notes=tuple(notes),
         flags=calibration_flags(calibration, estimate.framework, machine, hardware),
-        first_touch_seconds=_first_touch(estimate, calibration),
+        first_touch_seconds=None if cost is None else cost * _large_results(estimate),
+        fresh_page_seconds=fresh_seconds,
     )
 
 
-#: glibc's initial mmap threshold: a result at least this large may be handed out on fresh pages.
-FRESH_THRESHOLD_BYTES = 128 * 1024
+def _records(estimate: CostEstimate, row: KernelTime) -> tuple[int, ...]:
+    """The record indices a scored kernel row runs (the unmapped row: the unmapped records)."""
+    if row.index is not None:
+        return estimate.kernels[row.index].operations
+    if row.name == UNMAPPED:
+        return tuple(estimate.unmapped_operations)
+    return ()
 
 
-def _first_touch(estimate: CostEstimate, calibration: KernelCalibration) -> float | None:
-    """Every result of at least ``FRESH_THRESHOLD_BYTES`` written once to fresh pages, at the
-    calibration's cost per byte; None when the calibration has no such cost (a compiled program
-    reuses its buffers). An upper end: an in-place op's result is counted too."""
-    cost = calibration.first_touch_seconds_per_byte
-    if cost is None:
-        return None
-    fresh = sum(
-        row.operation.output_bytes * row.operation.count
-        for row in estimate.by_operation
-        if row.operation.output_bytes >= FRESH_THRESHOLD_BYTES
-    )
-    return fresh * cost
+def _large_results(estimate: CostEstimate) -> int:
+    """Bytes of every result of at least ``FRESH_THRESHOLD_BYTES``: what lands on fresh pages
+    when none is reused (the range's upper end; an in-place op's result is counted too)."""
+    return large_result_bytes(estimate, tuple(range(len(estimate.by_operation))), FRESH_THRESHOLD_BYTES)
 
 
 def record_expectations(estimate: CostEstimate, bounds: Mapping[int, float], expected: Expected) -> dict[int, float]:

@@ -370,6 +370,7 @@ EXPECTED = record(
         "notes": array(TEXT),
         "flags": array(TEXT),
         "first_touch_seconds": nullable(SECONDS),
+        "fresh_page_seconds": SECONDS,
     },
 )
 REPORT_V2_ADDITIONS = record(
