@@ -10,7 +10,10 @@ alone, and only then the measured time at that batch.
 
 Measured times are the smallest median of three passes (``PASSES``) made round all the rows in
 turn, as the calibration measures its micro-programs: on this shared machine everything runs
-1.7× slower for seconds at a time, and a stall never makes a run faster.
+1.7× slower for seconds at a time, and a stall never makes a run faster. Before each pass a few
+calibration points are re-run (``machine_drift``): the row's ``drift`` column is their time ÷ their
+calibrated time for the pass it kept, so a row measured in a slow spell says so; rows within 10%
+of the calibrated speed are summarized apart as well as with all the others.
 
 Thresholds (issue 17): median error ≤ 10% and none above 25% over the (model, batch) rows;
 predict within 15% at every unseen batch. They are printed as met or not; the script always
@@ -49,6 +52,9 @@ MEDIAN_LIMIT, MAX_LIMIT, PREDICT_LIMIT = 0.10, 0.25, 0.15
 #: Every measured time is the smallest median of this many passes, as the calibration measures
 #: its kernels and the floor its batch-1 run: this machine is shared, and a stall never makes a run faster.
 PASSES = 3
+#: Rows whose kept pass ran with calibration points at most this much slower than calibrated are
+#: summarized apart too: the model predicts the machine as calibrated, not in a slow spell.
+STEADY_DRIFT = 1.10
 
 
 def median(adapter: Any, fn: Any, args: Any, kwargs: Any, repeats: int) -> float:
@@ -65,6 +71,16 @@ class Row:
     bound: float | None = None
     remeasure: Callable[[], float] | None = None  # one more pass of timed runs
     cold: float | None = None  # eager PyTorch: the upper end, every large result on fresh pages
+    drift: float | None = None  # the machine's speed just before the kept pass, against its calibration
+    probe: Callable[[], float | None] | None = None  # measures that drift
+
+    def measure_again(self) -> None:
+        """One more pass (its drift probed first); the row keeps its smallest median and that pass's drift."""
+        assert self.remeasure is not None
+        drift = self.probe() if self.probe is not None else None
+        seconds = self.remeasure()
+        if seconds < self.measured:
+            self.measured, self.drift = seconds, drift
 
     @property
     def within(self) -> str:
@@ -83,13 +99,18 @@ def expected_api() -> tuple[dict[str, Callable[..., Any]] | None, str]:
     """The lead's expected-time functions, or None and why they cannot be used yet."""
     try:
         from neural_cost.analysis import expected, workload
-        from neural_cost.analysis.calibrate_kernels import kernel_calibration
+        from neural_cost.analysis.calibrate_kernels import kernel_calibration, machine_drift
     except ImportError as error:
         return None, f"(model not built yet: {error})"
     floor = getattr(workload, "framework_floor", None) or getattr(expected, "framework_floor", None)
     if floor is None:
         return None, "(model not built yet: no framework_floor in analysis.workload or analysis.expected)"
-    return {"calibration": kernel_calibration, "expected": expected.expected_time, "floor": floor}, ""
+    return {
+        "calibration": kernel_calibration,
+        "expected": expected.expected_time,
+        "floor": floor,
+        "drift": machine_drift,
+    }, ""
 
 
 def ms(seconds: float | None) -> str:
@@ -122,6 +143,13 @@ class Expectation:
             )
         return self.calibrations[framework]
 
+    def drift(self, adapter: Any) -> float | None:
+        """How much slower than at calibration this machine runs a few calibration points now."""
+        if self.api is None or adapter.framework not in self.calibrations:
+            return None
+        found = self.api["drift"](adapter, self.calibrations[adapter.framework])
+        return None if found is None else float(found.ratio)
+
     def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], tuple[float | None, float | None]]:
         """A function from a trace's cost estimate to its expected seconds (None without a model);
         the notes and flags of the first expected time are printed once."""
@@ -130,12 +158,14 @@ class Expectation:
         try:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
+            drift = self.drift(adapter)
             floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options)
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
             return lambda estimate: (None, None)
-        print(f"  {model.name}: {floor.note()}", flush=True)
+        state = "" if drift is None else f" (machine at {drift:.2f}× its calibrated speed)"
+        print(f"  {model.name}: {floor.note()}{state}", flush=True)
         expected_time, said = self.api["expected"], []
 
         def expected_of(estimate: Any) -> tuple[float, float | None]:
@@ -153,14 +183,16 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     adapter = adapter_for(model.framework)
     expected_of = expectation.for_model(model, adapter)
     rows = []
+    probe = functools.partial(expectation.drift, adapter)
     for batch in model.batches[:1] if quick else model.batches:
         fn, args, kwargs, trace_options = model.build(batch)
+        drift = probe()
         report = analyze_workload(
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False
         )
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold = expected_of(report.estimate)
-        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold)
+        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, probe=probe)
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
         rows.append(row)
@@ -169,8 +201,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     # JAX: compiled (not run) for its kernels, as neural-cost predict does
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
     expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
+    drift = probe()
     first = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats).median_seconds
-    row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold)
+    row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, probe=probe)
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
     rows.append(row)
     return rows
@@ -182,7 +215,7 @@ def remeasure(rows: list[Row]) -> None:
     for _ in range(PASSES - 1):
         for row in rows:
             if row.remeasure is not None:
-                row.measured = min(row.measured, row.remeasure())
+                row.measure_again()
 
 
 def print_rows(rows: list[Row]) -> None:
@@ -190,7 +223,7 @@ def print_rows(rows: list[Row]) -> None:
         star, bound = ("*", "") if row.predicted else (" ", ms(row.bound))
         print(
             f"{row.model:13s} {row.batch:5d}{star} {ms(row.measured)}  {bound:>8s}  {ms(row.expected)}  "
-            f"{percent(row.error)}  {row.within}",
+            f"{percent(row.error)}  {'     —' if row.drift is None else f'{row.drift:5.2f}×'}  {row.within}",
             flush=True,
         )
 
@@ -212,6 +245,13 @@ def summarize(rows: list[Row], reason: str) -> None:
     for name in dict.fromkeys(row.model for row in scored):
         errors = [row.error for row in scored if row.model == name and row.error is not None]
         print(f"  {name:13s} {percent(statistics.median(errors))} / {percent(max(errors))}")
+    steady = [row for row in scored if row.drift is not None and row.drift <= STEADY_DRIFT]
+    if steady and len(steady) < len(scored):
+        errors = [row.error for row in steady if row.error is not None]
+        print(
+            f"{len(errors)} rows measured with the machine within {STEADY_DRIFT - 1:.0%} of its calibrated speed: "
+            f"median {percent(statistics.median(errors))}, max {percent(max(errors))} (the others ran in a slow spell)"
+        )
     if scored:
         errors = [row.error for row in scored if row.error is not None]
         median, worst = statistics.median(errors), max(errors)
@@ -259,7 +299,8 @@ def main() -> None:
     remeasure(rows)
     print(
         f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
-        f"(ms; eager PyTorch: measured against [expected, allocator upper end])"
+        f"{'drift':>6s}  (ms; drift: calibration points re-run just before the kept pass ÷ their calibrated "
+        f"time; eager PyTorch: measured against [expected, allocator upper end])"
     )
     print_rows(rows)
     print("(* the unseen batch: expected from the trace before the batch was timed)")

@@ -189,3 +189,92 @@ def test_a_saved_and_reloaded_calibration_predicts_identically(calibrated, tmp_p
     estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
     first = expected_time(estimate, calibration, 1e-5, machine={})
     assert expected_time(estimate, loaded, 1e-5, machine={}).to_dict() == first.to_dict()
+
+
+# -- machine drift: a few calibration points re-run ---------------------------------------------
+
+
+class _WallAdapter(FrameworkAdapter):
+    """Wall-timed one-kernel programs: each program's function names its record and its time."""
+
+    framework = "hand"
+    kernel_timing = "wall"
+
+    def __init__(self, programs: dict[str, tuple[Any, float]]) -> None:
+        self.programs = programs  # name → (its one record, seconds per run now)
+        self.functions = {name: (lambda: None) for name in programs}
+
+    def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
+        return [MicroProgram(name, fn) for name, fn in self.functions.items()]
+
+    def _program(self, model: Any) -> tuple[Any, float]:
+        return next(self.programs[name] for name, fn in self.functions.items() if fn is model)
+
+    def trace(self, model: Any, args: Any = (), kwargs: Any = None, **options: Any) -> Trace:
+        ops = (self._program(model)[0],)
+        moved = 3 * ops[0].output_bytes
+        kernels = (Kernel(ops[0].name, (0,), traffic_bytes=moved, footprint_bytes=moved),)
+        return Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written", framework="hand")
+
+    def benchmark(self, model: Any, *args: Any, warmup: int = 10, repeats: int = 30, **options: Any) -> Measurement:
+        return Measurement(samples_seconds=(self._program(model)[1],) * repeats)
+
+
+def test_machine_drift_re_runs_the_shortest_point_of_each_class_in_range():
+    """Calibration points: mm 1 (matmul, 100 µs), mm 2 (matmul, 1 ms), add 1 (elementwise, 500 µs),
+    mm 3 (matmul, 10 ms: outside 50 µs–2 ms). The probe re-runs the shortest in range of each class:
+    add 1 now at 250 µs → 0.5×, mm 1 now at 150 µs → 1.5×; the median of the two is 1.0×.
+    A calibration with no point in range gives None."""
+    from neural_cost.analysis.calibrate_kernels import machine_drift
+    from neural_cost.hardware.kernel_model import KernelCalibration
+
+    mm, add = OPS[0], OPS[1]
+    adapter = _WallAdapter({"mm 1": (mm, 150e-6), "mm 2": (mm, 3e-3), "add 1": (add, 250e-6), "mm 3": (mm, 20e-3)})
+    points = (
+        Point("matmul", 1e-7, 1e-8, 100e-6, "mm 1"),
+        Point("matmul", 1e-7, 1e-8, 1e-3, "mm 2"),
+        Point("elementwise", 1e-8, 1e-7, 500e-6, "add 1"),
+        Point("matmul", 1e-7, 1e-8, 10e-3, "mm 3"),
+    )
+    calibration = KernelCalibration("hand", SPEC, {}, points=points)
+    drift = machine_drift(adapter, calibration)
+    assert drift is not None
+    assert sorted((name, round(ratio, 12)) for name, ratio in drift.ratios) == [("add 1", 0.5), ("mm 1", 1.5)]
+    assert drift.ratio == pytest.approx(1.0)
+    assert "2 calibration points re-run at 1.00× their calibrated time" in drift.note()
+    assert machine_drift(adapter, KernelCalibration("hand", SPEC, {}, points=points[3:])) is None
+
+
+def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(monkeypatch):
+    """A program writing one 4,096 × 2,048 float32 result (33,554,432 B = 32 MiB: glibc maps it
+    anew on every run) timed at 10 ms: at 1e-10 s per fresh byte its point is 10 − 3.3554432 =
+    6.6445568 ms of kernel (a prediction adds the faults back for such results). At 1e-9 s per
+    byte the faults (33.55 ms) would exceed the run: the point stops at the program's roofline
+    bound, 100,663,296 B of traffic at SPEC's 100 GB/s DRAM = 1.00663296 ms."""
+    import platform
+
+    from neural_cost import Operation
+    from neural_cost.analysis.calibrate_kernels import _wall_points
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's behaviour is what is modeled")
+    for name in (
+        "MALLOC_MMAP_THRESHOLD_",
+        "MALLOC_TRIM_THRESHOLD_",
+        "MALLOC_TOP_PAD_",
+        "MALLOC_MMAP_MAX_",
+        "LD_PRELOAD",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GLIBC_TUNABLES", "")
+    big = Operation("big", "elementwise", ((4096, 2048), (4096, 2048)), (4096, 2048), attrs={"op": "add"})
+    adapter = _WallAdapter({"add 8M": (big, 10e-3)})
+    (program,) = adapter.microbenchmarks()
+    prepared = _prepare(adapter, SPEC, program)
+    _time_once(adapter, prepared)
+    (point,) = _wall_points(prepared, 1e-10)
+    assert isinstance(point, Point) and point.measured_seconds == pytest.approx(6.6445568e-3)
+    (clamped,) = _wall_points(prepared, 1e-9)
+    assert isinstance(clamped, Point) and clamped.measured_seconds == pytest.approx(1.00663296e-3)
+    (untouched,) = _wall_points(prepared, None)
+    assert isinstance(untouched, Point) and untouched.measured_seconds == pytest.approx(10e-3)

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
+from ..core.units import plural
 from ..costs.estimate import estimate_trace
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
 from .expected import class_model, installed_versions, kernel_class
+from .fresh_pages import ALWAYS_MAPPED_BYTES, allocator_caveat, large_result_bytes
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
 
@@ -109,12 +111,20 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
             prepared.keep(measured.kernel, seconds)
 
 
-def _wall_points(prepared: _Prepared) -> list[Point | _Pending]:
+def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
+    """The wall-timed program's point (or pending entry). ``first_touch``: seconds per fresh byte;
+    the page faults of its results of ≥ 32 MiB, which glibc maps anew on every run, are taken
+    out (a prediction adds them back for such results: ``analysis/fresh_pages.py``), never below
+    the program's roofline bound."""
     estimate, program = prepared.estimate, prepared.program
     rows = [row for row in prepared.scored if row.operations and row.executions]
     if not rows or None not in prepared.best:
         return []
     best = prepared.best[None]
+    if first_touch and allocator_caveat() is None:
+        everything = tuple(range(len(estimate.by_operation)))
+        fresh = large_result_bytes(estimate, everything, ALWAYS_MAPPED_BYTES) * first_touch
+        best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:
         others = tuple((row, kernel_class(estimate, row)) for row in rows[1:])
@@ -230,6 +240,7 @@ def measure_points(
     *,
     passes: int = 3,
     progress: Callable[[int, int, str], None] | None = None,
+    first_touch: float | None = None,
 ) -> tuple[list[Point | _Pending], list[str]]:
     """Every program's points (or pending several-kernel programs), and a note for each
     program that could not be measured. The passes go round the whole grid in turn, so that
@@ -262,7 +273,7 @@ def measure_points(
         if item.program.name in failed:
             continue
         try:
-            found = _wall_points(item) if adapter.kernel_timing == "wall" else _profiled_points(item)
+            found = _wall_points(item, first_touch) if adapter.kernel_timing == "wall" else _profiled_points(item)
         except NeuralCostError as error:
             notes.append(f"{item.program.name}: {error}")
             continue
@@ -291,7 +302,8 @@ def calibrate_kernels(
         )
     spec = hardware if hardware is not None else adapter.hardware()
     started = time.perf_counter()
-    measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress)
+    first_touch = adapter.first_touch_seconds_per_byte()
+    measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress, first_touch=first_touch)
     points = [p for p in measured if isinstance(p, Point)]
     pending = [p for p in measured if isinstance(p, _Pending)]
     if pending and points:
@@ -319,7 +331,7 @@ def calibrate_kernels(
         date=datetime.date.today().isoformat(),
         method=method,
         notes=notes,
-        first_touch_seconds_per_byte=adapter.first_touch_seconds_per_byte(),
+        first_touch_seconds_per_byte=first_touch,
     )
 
 
@@ -350,3 +362,63 @@ def kernel_calibration(
     calibration = calibrate_kernels(adapter, progress=progress)
     save_calibration(calibration, path)
     return calibration
+
+
+#: Calibration points a drift probe re-measures: one per class, among those of 50 µs to 2 ms
+#: (long enough for the clock, short enough to take under a second in all).
+_PROBE_RANGE = (50e-6, 2e-3)
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """How fast this machine runs a few calibration points now, against their calibrated time."""
+
+    #: The median of ``ratios``: 1.0 is the machine as calibrated, 1.3 everything 30% slower.
+    ratio: float
+    #: (program, its time now ÷ its calibrated time), one per probed program.
+    ratios: tuple[tuple[str, float], ...]
+
+    def note(self) -> str:
+        return (
+            f"machine now: {plural(len(self.ratios), 'calibration points')} re-run at {self.ratio:.2f}× their "
+            f"calibrated time "
+            f"(median; a shared machine's slow spell moves the observed time, not the expected one)"
+        )
+
+
+def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, count: int = 6) -> Drift | None:
+    """Re-measure up to ``count`` of ``calibration``'s points (one per class, a program of 50 µs
+    to 2 ms each, measured as the calibration measured it) and compare: is the machine as fast
+    now as when it was calibrated? None when no point of the calibration can be re-run here."""
+    by_program: dict[str, Point] = {}
+    for point in calibration.points:
+        if _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1] and point.name:
+            by_program.setdefault(point.name, point)
+    chosen: dict[str, Point] = {}
+    for point in sorted(by_program.values(), key=lambda p: (p.kernel_class, p.measured_seconds)):
+        chosen.setdefault(point.kernel_class, point)  # the shortest of each class
+    wanted = {point.name: point for point in list(chosen.values())[:count]}
+    if not wanted:
+        return None
+    programs = [program for program in adapter.microbenchmarks(False) if program.name in wanted]
+    ratios = []
+    for program in programs:
+        try:
+            prepared = _prepare(adapter, calibration.hardware, program)
+            _time_once(adapter, prepared)
+            if adapter.kernel_timing == "wall":
+                found = _wall_points(prepared, calibration.first_touch_seconds_per_byte)
+            else:
+                found = _profiled_points(prepared)
+        except NeuralCostError:
+            continue
+        reference = wanted[program.name]
+        now = [p for p in found if isinstance(p, Point) and p.kernel_class == reference.kernel_class]
+        if now:
+            ratios.append((program.name, now[0].measured_seconds / reference.measured_seconds))
+    if not ratios:
+        return None
+    values = sorted(ratio for _, ratio in ratios)
+    middle = len(values) // 2
+    ratio = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return Drift(ratio, tuple(ratios))

@@ -50,8 +50,11 @@ def measure_floor(
     """The framework floor from a batch-1 run of ``build`` and how it was obtained — or None and
     why not: asked not to, ``build`` takes no batch, the calibration is another device's (its
     kernels are not this machine's: a floor measured here would mix the two), the program is
-    already at batch 1 (its floor would be its own time), or the batch-1 run failed."""
+    already at batch 1 (its floor would be its own time), or the batch-1 run failed. With a
+    floor, the note also says how fast the machine runs a few calibration points now
+    (``machine_drift``): the expectation is of the machine as calibrated."""
     from ..adapters.base import example_input_shapes
+    from ..analysis.calibrate_kernels import machine_drift
     from ..analysis.expected import calibration_flags
     from ..analysis.workload import framework_floor
 
@@ -72,7 +75,13 @@ def measure_floor(
         )
     except Exception as error:  # a model that cannot run at batch 1 (BatchNorm in training...)
         return None, f"no framework floor: the batch-1 run failed ({type(error).__name__}: {str(error)[:160]})"
-    return measured.seconds, measured.note() + (" (clamped at 0)" if measured.seconds == 0 else "")
+    note = measured.note() + (" (clamped at 0)" if measured.seconds == 0 else "")
+    progress.stage("machine drift (a few calibration points re-run)")
+    try:
+        drift = machine_drift(adapter, calibration)
+    except Exception as error:  # a probe is an extra: its failure is said, never fatal
+        return measured.seconds, f"{note}; machine drift not measured ({type(error).__name__})"
+    return measured.seconds, note if drift is None else f"{note}; {drift.note()}"
 
 
 def run_predict(args: argparse.Namespace) -> int:
