@@ -351,7 +351,8 @@ def test_operation_and_scope_rows_get_their_share_of_the_expected_time():
 def test_a_recurrent_layer_is_one_rnn_kernel_and_its_modules_fills_are_not():
     """The class comes from what a kernel runs, never its module path: inside ``lstm`` (an
     nn.LSTM), ``mkldnn_rnn_layer`` is the rnn class while the zeros and stack around it are
-    a fill and copies (they were once scored as whole recurrent layers, 73 µs each, for ``lstm/`` in their name)."""
+    a fill and copies (they were once scored as whole recurrent layers, 73 µs each, for ``lstm/``
+    in their name). A layer of 5 steps (sequence length 5) reads its class's curve per step."""
     torch = pytest.importorskip("torch")
     from neural_cost.adapters import adapter_for
     from neural_cost.analysis.kernels import kernel_rows
@@ -371,6 +372,16 @@ def test_a_recurrent_layer_is_one_rnn_kernel_and_its_modules_fills_are_not():
     assert {name: cls for name, cls in classes.items() if cls == "rnn"} == {"lstm/mkldnn_rnn_layer": "rnn"}
     assert classes["lstm/zeros"] == "elementwise"  # a fill's record
     assert classes["lstm/stack"] == "copy"
+    # its curve is read per time step: 5 steps of 1/5 of its roofline time each, times 5
+    from neural_cost.analysis.expected import repeats
+
+    rows = {row.name: row for row in kernel_rows(estimate, SPEC)[0]}
+    layer = rows["lstm/mkldnn_rnn_layer"]
+    assert repeats(estimate, layer, "rnn") == 5 and repeats(estimate, rows["lstm/zeros"], "elementwise") == 1
+    rnn = ClassModel("rnn", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    expected = expected_time(estimate, _calibration({"rnn": rnn}), machine={})
+    row = next(r for r in expected.rows if r.name == "lstm/mkldnn_rnn_layer")
+    assert row.seconds == pytest.approx(5 * rnn.seconds(layer.compute_seconds / 5, layer.memory_seconds / 5))
 
 
 def _two_large_results():

@@ -29,7 +29,7 @@ from ..costs.estimate import estimate_trace
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
-from .expected import class_model, installed_versions, kernel_class
+from .expected import class_model, installed_versions, kernel_class, repeats
 from .fresh_pages import ALWAYS_MAPPED_BYTES, allocator_caveat, large_result_bytes
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
@@ -60,8 +60,10 @@ class _Pending:
     program: str
     main: KernelTime
     main_class: str
-    others: tuple[tuple[KernelTime, str], ...]
+    #: (row, its class, how many times its class's curve is read: ``expected.repeats``)
+    others: tuple[tuple[KernelTime, str, int], ...]
     seconds: float
+    main_repeats: int = 1
 
 
 @dataclass
@@ -127,12 +129,13 @@ def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[
         best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:
-        others = tuple((row, kernel_class(estimate, row)) for row in rows[1:])
-        return [_Pending(program.name, main, kernel_class(estimate, main), others, best)]
-    n = main.executions
-    return [
-        Point(kernel_class(estimate, main), main.compute_seconds / n, main.memory_seconds / n, best / n, program.name)
-    ]
+        others = tuple((row, kernel_class(estimate, row), repeats(estimate, row, kernel_class(estimate, row)))
+                       for row in rows[1:])  # fmt: skip
+        name = kernel_class(estimate, main)
+        return [_Pending(program.name, main, name, others, best, repeats(estimate, main, name))]
+    name = kernel_class(estimate, main)
+    n = repeats(estimate, main, name)
+    return [Point(name, main.compute_seconds / n, main.memory_seconds / n, best / n, program.name)]
 
 
 def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[list[Point], list[str]]:
@@ -142,15 +145,14 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
     points, notes = [], []
     for item in pending:
         others = 0.0
-        for row, name in item.others:
+        for row, name, n in item.others:
             model = class_model(first, name)
-            n = row.executions
             others += n * model.seconds(row.compute_seconds / n, row.memory_seconds / n) if model else row.bound_seconds
         left = item.seconds - others
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
             continue
-        n = item.main.executions
+        n = item.main_repeats
         points.append(
             Point(item.main_class, item.main.compute_seconds / n, item.main.memory_seconds / n, left / n, item.program)
         )
@@ -220,15 +222,15 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
     times = {row.index: best[row.index] for row in usable if row.index is not None}
     if len(usable) > 1 and fused:
         main, others = usable[0], usable[1:]  # the costliest bound first
-        return [
-            _Pending(program.name, main, kernel_class(estimate, main),
-                     tuple((row, kernel_class(estimate, row)) for row in others), sum(times.values()))
-        ]  # fmt: skip
+        classes = [kernel_class(estimate, row) for row in usable]
+        rest = tuple((row, name, repeats(estimate, row, name)) for row, name in zip(others, classes[1:], strict=True))
+        main_repeats = repeats(estimate, main, classes[0])
+        return [_Pending(program.name, main, classes[0], rest, sum(times.values()), main_repeats)]
     points: list[Point | _Pending] = []
     for row in usable:
         assert row.index is not None
-        n = row.executions
         name = kernel_class(estimate, row)
+        n = repeats(estimate, row, name)
         points.append(Point(name, row.compute_seconds / n, row.memory_seconds / n, times[row.index] / n, program.name))
     return points
 

@@ -77,7 +77,7 @@ PRIORITY = (
 _FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.IGNORECASE)
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 3
+KERNEL_MODEL_REVISION = 4
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -98,6 +98,18 @@ def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
     """The calibration's model for a class; a loop's kernel without its own falls back to the class's."""
     found = calibration.classes.get(name)
     return found if found is not None or not name.endswith(LOOP) else calibration.classes.get(name[: -len(LOOP)])
+
+
+def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
+    """How many times the class's curve is read for one row: its executions, and for a whole
+    recurrent layer (class ``rnn``) times its steps (its records' largest ``count``: one per time
+    step) — a layer's time is its steps one after another, each a small matmul and its gates, so
+    its curve is per step (a 64-step layer at batch 4 is 64 small steps, not one large matmul)."""
+    if name.split("@", 1)[0] != "rnn" or row.index is None:
+        return row.executions
+    operations = estimate.kernels[row.index].operations
+    steps = max((estimate.by_operation[i].operation.count for i in operations), default=1)
+    return row.executions * max(1, steps)
 
 
 def _call_name(kernel: Kernel) -> str:
@@ -337,7 +349,7 @@ def expected_time(
             seconds, basis = row.bound_seconds, "roofline"
             missing[name] = missing.get(name, 0) + 1
         else:
-            n = row.executions
+            n = repeats(estimate, row, name)
             seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
         if cost is not None and caveat is None:  # results glibc maps anew every run: their page faults
             fresh = large_result_bytes(estimate, _records(estimate, row), ALWAYS_MAPPED_BYTES)
