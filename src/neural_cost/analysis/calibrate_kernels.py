@@ -5,7 +5,8 @@ one kernel class at one size each), traces each like a workload, scores its kern
 device's spec (``analysis/kernels.py``) and measures them — as the adapter's
 ``kernel_timing`` says: ``wall`` (an eager framework: the program is one kernel, timed whole,
 Python and dispatch included as they are between a model's eager ops) or ``profile`` (a
-compiled one: each kernel's own time from the profiler). Every program is measured in
+compiled one: each kernel's own time from the profiler, scaled by the program's wall time
+unwatched ÷ its wall time under the profiler, which slows what it watches). Every program is measured in
 ``passes`` separate passes, round the whole grid in turn, and the smallest of their medians
 kept (a shared machine stalls; a stall never makes a kernel faster). The points are fitted per kernel class
 (``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
@@ -97,6 +98,7 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
         prepared.keep(None, timed.median_seconds)
         return
+    wall = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=prepared.repeats)
     profile = adapter.profile(
         program.fn,
         program.args,
@@ -106,11 +108,16 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         **program.trace_options,
     )
     prepared.fused = prepared.fused or _fused(profile, {measured.kernel for measured in profile.kernels})
+    # The profiler slows what it watches (an event per kernel execution: a looped kernel of 30 µs
+    # read 1.5× its unwatched time here); its kernels are scaled by the run's own wall time ÷ its
+    # wall time under the profiler (never up), so the model predicts runs nobody profiles.
+    profiled_run = profile.wall_seconds / profile.runs if profile.runs else 0.0
+    unwatched = min(1.0, wall.median_seconds / profiled_run) if profiled_run > 0 else 1.0
     executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
     for measured in profile.kernels:
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
         if seconds is not None and seconds > 0:
-            prepared.keep(measured.kernel, seconds)
+            prepared.keep(measured.kernel, seconds * unwatched)
 
 
 def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
@@ -319,7 +326,7 @@ def calibrate_kernels(
     method = (
         "wall time of one-kernel programs (Python and dispatch included)"
         if adapter.kernel_timing == "wall"
-        else "each kernel's profiled time"
+        else "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler"
     )
     notes.append(
         f"{len(programs)} micro-programs, {len(points)} kernel points in {time.perf_counter() - started:.0f} s"
