@@ -113,7 +113,7 @@ def test_every_record_lands_in_one_kernel_or_the_unmapped_row():
     )
 
 
-def in_band(analyze, low, attempts=3, levels=None):
+def in_band(analyze, low, attempts=5, levels=None):
     """The first of up to ``attempts`` analyses whose efficiency lies in [low, 1]. Other load on a
     shared machine only slows a run (a lower efficiency); an attempt above 100% means the bound is
     too high: the levels' bandwidths are measured again once (load during their calibration reads
