@@ -435,3 +435,47 @@ def test_results_of_32_mib_are_on_fresh_pages_every_run_and_smaller_ones_only_at
     tuned = expected_time(_two_large_results(), calibration, machine={})
     assert tuned.fresh_page_seconds == 0 and tuned.cold_seconds == pytest.approx(tuned.seconds + 5.0331648e-3)
     assert any("not predicted (glibc's thresholds are set by MALLOC_TOP_PAD_)" in note for note in tuned.notes)
+
+
+def test_measured_page_faults_are_priced_beside_the_expectation():
+    """1,000 minor page faults per timed run of 4,096-byte pages; at 1e-10 s per byte a page costs
+    409.6 ns and the faults 409.6 µs, beside the 3.3554432 ms the expected time counts (the 32 MiB
+    result's faults: counted, not measured, so the two are set side by side, never merged).
+    A measurement without fault counts, or a framework without a first-touch cost, prints nothing."""
+    import platform
+    from dataclasses import replace
+
+    from neural_cost.report.expected_text import page_fault_line
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's behaviour is what is modeled")
+    calibration = replace(_calibration({}), first_touch_seconds_per_byte=1e-10)
+    expected = expected_time(_two_large_results(), calibration, machine={})
+    line = page_fault_line(expected, {"minor_page_faults_per_run": 1000.0, "page_bytes": 4096})
+    assert line == (
+        "page faults: 1,000 per timed run measured (≈ 409.6 µs at the calibrated 409.6 ns per 4.10 kB page; a "
+        "transparent huge page faults once for 2 MiB and costs more); the expected time counts 3.355 ms of "
+        "fresh-page time"
+    )
+    assert page_fault_line(expected, {}) is None
+    compiled = expected_time(_two_large_results(), _calibration({}), machine={})
+    assert page_fault_line(compiled, {"minor_page_faults_per_run": 1000.0, "page_bytes": 4096}) is None
+
+
+def test_a_benchmark_counts_the_page_faults_of_its_timed_runs():
+    """Each timed run writes a fresh 40 MiB torch tensor (10,240 pages of 4 KiB; above the 32 MiB
+    from which glibc maps every block anew; torch asks for no huge pages, unlike numpy): at least
+    most of those pages fault per run. The count is the whole process's, per run, beside the page size."""
+    import platform
+    import resource
+
+    from neural_cost.measure.timing import benchmark
+
+    torch = pytest.importorskip("torch")
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's behaviour is what is relied on")
+    measured = benchmark(lambda: torch.ones(40 * 1024 * 1024 // 4), warmup=1, repeats=5, sync=None)
+    pages = 40 * 1024 * 1024 // resource.getpagesize()
+    assert measured.allocator["page_bytes"] == resource.getpagesize()
+    assert measured.allocator["minor_page_faults_per_run"] >= 0.5 * pages

@@ -83,7 +83,9 @@ def test_telemetry_is_reset_before_timing_and_read_after():
 
     m = benchmark(lambda: events.append("run"), warmup=1, repeats=2, telemetry=Telemetry())
     assert events == ["run", "reset", "run", "run", "read"]
-    assert m.peak_memory_bytes == 1024 and dict(m.allocator) == {"reserved_bytes": 4096}
+    assert m.peak_memory_bytes == 1024 and m.allocator["reserved_bytes"] == 4096
+    # beside the telemetry, the timed runs' page faults (whole process, per run) on Unix
+    assert set(m.allocator) <= {"reserved_bytes", "minor_page_faults_per_run", "page_bytes"}
 
 
 def test_numpy_arrays_ran_on_the_host_cpu():

@@ -199,6 +199,8 @@ class Expected:
     #: The part of ``seconds`` (and of its kernels' rows) that is first-touch page faults on
     #: results glibc maps anew every run (``analysis/fresh_pages.py``); 0 where none.
     fresh_page_seconds: float = 0.0
+    #: The calibration's cost of a fresh byte (eager frameworks), for measured page faults.
+    first_touch_seconds_per_byte: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -213,6 +215,7 @@ class Expected:
             "flags": list(self.flags),
             "first_touch_seconds": self.first_touch_seconds,
             "fresh_page_seconds": self.fresh_page_seconds,
+            "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
             "rows": [row.to_dict() for row in self.rows],
         }
 
@@ -231,6 +234,7 @@ class Expected:
             flags=tuple(data.get("flags") or ()),
             first_touch_seconds=data.get("first_touch_seconds"),
             fresh_page_seconds=float(data.get("fresh_page_seconds") or 0.0),
+            first_touch_seconds_per_byte=data.get("first_touch_seconds_per_byte"),
         )
 
     def with_measured(self, measured: Mapping[int, float]) -> Expected:
@@ -389,6 +393,7 @@ def expected_time(
         flags=calibration_flags(calibration, estimate.framework, machine, hardware),
         first_touch_seconds=None if cost is None else cost * _large_results(estimate),
         fresh_page_seconds=fresh_seconds,
+        first_touch_seconds_per_byte=cost,
     )
 
 

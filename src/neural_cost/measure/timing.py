@@ -209,6 +209,21 @@ def display_name(fn: Any) -> str:
     return name.rpartition("<locals>.")[2]
 
 
+def _minor_faults() -> int | None:
+    """The process's minor page faults so far (every thread), or None where ``resource`` is missing."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
+def _page_bytes() -> int:
+    import resource
+
+    return int(resource.getpagesize())
+
+
 def benchmark(
     fn: Callable[..., Any],
     *args: Any,
@@ -268,8 +283,14 @@ def benchmark(
     warm = runs("warmup", warmup)
     if telemetry is not None:
         telemetry.reset()
+    faults_before = _minor_faults()
     samples = runs("timing", repeats)
-    figures = dict(telemetry.read()) if telemetry is not None else {}
+    faults_after = _minor_faults()
+    figures: dict[str, Any] = dict(telemetry.read()) if telemetry is not None else {}
+    if faults_before is not None and faults_after is not None:
+        # the whole process's (every thread's) first touches of fresh pages, per timed run
+        figures["minor_page_faults_per_run"] = (faults_after - faults_before) / repeats
+        figures["page_bytes"] = _page_bytes()
     peak = figures.pop("peak_memory_bytes", None)
     inferred = infer_device(args, kwargs)
     if inferred.source.startswith("assumed"):  # no arrays among the arguments: the result may say where it ran

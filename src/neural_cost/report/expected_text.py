@@ -8,8 +8,11 @@ reader never takes another device's expectation for this one's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..analysis.expected import Expected
-from ..core.units import format_seconds
+from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
 
@@ -23,6 +26,23 @@ def expected_line(expected: Expected, observed_seconds: float | None = None) -> 
     if observed_seconds is not None and expected.seconds > 0:
         line += f"; observed is {observed_seconds / expected.seconds:.2f}× it"
     return line
+
+
+def page_fault_line(expected: Expected, allocator: Mapping[str, Any]) -> str | None:
+    """What the timed runs' measured page faults cost at the calibration's first-touch cost,
+    beside what the expected time counts of them: the allocator's state, measured (eager
+    frameworks, where the calibration has that cost; None otherwise)."""
+    faults, page = allocator.get("minor_page_faults_per_run"), allocator.get("page_bytes")
+    cost = expected.first_touch_seconds_per_byte
+    if faults is None or not page or not cost:
+        return None
+    per_page = page * cost
+    return (
+        f"page faults: {faults:,.0f} per timed run measured (≈ {format_seconds(faults * per_page)} at the "
+        f"calibrated {format_seconds(per_page)} per {format_si(page, 'B')} page; a transparent huge page faults "
+        f"once for 2 MiB and costs more); the expected time counts {format_seconds(expected.fresh_page_seconds)} "
+        f"of fresh-page time"
+    )
 
 
 def flag_lines(expected: Expected) -> list[str]:

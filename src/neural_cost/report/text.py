@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.utilization import batch_input
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
-from .expected_text import expected_line, flag_lines
+from .expected_text import expected_line, flag_lines, page_fault_line
 from .kernel_text import bound_line, communication_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
 from .memory_text import memory_lines
@@ -267,6 +267,9 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
         expected = report.expected
         lines += [*flag_lines(expected), expected_line(expected, report.observed_seconds)]
         lines += [f"note: {note}" for note in expected.notes]  # what the expectation could not see
+        faults = page_fault_line(expected, report.measurement.allocator)
+        if faults is not None:
+            lines.append(f"note: {faults}")
     lines += [_observed_line(report), _efficiency_line(report)]
     traffic = "compiled" if report.estimate.kernels else "unfused"
     lines.append(

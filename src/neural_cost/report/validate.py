@@ -371,6 +371,7 @@ EXPECTED = record(
         "flags": array(TEXT),
         "first_touch_seconds": nullable(SECONDS),
         "fresh_page_seconds": SECONDS,
+        "first_touch_seconds_per_byte": nullable(SECONDS),
     },
 )
 REPORT_V2_ADDITIONS = record(
