@@ -169,7 +169,8 @@ class Expectation:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
             drift = self.drift(adapter)
-            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options)
+            # one batch-1 pass now and one per later pass of the rows: as many passes as each row gets
+            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options, passes=1)
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
@@ -268,7 +269,7 @@ def summarize(rows: list[Row], reason: str) -> None:
     for name in dict.fromkeys(row.model for row in scored):
         errors = [row.error for row in scored if row.model == name and row.error is not None]
         print(f"  {name:13s} {percent(statistics.median(errors))} / {percent(max(errors))}")
-    steady = [row for row in scored if row.drift is not None and row.drift <= STEADY_DRIFT]
+    steady = [row for row in scored if row.drift is not None and row.drift <= STEADY_DRIFT and row.error is not None]
     if steady and len(steady) < len(scored):
         errors = [row.error for row in steady if row.error is not None]
         print(
@@ -322,7 +323,7 @@ def main() -> None:
     remeasure(rows)
     print(
         f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
-        f"{'drift':>6s}  (ms; drift: calibration points re-run just before the kept pass ÷ their calibrated "
+        f"{'drift':>6s}  (ms; drift: calibration probes re-run just before the kept pass ÷ their calibration "
         f"time; eager PyTorch: measured against [expected, allocator upper end])"
     )
     print_rows(rows)

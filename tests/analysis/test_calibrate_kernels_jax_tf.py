@@ -191,7 +191,7 @@ def test_a_saved_and_reloaded_calibration_predicts_identically(calibrated, tmp_p
     assert expected_time(estimate, loaded, 1e-5, machine={}).to_dict() == first.to_dict()
 
 
-# -- machine drift: a few calibration points re-run ---------------------------------------------
+# -- machine drift: the calibration's probes re-run --------------------------------------------
 
 
 class _WallAdapter(FrameworkAdapter):
@@ -220,29 +220,30 @@ class _WallAdapter(FrameworkAdapter):
         return Measurement(samples_seconds=(self._program(model)[1],) * repeats)
 
 
-def test_machine_drift_re_runs_the_shortest_point_of_each_class_in_range():
-    """Calibration points: mm 1 (matmul, 100 µs), mm 2 (matmul, 1 ms), add 1 (elementwise, 500 µs),
-    mm 3 (matmul, 10 ms: outside 50 µs–2 ms). The probe re-runs the shortest in range of each class:
-    add 1 now at 250 µs → 0.5×, mm 1 now at 150 µs → 1.5×; the median of the two is 1.0×.
-    A calibration with no point in range gives None."""
-    from neural_cost.analysis.calibrate_kernels import machine_drift
+def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_are_re_run():
+    """The quick grid: mm 1 (matmul, 100 µs now), mm 2 (matmul, 1 ms), add 1 (elementwise,
+    500 µs), mm 3 (matmul, 10 ms: outside 50 µs–2 ms). The probes are the shortest in range of each
+    class: add 1 at 500 µs and mm 1 at 100 µs. Later the machine runs add 1 in 250 µs (0.5×) and
+    mm 1 in 150 µs (1.5×): the drift is their median, 1.0×. A calibration without probes gives None."""
+    from dataclasses import replace
+
+    from neural_cost.analysis.calibrate_kernels import machine_drift, probe_times
     from neural_cost.hardware.kernel_model import KernelCalibration
 
     mm, add = OPS[0], OPS[1]
-    adapter = _WallAdapter({"mm 1": (mm, 150e-6), "mm 2": (mm, 3e-3), "add 1": (add, 250e-6), "mm 3": (mm, 20e-3)})
-    points = (
-        Point("matmul", 1e-7, 1e-8, 100e-6, "mm 1"),
-        Point("matmul", 1e-7, 1e-8, 1e-3, "mm 2"),
-        Point("elementwise", 1e-8, 1e-7, 500e-6, "add 1"),
-        Point("matmul", 1e-7, 1e-8, 10e-3, "mm 3"),
-    )
-    calibration = KernelCalibration("hand", SPEC, {}, points=points)
-    drift = machine_drift(adapter, calibration)
+    at_calibration = {"mm 1": (mm, 100e-6), "mm 2": (mm, 1e-3), "add 1": (add, 500e-6), "mm 3": (mm, 10e-3)}
+    probes = probe_times(_WallAdapter(at_calibration), SPEC)
+    assert probes == {"add 1": ("elementwise", pytest.approx(500e-6)), "mm 1": ("matmul", pytest.approx(100e-6))}
+    calibration = KernelCalibration("hand", SPEC, {}, probes=probes)
+    later = _WallAdapter({**at_calibration, "mm 1": (mm, 150e-6), "add 1": (add, 250e-6)})
+    drift = machine_drift(later, calibration)
     assert drift is not None
     assert sorted((name, round(ratio, 12)) for name, ratio in drift.ratios) == [("add 1", 0.5), ("mm 1", 1.5)]
     assert drift.ratio == pytest.approx(1.0)
-    assert "2 calibration points re-run at 1.00× their calibrated time" in drift.note()
-    assert machine_drift(adapter, KernelCalibration("hand", SPEC, {}, points=points[3:])) is None
+    assert "2 calibration probes re-run at 1.00× their time at calibration" in drift.note()
+    assert machine_drift(later, replace(calibration, probes={})) is None
+    loaded = KernelCalibration.from_dict(calibration.to_dict())
+    assert dict(loaded.probes) == {"add 1": ("elementwise", 500e-6), "mm 1": ("matmul", 100e-6)}
 
 
 def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(monkeypatch):

@@ -123,12 +123,11 @@ def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, caps
 
     from neural_cost.analysis.calibrate_kernels import calibration_path
     from neural_cost.hardware.host_calibration import live_machine_key
-    from neural_cost.hardware.kernel_model import Point, load_calibration
+    from neural_cost.hardware.kernel_model import load_calibration
 
     calibration = load_calibration(_calibration(tmp_path, machine=live_machine_key()))
-    # one point of a real torch micro-program, re-run by the drift probe beside the floor
-    probe = Point("transcendental", 0.0, 1e-6, 100e-6, "tanh 64000")
-    save_calibration(replace(calibration, points=(probe,)), calibration_path("torch"))
+    # one drift probe, a real program of torch's quick grid, re-run beside the floor
+    save_calibration(replace(calibration, probes={"relu 100000": ("elementwise", 50e-6)}), calibration_path("torch"))
     out = tmp_path / "report.json"
     fast = ["--warmup", "1", "--repeats", "3", "--no-profile", "--json", str(out)]
     assert main(["analyze", f"{script}:build", "--expected", *fast]) == 0
@@ -137,7 +136,7 @@ def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, caps
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("expected: "))
     assert "calibrated model; ±8% on its own held-out calibration points; framework floor" in lines[at]
     assert lines[at + 1].strip().startswith("note: framework floor")  # how the floor was measured
-    assert "; machine now: 1 calibration point re-run at " in lines[at + 1]  # the probe's ratio: timing, unasserted
+    assert "; machine now: 1 calibration probe re-run at " in lines[at + 1]  # the probe's ratio: timing, unasserted
     expected = json.loads(out.read_text())["expected"]
     x0, x1 = -6 - math.log10(2), -5.0
     between = -5 + math.log10(2) * (math.log10(2.70336e-6) - x0) / (x1 - x0)

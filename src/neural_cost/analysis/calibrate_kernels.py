@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,6 +79,17 @@ class _Prepared:
     trace: Trace
     best: dict[int | None, float] = field(default_factory=dict)
     fused: bool = False
+    #: Per profiled pass: the run's wall time unwatched ÷ its wall time under the profiler (≤ 1).
+    unwatched: list[float] = field(default_factory=list)
+
+    def unwatched_ratio(self) -> float:
+        """The median of the passes' ratios (1 without any): applied to the smallest raw kernel
+        time, so that a stall in one pass neither slows a kernel nor, through its ratio, speeds it."""
+        if not self.unwatched:
+            return 1.0
+        ordered = sorted(self.unwatched)
+        middle = len(ordered) // 2
+        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
     def keep(self, key: int | None, seconds: float) -> None:
         self.best[key] = min(seconds, self.best.get(key, seconds))
@@ -112,12 +123,13 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
     # read 1.5× its unwatched time here); its kernels are scaled by the run's own wall time ÷ its
     # wall time under the profiler (never up), so the model predicts runs nobody profiles.
     profiled_run = profile.wall_seconds / profile.runs if profile.runs else 0.0
-    unwatched = min(1.0, wall.median_seconds / profiled_run) if profiled_run > 0 else 1.0
+    if profiled_run > 0:
+        prepared.unwatched.append(min(1.0, wall.median_seconds / profiled_run))
     executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
     for measured in profile.kernels:
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
         if seconds is not None and seconds > 0:
-            prepared.keep(measured.kernel, seconds * unwatched)
+            prepared.keep(measured.kernel, seconds)  # raw: scaled once, by the passes' median ratio
 
 
 def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
@@ -209,7 +221,8 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
     profiler timed as one fused op is one pending entry, resolved as a wall-timed program of several
     kernels is: the main kernel's time is theirs less what the first fit expects of the others."""
     estimate, program, scored, fused = prepared.estimate, prepared.program, prepared.scored, prepared.fused
-    best = {key: seconds for key, seconds in prepared.best.items() if key is not None}
+    unwatched = prepared.unwatched_ratio()
+    best = {key: seconds * unwatched for key, seconds in prepared.best.items() if key is not None}
     rows = [row for row in scored if row.index is not None and row.index in best]
     total = sum(best[row.index] for row in rows if row.index is not None)
     unjoined = sum(best[row.index] for row in rows if row.index is not None and not row.operations)
@@ -331,7 +344,8 @@ def calibrate_kernels(
     notes.append(
         f"{len(programs)} micro-programs, {len(points)} kernel points in {time.perf_counter() - started:.0f} s"
     )
-    return fit_calibration(
+    probes = probe_times(adapter, spec, first_touch)
+    calibration = fit_calibration(
         adapter.framework,
         spec,
         points,
@@ -342,6 +356,7 @@ def calibrate_kernels(
         notes=notes,
         first_touch_seconds_per_byte=first_touch,
     )
+    return replace(calibration, probes=probes)
 
 
 def calibration_path(framework: str, root: Path | None = None) -> Path:
@@ -373,14 +388,50 @@ def kernel_calibration(
     return calibration
 
 
-#: Calibration points a drift probe re-measures: one per class, among those of 50 µs to 2 ms
-#: (long enough for the clock, short enough to take under a second in all).
+#: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
+#: enough to take a second or two in all), one per class.
 _PROBE_RANGE = (50e-6, 2e-3)
+
+
+def _measure_once_more(
+    adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int, first_touch: float | None
+) -> Point | None:
+    """One program measured as the calibration measures (the smallest of ``passes``): its main point."""
+    prepared = _prepare(adapter, hardware, program)
+    for _ in range(passes):
+        _time_once(adapter, prepared)
+    found = _wall_points(prepared, first_touch) if adapter.kernel_timing == "wall" else _profiled_points(prepared)
+    points = [p for p in found if isinstance(p, Point)]
+    return max(points, key=lambda p: p.measured_seconds, default=None)
+
+
+def probe_times(
+    adapter: FrameworkAdapter,
+    hardware: HardwareSpec,
+    first_touch: float | None = None,
+    *,
+    count: int = 6,
+    passes: int = 2,
+) -> dict[str, tuple[str, float]]:
+    """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
+    and of its programs of 50 µs to 2 ms the shortest of each class, up to ``count``."""
+    found: dict[str, tuple[str, float]] = {}
+    for program in adapter.microbenchmarks(True):
+        try:
+            point = _measure_once_more(adapter, hardware, program, passes, first_touch)
+        except NeuralCostError:
+            continue
+        if point is not None and _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1]:
+            found[program.name] = (point.kernel_class, point.measured_seconds)
+    chosen: dict[str, tuple[str, tuple[str, float]]] = {}
+    for name, (kind, seconds) in sorted(found.items(), key=lambda item: (item[1][0], item[1][1])):
+        chosen.setdefault(kind, (name, (kind, seconds)))
+    return dict(list(chosen.values())[:count])
 
 
 @dataclass(frozen=True, slots=True)
 class Drift:
-    """How fast this machine runs a few calibration points now, against their calibrated time."""
+    """How fast this machine runs the calibration's drift probes now, against their time at calibration."""
 
     #: The median of ``ratios``: 1.0 is the machine as calibrated, 1.3 everything 30% slower.
     ratio: float
@@ -389,47 +440,32 @@ class Drift:
 
     def note(self) -> str:
         return (
-            f"machine now: {plural(len(self.ratios), 'calibration points')} re-run at {self.ratio:.2f}× their "
-            f"calibrated time "
-            f"(median; a shared machine's slow spell moves the observed time, not the expected one)"
+            f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time "
+            f"at calibration (median; a shared machine's slow spell moves the observed time, not the expected one)"
         )
 
 
-def machine_drift(
-    adapter: FrameworkAdapter, calibration: KernelCalibration, *, count: int = 6, passes: int = 2
-) -> Drift | None:
-    """Re-measure up to ``count`` of ``calibration``'s points (one per class, a program of 50 µs
-    to 2 ms each, measured as the calibration measured it, the smallest of ``passes``) and
-    compare: is the machine as fast now as when it was calibrated? None when no point of the
-    calibration can be re-run here. The calibration kept the smallest of more passes spread over
-    minutes, so a machine as calibrated reads a little above 1 (1.0–1.1 here)."""
-    by_program: dict[str, Point] = {}
-    for point in calibration.points:
-        if _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1] and point.name:
-            by_program.setdefault(point.name, point)
-    chosen: dict[str, Point] = {}
-    for point in sorted(by_program.values(), key=lambda p: (p.kernel_class, p.measured_seconds)):
-        chosen.setdefault(point.kernel_class, point)  # the shortest of each class
-    wanted = {point.name: point for point in list(chosen.values())[:count]}
-    if not wanted:
+def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, passes: int = 2) -> Drift | None:
+    """Re-measure ``calibration``'s drift probes (a few quick-grid programs, measured as they
+    were at calibration: the smallest of ``passes``) and compare: is the machine as fast now as
+    when it was calibrated? None when the calibration has no probes (made before they existed)
+    or none can be re-run here."""
+    probes = calibration.probes
+    if not probes:
         return None
-    programs = [program for program in adapter.microbenchmarks(False) if program.name in wanted]
     ratios = []
-    for program in programs:
+    for program in adapter.microbenchmarks(True):
+        if program.name not in probes:
+            continue
+        kind, seconds = probes[program.name]
         try:
-            prepared = _prepare(adapter, calibration.hardware, program)
-            for _ in range(passes):  # the smallest of a few passes, as the calibration kept
-                _time_once(adapter, prepared)
-            if adapter.kernel_timing == "wall":
-                found = _wall_points(prepared, calibration.first_touch_seconds_per_byte)
-            else:
-                found = _profiled_points(prepared)
+            point = _measure_once_more(
+                adapter, calibration.hardware, program, passes, calibration.first_touch_seconds_per_byte
+            )
         except NeuralCostError:
             continue
-        reference = wanted[program.name]
-        now = [p for p in found if isinstance(p, Point) and p.kernel_class == reference.kernel_class]
-        if now:
-            ratios.append((program.name, now[0].measured_seconds / reference.measured_seconds))
+        if point is not None and point.kernel_class == kind and seconds > 0:
+            ratios.append((program.name, point.measured_seconds / seconds))
     if not ratios:
         return None
     values = sorted(ratio for _, ratio in ratios)

@@ -77,7 +77,7 @@ PRIORITY = (
 _FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.IGNORECASE)
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 5
+KERNEL_MODEL_REVISION = 6
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -265,12 +265,10 @@ class Expected:
 
 def installed_versions(framework: str) -> dict[str, str]:
     """The installed versions of a framework's distributions (read from metadata, never imported)
-    and of neural-cost itself (its grid and kernel classes change between versions)."""
+    and neural-cost's kernel-model revision (its grid and kernel classes change between them)."""
     from importlib import metadata
 
-    from .._version import __version__
-
-    found = {"neural-cost": f"{__version__} (kernel model {KERNEL_MODEL_REVISION})"}
+    found = {"neural-cost kernel model": str(KERNEL_MODEL_REVISION)}
     for name in _DISTRIBUTIONS.get(framework, (framework,)):
         try:
             found[name] = metadata.version(name)
@@ -398,9 +396,12 @@ def expected_time(
 
 
 def _records(estimate: CostEstimate, row: KernelTime) -> tuple[int, ...]:
-    """The record indices a scored kernel row runs (the unmapped row: the unmapped records)."""
+    """The record indices a scored kernel row runs whose results are allocated (the unmapped row:
+    the unmapped records): none for a kernel that writes in place (``relu_``, ``add_``,
+    ``copy_``: its result is its input's storage, no fresh pages)."""
     if row.index is not None:
-        return estimate.kernels[row.index].operations
+        kernel = estimate.kernels[row.index]
+        return () if _call_name(kernel).endswith("_") else kernel.operations
     if row.name == UNMAPPED:
         return tuple(estimate.unmapped_operations)
     return ()
@@ -408,8 +409,13 @@ def _records(estimate: CostEstimate, row: KernelTime) -> tuple[int, ...]:
 
 def _large_results(estimate: CostEstimate) -> int:
     """Bytes of every result of at least ``FRESH_THRESHOLD_BYTES``: what lands on fresh pages
-    when none is reused (the range's upper end; an in-place op's result is counted too)."""
-    return large_result_bytes(estimate, tuple(range(len(estimate.by_operation))), FRESH_THRESHOLD_BYTES)
+    when none is reused (the range's upper end). Kernels that write in place are left out; a
+    trace without kernels cannot tell them apart and counts every result."""
+    if not estimate.kernels:
+        return large_result_bytes(estimate, tuple(range(len(estimate.by_operation))), FRESH_THRESHOLD_BYTES)
+    allocated = [i for kernel in estimate.kernels if not _call_name(kernel).endswith("_") for i in kernel.operations]
+    allocated += list(estimate.unmapped_operations)
+    return large_result_bytes(estimate, tuple(dict.fromkeys(allocated)), FRESH_THRESHOLD_BYTES)
 
 
 def record_expectations(estimate: CostEstimate, bounds: Mapping[int, float], expected: Expected) -> dict[int, float]:

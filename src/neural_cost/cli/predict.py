@@ -76,7 +76,7 @@ def measure_floor(
     except Exception as error:  # a model that cannot run at batch 1 (BatchNorm in training...)
         return None, f"no framework floor: the batch-1 run failed ({type(error).__name__}: {str(error)[:160]})"
     note = measured.note() + (" (clamped at 0)" if measured.seconds == 0 else "")
-    progress.stage("machine drift (a few calibration points re-run)")
+    progress.stage("machine drift (the calibration's probes re-run)")
     try:
         drift = machine_drift(adapter, calibration)
     except Exception as error:  # a probe is an extra: its failure is said, never fatal

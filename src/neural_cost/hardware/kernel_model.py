@@ -296,6 +296,9 @@ class KernelCalibration:
     #: Seconds per byte a result on freshly mapped pages costs over a warm one (eager frameworks
     #: that allocate every result; None where the framework reuses its buffers).
     first_touch_seconds_per_byte: float | None = None
+    #: Drift probes: a few programs of the framework's quick grid, their main kernel's class and
+    #: time (the smallest of two passes) at calibration, re-run later to see how fast the machine is now.
+    probes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -311,6 +314,7 @@ class KernelCalibration:
             "method": self.method,
             "notes": list(self.notes),
             "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
+            "probes": {name: {"class": kind, "seconds": seconds} for name, (kind, seconds) in self.probes.items()},
             "points": [p.to_dict() for p in self.points],
         }
 
@@ -332,6 +336,10 @@ class KernelCalibration:
                 method=str(data.get("method", "")),
                 notes=tuple(data.get("notes") or ()),
                 first_touch_seconds_per_byte=_finite_or_none(data.get("first_touch_seconds_per_byte")),
+                probes={
+                    str(name): (str(probe["class"]), float(probe["seconds"]))
+                    for name, probe in (data.get("probes") or {}).items()
+                },
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HardwareError(f"a kernel calibration that cannot be read ({type(error).__name__}: {error})") from None
