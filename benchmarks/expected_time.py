@@ -9,9 +9,8 @@ Then the "predict" check: at a batch size not run before, the expected time from
 alone, and only then the measured time at that batch.
 
 Measured times are the smallest median of three passes (``PASSES``) made round all the rows in
-turn, as the calibration measures its micro-programs (the framework floor's batch-1 run too,
-once per model and pass: the measured rows are scored with the fastest; a predicted row keeps
-the floor it was predicted with): on this shared machine everything runs
+turn, as the calibration measures its micro-programs (the framework floor's batch-1 run: three
+passes a second apart, before the model's rows): on this shared machine everything runs
 1.7× slower for seconds at a time, and a stall never makes a run faster. Before each pass a few
 calibration points are re-run (``machine_drift``): the row's ``drift`` column is their time ÷ their
 calibrated time for the pass it kept, so a row measured in a slow spell says so; rows within 10%
@@ -75,10 +74,6 @@ class Row:
     cold: float | None = None  # eager PyTorch: the upper end, every large result on fresh pages
     drift: float | None = None  # the machine's speed just before the kept pass, against its calibration
     probe: Callable[[], float | None] | None = None  # measures that drift
-    # the expected time again with the model's floor as measured so far (measured rows only: an
-    # unseen batch keeps the expectation it had before it was ever timed)
-    rescore: Callable[[], tuple[float | None, float | None]] | None = None
-    refloor: Callable[[], None] | None = None  # one more batch-1 run of the model's floor
 
     def measure_again(self) -> None:
         """One more pass (its drift probed first); the row keeps its smallest median and that pass's drift."""
@@ -156,49 +151,39 @@ class Expectation:
         found = self.api["drift"](adapter, self.calibrations[adapter.framework])
         return None if found is None else float(found.ratio)
 
-    def for_model(
-        self, model: HeldoutModel, adapter: Any
-    ) -> tuple[Callable[[Any], tuple[float | None, float | None]], Callable[[], None]]:
-        """A function from a trace's cost estimate to its expected seconds (None without a model),
-        with the floor as measured so far, and one that measures the floor's batch-1 run once more
-        (kept when faster: a slow spell never makes a run faster); the notes and flags of the first
-        expected time are printed once."""
+    def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], tuple[float | None, float | None]]:
+        """A function from a trace's cost estimate to its expected seconds (None without a model);
+        the notes and flags of the first expected time are printed once."""
         if self.api is None:
-            return (lambda estimate: (None, None)), (lambda: None)
+            return lambda estimate: (None, None)
         try:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
             drift = self.drift(adapter)
-            # one batch-1 pass now and one per later pass of the rows: as many passes as each row gets
-            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options, passes=1)
+            # three passes of its batch-1 run, a second apart, as each row gets three passes
+            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options)
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
-            return (lambda estimate: (None, None)), (lambda: None)
+            return lambda estimate: (None, None)
         state = "" if drift is None else f" (machine at {drift:.2f}× its calibrated speed)"
         print(f"  {model.name}: {floor.note()}{state}", flush=True)
-        expected_time, said, kept = self.api["expected"], [], [floor]
-
-        def refloor() -> None:
-            again = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options, passes=1)
-            if again.observed_seconds < kept[0].observed_seconds:
-                kept[0] = again
-                print(f"  {model.name}: faster batch-1 run, {again.note()}", flush=True)
+        expected_time, said = self.api["expected"], []
 
         def expected_of(estimate: Any) -> tuple[float, float | None]:
-            expected = expected_time(estimate, calibration, floor_seconds=kept[0].seconds)
+            expected = expected_time(estimate, calibration, floor_seconds=floor.seconds)
             if not said:
                 said.append(True)
                 for line in (*expected.flags, *expected.notes):
                     print(f"  {model.name}: {line}", flush=True)
             return float(expected.seconds), getattr(expected, "cold_seconds", None)
 
-        return expected_of, refloor
+        return expected_of
 
 
 def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup: int, repeats: int) -> list[Row]:
     adapter = adapter_for(model.framework)
-    expected_of, refloor = expectation.for_model(model, adapter)
+    expected_of = expectation.for_model(model, adapter)
     rows = []
     probe = functools.partial(expectation.drift, adapter)
     for batch in model.batches[:1] if quick else model.batches:
@@ -210,8 +195,6 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, probe=probe)
-        row.rescore = functools.partial(expected_of, report.estimate)
-        row.refloor = refloor if not rows else None  # once per model and pass, before its first row
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
         rows.append(row)
@@ -233,13 +216,8 @@ def remeasure(rows: list[Row]) -> None:
     spell of the machine rarely covers them all), each row keeping its smallest median."""
     for _ in range(PASSES - 1):
         for row in rows:
-            if row.refloor is not None:
-                row.refloor()
             if row.remeasure is not None:
                 row.measure_again()
-    for row in rows:
-        if row.rescore is not None:
-            row.expected, row.cold = row.rescore()
 
 
 def print_rows(rows: list[Row]) -> None:
