@@ -100,7 +100,8 @@ def expected_api() -> tuple[dict[str, Callable[..., Any]] | None, str]:
     """The lead's expected-time functions, or None and why they cannot be used yet."""
     try:
         from neural_cost.analysis import expected, workload
-        from neural_cost.analysis.calibrate_kernels import kernel_calibration, machine_drift
+        from neural_cost.analysis.calibrate_kernels import kernel_calibration
+        from neural_cost.analysis.drift import machine_drift
     except ImportError as error:
         return None, f"(model not built yet: {error})"
     floor = getattr(workload, "framework_floor", None) or getattr(expected, "framework_floor", None)

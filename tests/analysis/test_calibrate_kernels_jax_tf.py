@@ -227,7 +227,8 @@ def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_
     mm 1 in 150 µs (1.5×): the drift is their median, 1.0×. A calibration without probes gives None."""
     from dataclasses import replace
 
-    from neural_cost.analysis.calibrate_kernels import machine_drift, probe_times
+    from neural_cost.analysis.calibrate_kernels import probe_times
+    from neural_cost.analysis.drift import machine_drift
     from neural_cost.hardware.kernel_model import KernelCalibration
 
     mm, add = OPS[0], OPS[1]

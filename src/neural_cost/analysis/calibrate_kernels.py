@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
-from ..core.units import plural
 from ..costs.estimate import estimate_trace
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
@@ -359,35 +358,6 @@ def calibrate_kernels(
     return replace(calibration, probes=probes)
 
 
-def calibration_path(framework: str, root: Path | None = None) -> Path:
-    """This machine's kernel calibration file for ``framework`` in the calibration cache."""
-    from ..hardware.host_calibration import live_machine_key
-
-    return (root or cache_dir()) / f"kernels-{framework}-{key_digest(live_machine_key())}.json"
-
-
-def kernel_calibration(
-    adapter: FrameworkAdapter,
-    *,
-    recalibrate: bool = False,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> KernelCalibration:
-    """This machine's kernel model for ``adapter``'s framework: the cached one when it was made
-    with the installed framework version, else calibrated now (a few minutes) and cached."""
-    framework = adapter.framework
-    path = calibration_path(framework)
-    if path.exists() and not recalibrate:
-        try:
-            cached = load_calibration(path)
-        except NeuralCostError:
-            cached = None
-        if cached is not None and cached.versions == installed_versions(framework):
-            return cached
-    calibration = calibrate_kernels(adapter, progress=progress)
-    save_calibration(calibration, path)
-    return calibration
-
-
 #: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
 #: enough to take a second or two in all), one per class.
 _PROBE_RANGE = (50e-6, 2e-3)
@@ -429,46 +399,30 @@ def probe_times(
     return dict(list(chosen.values())[:count])
 
 
-@dataclass(frozen=True, slots=True)
-class Drift:
-    """How fast this machine runs the calibration's drift probes now, against their time at calibration."""
+def calibration_path(framework: str, root: Path | None = None) -> Path:
+    """This machine's kernel calibration file for ``framework`` in the calibration cache."""
+    from ..hardware.host_calibration import live_machine_key
 
-    #: The median of ``ratios``: 1.0 is the machine as calibrated, 1.3 everything 30% slower.
-    ratio: float
-    #: (program, its time now ÷ its calibrated time), one per probed program.
-    ratios: tuple[tuple[str, float], ...]
-
-    def note(self) -> str:
-        return (
-            f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time "
-            f"at calibration (median; a shared machine's slow spell moves the observed time, not the expected one)"
-        )
+    return (root or cache_dir()) / f"kernels-{framework}-{key_digest(live_machine_key())}.json"
 
 
-def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, passes: int = 2) -> Drift | None:
-    """Re-measure ``calibration``'s drift probes (a few quick-grid programs, measured as they
-    were at calibration: the smallest of ``passes``) and compare: is the machine as fast now as
-    when it was calibrated? None when the calibration has no probes (made before they existed)
-    or none can be re-run here."""
-    probes = calibration.probes
-    if not probes:
-        return None
-    ratios = []
-    for program in adapter.microbenchmarks(True):
-        if program.name not in probes:
-            continue
-        kind, seconds = probes[program.name]
+def kernel_calibration(
+    adapter: FrameworkAdapter,
+    *,
+    recalibrate: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> KernelCalibration:
+    """This machine's kernel model for ``adapter``'s framework: the cached one when it was made
+    with the installed framework version, else calibrated now (a few minutes) and cached."""
+    framework = adapter.framework
+    path = calibration_path(framework)
+    if path.exists() and not recalibrate:
         try:
-            point = _measure_once_more(
-                adapter, calibration.hardware, program, passes, calibration.first_touch_seconds_per_byte
-            )
+            cached = load_calibration(path)
         except NeuralCostError:
-            continue
-        if point is not None and point.kernel_class == kind and seconds > 0:
-            ratios.append((program.name, point.measured_seconds / seconds))
-    if not ratios:
-        return None
-    values = sorted(ratio for _, ratio in ratios)
-    middle = len(values) // 2
-    ratio = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    return Drift(ratio, tuple(ratios))
+            cached = None
+        if cached is not None and cached.versions == installed_versions(framework):
+            return cached
+    calibration = calibrate_kernels(adapter, progress=progress)
+    save_calibration(calibration, path)
+    return calibration

@@ -54,7 +54,7 @@ def measure_floor(
     floor, the note also says how fast the machine runs a few calibration points now
     (``machine_drift``): the expectation is of the machine as calibrated."""
     from ..adapters.base import example_input_shapes
-    from ..analysis.calibrate_kernels import machine_drift
+    from ..analysis.drift import machine_drift
     from ..analysis.expected import calibration_flags
     from ..analysis.workload import framework_floor
 

@@ -1,0 +1,67 @@
+"""How fast this machine runs now, against its kernel calibration: the drift probes.
+
+A kernel calibration keeps a few *drift probes* (``calibrate_kernels.probe_times``): of the framework's quick grid,
+the shortest program of each kernel class taking 50 µs to 2 ms (up to six), with its time at
+calibration (the smallest of two passes). ``machine_drift`` re-runs them the same way and gives
+the median of now ÷ then: 1.0 is the machine as calibrated, 1.3 everything 30% slower. The
+expected time is of the machine as calibrated; a shared machine's slow spell moves the observed
+time, and this says which happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..core.errors import NeuralCostError
+from ..core.units import plural
+from ..hardware.kernel_model import KernelCalibration
+from .calibrate_kernels import _measure_once_more
+
+if TYPE_CHECKING:
+    from ..adapters.base import FrameworkAdapter
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """How fast this machine runs the calibration's drift probes now, against their time at calibration."""
+
+    #: The median of ``ratios``: 1.0 is the machine as calibrated, 1.3 everything 30% slower.
+    ratio: float
+    #: (program, its time now ÷ its calibrated time), one per probed program.
+    ratios: tuple[tuple[str, float], ...]
+
+    def note(self) -> str:
+        return (
+            f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time "
+            f"at calibration (median; a shared machine's slow spell moves the observed time, not the expected one)"
+        )
+
+
+def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, passes: int = 2) -> Drift | None:
+    """Re-measure ``calibration``'s drift probes (a few quick-grid programs, measured as they
+    were at calibration: the smallest of ``passes``) and compare: is the machine as fast now as
+    when it was calibrated? None when the calibration has no probes (made before they existed)
+    or none can be re-run here."""
+    probes = calibration.probes
+    if not probes:
+        return None
+    ratios = []
+    for program in adapter.microbenchmarks(True):
+        if program.name not in probes:
+            continue
+        kind, seconds = probes[program.name]
+        try:
+            point = _measure_once_more(
+                adapter, calibration.hardware, program, passes, calibration.first_touch_seconds_per_byte
+            )
+        except NeuralCostError:
+            continue
+        if point is not None and point.kernel_class == kind and seconds > 0:
+            ratios.append((program.name, point.measured_seconds / seconds))
+    if not ratios:
+        return None
+    values = sorted(ratio for _, ratio in ratios)
+    middle = len(values) // 2
+    ratio = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return Drift(ratio, tuple(ratios))
