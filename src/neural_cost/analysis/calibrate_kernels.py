@@ -18,6 +18,7 @@ made with another framework version).
 from __future__ import annotations
 
 import datetime
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +30,7 @@ from ..costs.estimate import estimate_trace
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
-from .expected import class_model, installed_versions, kernel_class, repeats
+from .expected import allocated_records, class_model, installed_versions, kernel_class, repeats
 from .fresh_pages import ALWAYS_MAPPED_BYTES, allocator_caveat, large_result_bytes
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
@@ -84,11 +85,7 @@ class _Prepared:
     def unwatched_ratio(self) -> float:
         """The median of the passes' ratios (1 without any): applied to the smallest raw kernel
         time, so that a stall in one pass neither slows a kernel nor, through its ratio, speeds it."""
-        if not self.unwatched:
-            return 1.0
-        ordered = sorted(self.unwatched)
-        middle = len(ordered) // 2
-        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        return statistics.median(self.unwatched) if self.unwatched else 1.0
 
     def keep(self, key: int | None, seconds: float) -> None:
         self.best[key] = min(seconds, self.best.get(key, seconds))
@@ -142,8 +139,7 @@ def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[
         return []
     best = prepared.best[None]
     if first_touch and allocator_caveat() is None:
-        everything = tuple(range(len(estimate.by_operation)))
-        fresh = large_result_bytes(estimate, everything, ALWAYS_MAPPED_BYTES) * first_touch
+        fresh = large_result_bytes(estimate, allocated_records(estimate), ALWAYS_MAPPED_BYTES) * first_touch
         best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:
@@ -254,6 +250,11 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
     return points
 
 
+def _points(adapter: FrameworkAdapter, prepared: _Prepared, first_touch: float | None) -> list[Point | _Pending]:
+    """A measured program's points, as its framework's kernels are timed (wall or profiled)."""
+    return _wall_points(prepared, first_touch) if adapter.kernel_timing == "wall" else _profiled_points(prepared)
+
+
 def measure_points(
     adapter: FrameworkAdapter,
     hardware: HardwareSpec,
@@ -294,7 +295,7 @@ def measure_points(
         if item.program.name in failed:
             continue
         try:
-            found = _wall_points(item, first_touch) if adapter.kernel_timing == "wall" else _profiled_points(item)
+            found = _points(adapter, item, first_touch)
         except NeuralCostError as error:
             notes.append(f"{item.program.name}: {error}")
             continue
@@ -370,8 +371,7 @@ def _measure_once_more(
     prepared = _prepare(adapter, hardware, program)
     for _ in range(passes):
         _time_once(adapter, prepared)
-    found = _wall_points(prepared, first_touch) if adapter.kernel_timing == "wall" else _profiled_points(prepared)
-    points = [p for p in found if isinstance(p, Point)]
+    points = [p for p in _points(adapter, prepared, first_touch) if isinstance(p, Point)]
     return max(points, key=lambda p: p.measured_seconds, default=None)
 
 

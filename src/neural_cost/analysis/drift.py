@@ -10,6 +10,7 @@ time, and this says which happened.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,7 +62,4 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
             ratios.append((program.name, point.measured_seconds / seconds))
     if not ratios:
         return None
-    values = sorted(ratio for _, ratio in ratios)
-    middle = len(values) // 2
-    ratio = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    return Drift(ratio, tuple(ratios))
+    return Drift(statistics.median(ratio for _, ratio in ratios), tuple(ratios))

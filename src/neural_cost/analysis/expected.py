@@ -407,15 +407,19 @@ def _records(estimate: CostEstimate, row: KernelTime) -> tuple[int, ...]:
     return ()
 
 
-def _large_results(estimate: CostEstimate) -> int:
-    """Bytes of every result of at least ``FRESH_THRESHOLD_BYTES``: what lands on fresh pages
-    when none is reused (the range's upper end). Kernels that write in place are left out; a
-    trace without kernels cannot tell them apart and counts every result."""
+def allocated_records(estimate: CostEstimate) -> tuple[int, ...]:
+    """The records whose results are allocated: all but those of kernels that write in place
+    (``relu_``, ``copy_``); a trace without kernels cannot tell them apart and gives every record."""
     if not estimate.kernels:
-        return large_result_bytes(estimate, tuple(range(len(estimate.by_operation))), FRESH_THRESHOLD_BYTES)
+        return tuple(range(len(estimate.by_operation)))
     allocated = [i for kernel in estimate.kernels if not _call_name(kernel).endswith("_") for i in kernel.operations]
-    allocated += list(estimate.unmapped_operations)
-    return large_result_bytes(estimate, tuple(dict.fromkeys(allocated)), FRESH_THRESHOLD_BYTES)
+    return tuple(dict.fromkeys([*allocated, *estimate.unmapped_operations]))
+
+
+def _large_results(estimate: CostEstimate) -> int:
+    """Bytes of every allocated result of at least ``FRESH_THRESHOLD_BYTES``: what lands on fresh
+    pages when none is reused (the range's upper end)."""
+    return large_result_bytes(estimate, allocated_records(estimate), FRESH_THRESHOLD_BYTES)
 
 
 def record_expectations(estimate: CostEstimate, bounds: Mapping[int, float], expected: Expected) -> dict[int, float]:

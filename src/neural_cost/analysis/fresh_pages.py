@@ -30,7 +30,7 @@ import sys
 from collections.abc import Mapping
 
 from ..core.estimate import CostEstimate
-from ..core.units import format_si
+from ..core.units import format_seconds, format_si
 
 #: glibc's initial mmap threshold: a result at least this large may be handed out on fresh pages.
 FRESH_THRESHOLD_BYTES = 128 * 1024
@@ -59,7 +59,8 @@ def allocator_caveat(environ: Mapping[str, str] | None = None) -> str | None:
 
 def large_result_bytes(estimate: CostEstimate, operations: tuple[int, ...], at_least: int) -> int:
     """Bytes of the results of ``operations`` (record indices) of at least ``at_least`` bytes each,
-    over all their executions (an in-place result is counted too: the records do not say)."""
+    over all their executions. The records do not say which results are written in place: pass
+    the allocated ones (``expected.allocated_records``)."""
     total = 0
     for i in operations:
         operation = estimate.by_operation[i].operation
@@ -69,8 +70,6 @@ def large_result_bytes(estimate: CostEstimate, operations: tuple[int, ...], at_l
 
 
 def always_mapped_note(fresh_bytes: int, seconds: float) -> str:
-    from ..core.units import format_seconds
-
     return (
         f"fresh pages: {format_si(fresh_bytes, 'B')} of results of ≥ 32 MiB each are mapped anew on every run by "
         f"glibc (never kept for reuse): {format_seconds(seconds)} of first-touch page faults in the expected time"
