@@ -167,14 +167,27 @@ def test_the_finding_names_modeled_kernels_only_and_never_for_another_machine():
     assert message is not None and "fusion.0: 43.5× its expected time" in message and "copy.1" not in message
     other = KernelCalibration("torch", SPEC, {"matmul": matmul}, machine={"cpu_model": "Other"})
     assert finding(other, {"cpu_model": "This"}) is None
-    # profiled runs of 600 µs against timed runs of 300 µs: the profiler doubled what it watched,
-    # so 100 µs measured counts as 50 µs unwatched: 50 / 2.29867 = 21.75× — still named, scaled and said
+    # profiled runs of 600 µs against timed runs of 300 µs, kernels filling 350 µs of them: the
+    # profiler doubled what it watched, so 100 µs measured counts as 50 µs unwatched:
+    # 50 / 2.29867 = 21.75× — still named, scaled and said
     from dataclasses import replace
 
-    profile = replace(profile, wall_seconds=600e-6)
+    profile = replace(
+        profile,
+        wall_seconds=600e-6,
+        kernels=(MeasuredKernel(0, 100e-6, 1), MeasuredKernel(1, 250e-6, 1)),
+        kernel_seconds=350e-6,
+    )
     message = finding(_calibration({"matmul": matmul}), {})
     assert message is not None and "fusion.0: 21.8× its expected time (100.0 µs measured" in message
     assert "(measured times ×0.50: the profiled runs took 600.0 µs each, the timed runs 300.0 µs)" in message
+    # the same 600 µs runs with kernels in 200 µs of them (a third): the slowdown is dispatch's, not
+    # the kernels' (Profile.unwatched_ratio): 100 µs stands, 43.5×, nothing scaled
+    profile = replace(
+        profile, kernels=(MeasuredKernel(0, 100e-6, 1), MeasuredKernel(1, 100e-6, 1)), kernel_seconds=200e-6
+    )
+    message = finding(_calibration({"matmul": matmul}), {})
+    assert message is not None and "fusion.0: 43.5× its expected time" in message and "measured times ×" not in message
 
 
 def test_a_curve_with_a_nan_knot_is_refused():

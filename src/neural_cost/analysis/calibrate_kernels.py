@@ -115,12 +115,10 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         **program.trace_options,
     )
     prepared.fused = prepared.fused or _fused(profile, {measured.kernel for measured in profile.kernels})
-    # The profiler slows what it watches (an event per kernel execution: a looped kernel of 30 µs
-    # read 1.5× its unwatched time here); its kernels are scaled by the run's own wall time ÷ its
-    # wall time under the profiler (never up), so the model predicts runs nobody profiles.
-    profiled_run = profile.wall_seconds / profile.runs if profile.runs else 0.0
-    if profiled_run > 0:
-        prepared.unwatched.append(min(1.0, wall.median_seconds / profiled_run))
+    # The profiler slows what it watches; its kernels are scaled by the run's own wall time ÷ its
+    # wall time under the profiler (``Profile.unwatched_ratio``), so the model predicts runs nobody
+    # profiles.
+    prepared.unwatched.append(profile.unwatched_ratio(wall.median_seconds))
     executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
     for measured in profile.kernels:
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
@@ -339,7 +337,8 @@ def calibrate_kernels(
     method = (
         "wall time of one-kernel programs (Python and dispatch included)"
         if adapter.kernel_timing == "wall"
-        else "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler"
+        else "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler "
+        "when its kernels fill at least half of the latter"
     )
     notes.append(
         f"{len(programs)} micro-programs, {len(points)} kernel points in {time.perf_counter() - started:.0f} s"

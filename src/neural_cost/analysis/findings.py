@@ -305,10 +305,10 @@ def _above_expected(report: GapReport) -> Iterator[str]:
         return
     # The profiler slows what it watches; the expectation is of unwatched runs (as the calibration
     # scales its profiled kernels): measured kernel times are scaled by the timed runs' median ÷
-    # the profiled runs' wall time per run (never up) before they are compared.
+    # the profiled runs' wall time per run (``Profile.unwatched_ratio``) before they are compared.
     profile = report.profile
     per_run = profile.wall_seconds / profile.runs if profile is not None and profile.runs else 0.0
-    unwatched = min(1.0, report.observed_seconds / per_run) if per_run > 0 else 1.0
+    unwatched = profile.unwatched_ratio(report.observed_seconds) if profile is not None else 1.0
     rows = [
         row
         for row in expected.rows
