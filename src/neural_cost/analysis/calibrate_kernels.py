@@ -31,7 +31,7 @@ from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
 from .expected import allocated_records, class_model, installed_versions, kernel_class, repeats
-from .fresh_pages import ALWAYS_MAPPED_BYTES, allocator_caveat, large_result_bytes
+from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
 
@@ -128,16 +128,17 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
 
 def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
     """The wall-timed program's point (or pending entry). ``first_touch``: seconds per fresh byte;
-    the page faults of its results of ≥ 32 MiB, which glibc maps anew on every run, are taken
-    out (a prediction adds them back for such results: ``analysis/fresh_pages.py``), never below
-    the program's roofline bound."""
+    the page faults of its results glibc maps anew on every run (≥ 32 MiB by default:
+    ``fresh_pages.glibc_allocator``) are taken out (a prediction adds them back for such
+    results), never below the program's roofline bound."""
     estimate, program = prepared.estimate, prepared.program
     rows = [row for row in prepared.scored if row.operations and row.executions]
     if not rows or None not in prepared.best:
         return []
     best = prepared.best[None]
-    if first_touch and allocator_caveat() is None:
-        fresh = large_result_bytes(estimate, allocated_records(estimate), ALWAYS_MAPPED_BYTES) * first_touch
+    allocator = glibc_allocator()
+    if first_touch and allocator.caveat is None and allocator.mapped_from is not None:
+        fresh = large_result_bytes(estimate, allocated_records(estimate), allocator.mapped_from) * first_touch
         best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:

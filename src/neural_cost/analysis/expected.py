@@ -40,13 +40,7 @@ from ..core.kernels import Kernel
 from ..core.units import format_seconds
 from ..hardware.kernel_model import ClassModel, KernelCalibration
 from ..hardware.spec import HardwareSpec
-from .fresh_pages import (
-    ALWAYS_MAPPED_BYTES,
-    FRESH_THRESHOLD_BYTES,
-    allocator_caveat,
-    always_mapped_note,
-    large_result_bytes,
-)
+from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
 
@@ -77,7 +71,7 @@ PRIORITY = (
 _FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.IGNORECASE)
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 6
+KERNEL_MODEL_REVISION = 7
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -335,7 +329,8 @@ def expected_time(
         raise RecordError(f"floor_seconds={floor_seconds!r} must be a non-negative number of seconds")
     scored, _notes = kernel_rows(estimate, calibration.hardware)
     cost = calibration.first_touch_seconds_per_byte
-    caveat = allocator_caveat() if cost is not None else None
+    allocator = glibc_allocator()
+    mapped_from = allocator.mapped_from if cost is not None and allocator.caveat is None else None
     rows = []
     missing: dict[str, int] = {}
     unmodeled: list[str] = []
@@ -353,8 +348,8 @@ def expected_time(
         else:
             n = repeats(estimate, row, name)
             seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
-        if cost is not None and caveat is None:  # results glibc maps anew every run: their page faults
-            fresh = large_result_bytes(estimate, _records(estimate, row), ALWAYS_MAPPED_BYTES)
+        if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
+            fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
             fresh_bytes += fresh
             seconds += fresh * cost
         rows.append(ExpectedRow(name=row.name, kernel_class=name, executions=row.executions, seconds=seconds,
@@ -369,10 +364,10 @@ def expected_time(
             f"part only: the total is low"
         )
     fresh_seconds = fresh_bytes * (cost or 0.0)
-    if fresh_bytes:
-        notes.append(always_mapped_note(fresh_bytes, fresh_seconds))
-    if caveat is not None:
-        notes.append(f"fresh pages not predicted ({caveat}): only the range's upper end counts them")
+    upper_bytes, kept = _upper_fresh_bytes(estimate, allocator)
+    upper = None if cost is None else upper_bytes * cost
+    if cost is not None:
+        notes += mapped_note(allocator, fresh_bytes, fresh_seconds, kept=kept)
     if floor_seconds is None:
         notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")
     elif floor_note:
@@ -389,7 +384,7 @@ def expected_time(
         calibration_date=calibration.date,
         notes=tuple(notes),
         flags=calibration_flags(calibration, estimate.framework, machine, hardware),
-        first_touch_seconds=None if cost is None else cost * _large_results(estimate),
+        first_touch_seconds=upper,
         fresh_page_seconds=fresh_seconds,
         first_touch_seconds_per_byte=cost,
     )
@@ -416,10 +411,21 @@ def allocated_records(estimate: CostEstimate) -> tuple[int, ...]:
     return tuple(dict.fromkeys([*allocated, *estimate.unmapped_operations]))
 
 
-def _large_results(estimate: CostEstimate) -> int:
-    """Bytes of every allocated result of at least ``FRESH_THRESHOLD_BYTES``: what lands on fresh
-    pages when none is reused (the range's upper end)."""
-    return large_result_bytes(estimate, allocated_records(estimate), FRESH_THRESHOLD_BYTES)
+def _upper_fresh_bytes(estimate: CostEstimate, allocator: Allocator) -> tuple[int, bool]:
+    """Bytes of results on fresh pages at the range's upper end: every allocated result of at
+    least ``FRESH_THRESHOLD_BYTES`` (or the allocator's mmap threshold, when lower) when none is
+    reused; only those mapped anew every run when the allocator keeps the rest (its trim
+    threshold set above all a run allocates below its mmap threshold). And whether it keeps them."""
+    records = allocated_records(estimate)
+    if allocator.caveat is None and allocator.mapped_from is not None:
+        mapped = large_result_bytes(estimate, records, allocator.mapped_from)
+    else:
+        mapped = 0
+    heap = large_result_bytes(estimate, records, 1) - mapped
+    if allocator.keeps(heap):
+        return mapped, True
+    lowest = min(FRESH_THRESHOLD_BYTES, allocator.mapped_from or FRESH_THRESHOLD_BYTES)
+    return large_result_bytes(estimate, records, lowest), False
 
 
 def record_expectations(estimate: CostEstimate, bounds: Mapping[int, float], expected: Expected) -> dict[int, float]:
