@@ -24,6 +24,8 @@ exits 0 (figures, not a test).
     .venv/bin/python benchmarks/expected_time.py [--models gpt2,lstm] [--quick]
 
 ``--quick`` measures only the first batch size of each model (the predict check still runs).
+``--allocator kept`` runs under glibc settings that keep every page mapped (``MALLOC_MMAP_MAX_=0``
+and a 16 GiB trim threshold): no result lands on fresh pages, whatever ran before in the process.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_models import BY_NAME, MODELS, HeldoutModel
 
 from neural_cost.adapters import adapter_for
+from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
 from neural_cost.analysis.workload import analyze_workload, time_workload, trace_workload
 from neural_cost.costs.estimate import estimate_trace
 
@@ -278,7 +281,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one batch size per model")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--allocator",
+        choices=("default", "kept"),
+        default="default",
+        help="kept: run under the glibc settings that keep every page mapped (fresh_pages.KEEP_PAGES; the "
+        "script starts itself again with them), so no heap-state page faults",
+    )
     options = parser.parse_args()
+    keep = dict(item.split("=", 1) for item in KEEP_PAGES.split())
+    if options.allocator == "kept" and any(os.environ.get(name) != value for name, value in keep.items()):
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **keep})  # glibc reads them at start
+    print(f"allocator: {glibc_allocator().settings or glibc_allocator().caveat}")
     unknown = [name for name in options.models.split(",") if name not in BY_NAME]
     if unknown:
         print(f"unknown models {', '.join(unknown)}; known: {', '.join(BY_NAME)}")

@@ -178,9 +178,11 @@ def torch_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
 
 
 def first_touch_probe(elements: int = 16 * 1024 * 1024, repeats: int = 3) -> float:
-    """Seconds per byte a fresh result costs over a warm one: a 64 MiB float32 tensor — above
-    glibc's largest dynamic mmap threshold (32 MiB), so freshly mapped each time — filled as
-    allocated against the same fill on a warm tensor, the smallest difference of ``repeats``."""
+    """Seconds per byte a fresh result costs over a warm one: a 64 MiB float32 tensor on pages
+    mapped for it (an anonymous ``mmap`` of its own, whatever the allocator's settings: with
+    ``MALLOC_MMAP_MAX_=0`` a ``torch.empty`` would reuse the last one's pages) filled as mapped,
+    against the same fill on a warm tensor, the smallest difference of ``repeats``."""
+    import mmap
     import time
 
     warm = torch.empty(elements)
@@ -190,10 +192,12 @@ def first_touch_probe(elements: int = 16 * 1024 * 1024, repeats: int = 3) -> flo
         start = time.perf_counter()
         warm.fill_(2.0)
         warm_seconds = time.perf_counter() - start
+        pages = mmap.mmap(-1, 4 * elements, flags=mmap.MAP_PRIVATE)  # anonymous, private as malloc maps
         start = time.perf_counter()
-        fresh = torch.empty(elements)
+        fresh = torch.frombuffer(pages, dtype=torch.float32)
         fresh.fill_(1.0)
         fresh_seconds = time.perf_counter() - start
         del fresh
+        pages.close()
         best = min(best, max(0.0, fresh_seconds - warm_seconds) / (4 * elements))
     return best
