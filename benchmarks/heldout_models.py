@@ -26,7 +26,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 #: (fn, args, kwargs, trace_options)
 Workload = tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]
 
-SEQUENCE = 128  # tokens per row of the transformer models
+# The transformers are 240 wide over rows of 120 tokens: off every calibration grid (at 256 wide
+# over 128-token rows, their linear layers' shapes, 512×256→768 and the like, were grid points).
+SEQUENCE = 120  # tokens per row of the transformer models
+HIDDEN = 240  # their width: 4 heads of 60
 VOCAB = 8192
 IMAGE = 64  # side of the CNNs' square RGB images
 STEPS = 64  # time steps of the recurrent models
@@ -59,7 +62,7 @@ def _gpt2() -> Any:
 
     torch.manual_seed(0)
     config = transformers.GPT2Config(
-        n_layer=2, n_embd=256, n_head=4, vocab_size=VOCAB, n_positions=256, bos_token_id=0, eos_token_id=0
+        n_layer=2, n_embd=HIDDEN, n_head=4, vocab_size=VOCAB, n_positions=256, bos_token_id=0, eos_token_id=0
     )
     return transformers.GPT2LMHeadModel(config).eval()
 
@@ -72,10 +75,10 @@ def _bert() -> Any:
     torch.manual_seed(0)
     config = transformers.BertConfig(
         vocab_size=VOCAB,
-        hidden_size=256,
+        hidden_size=HIDDEN,
         num_hidden_layers=2,
         num_attention_heads=4,
-        intermediate_size=1024,
+        intermediate_size=4 * HIDDEN,
         max_position_embeddings=256,
         num_labels=4,
     )
@@ -90,7 +93,7 @@ def _llama() -> Any:
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
         vocab_size=VOCAB,
-        hidden_size=256,
+        hidden_size=HIDDEN,
         intermediate_size=688,
         num_hidden_layers=2,
         num_attention_heads=4,

@@ -69,3 +69,76 @@ def test_model_builds_and_runs_at_batch_2(model):
     assert isinstance(trace_options, dict)
     out = output_of(model.framework, fn, args, kwargs)
     assert tuple(out.shape) == SHAPES[model.name]
+
+
+def _held_out_convolutions():
+    """(in channels, out channels, map size, kernel, stride) of every convolution layer of the zoo:
+    the ResNet's read from its modules as it runs, the Flax and Keras CNNs' from their definitions
+    (3×3, stride 1, "same": 3→32 on 64², 32→64 on 32², 64→128 on 16² after each 2×2 max pool)."""
+    layers = set()
+
+    def record(module, inputs, _output):
+        layers.add((module.in_channels, module.out_channels, inputs[0].shape[-1], module.kernel_size[0],
+                    module.stride[0]))  # fmt: skip
+
+    model = zoo.BY_NAME["resnet"].build(BATCH)[0]
+    hooks = [m.register_forward_hook(record) for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    try:
+        with torch.no_grad():
+            model(*zoo.BY_NAME["resnet"].build(BATCH)[1])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    # the stem 3→32; 32→32 (four layers, one shape); 32→64 3×3 and 1×1 at stride 2; 64→64;
+    # 64→128 3×3 and 1×1 at stride 2; 128→128
+    assert len(layers) == 8
+    cnn = {(3, 32, zoo.IMAGE, 3, 1), (32, 64, zoo.IMAGE // 2, 3, 1), (64, 128, zoo.IMAGE // 4, 3, 1)}
+    return layers | cnn
+
+
+def test_no_calibration_convolution_has_a_held_out_layers_shape():
+    """The benchmark's models stay unseen by the kernel calibration: no convolution of any
+    framework's grid has the channels, map size, kernel and stride of one of their layers, at
+    any batch."""
+    from neural_cost.adapters import _microgrid as grid
+    from neural_cost.adapters._jax.microbench import _CONVS as JAX_CONVS
+    from neural_cost.adapters._tf.microbench import _CONVS as TF_CONVS
+    from neural_cost.adapters._torch.microbench import _convs
+
+    held = _held_out_convolutions()
+    stride_1 = {(c_in, c_out, size, k, 1) for _, c_in, c_out, size, k in (*JAX_CONVS, *TF_CONVS, *grid.LARGE_CONVS)}
+    torch_grid = set()
+    for program in _convs(False):
+        _, shape, c_out, kernel, stride = program.name.replace("->", " ").split()  # conv2d NxCxHxW Cout kK sS
+        _, c_in, size, _ = (int(v) for v in shape.split("x"))
+        torch_grid.add((c_in, int(c_out), size, int(kernel[1:]), int(stride[1:])))
+    assert len(torch_grid) > 20 and len(stride_1) > 20
+    assert not held & (stride_1 | torch_grid), held & (stride_1 | torch_grid)
+
+
+def test_no_calibration_contraction_has_a_held_out_linear_layers_shape():
+    """No ``linear m×k×n`` of the PyTorch grid is a linear layer of a held-out transformer at one of
+    its batches (m = batch × tokens per row, or batch for BERT's pooler): at 256 wide over 128-token rows, 512×256→768 (GPT-2's
+    attention projection at batch 4) and others were grid points."""
+    pytest.importorskip("transformers")
+    import transformers.pytorch_utils
+
+    from neural_cost.adapters._torch.microbench import _matmuls
+
+    grid = {tuple(int(v) for v in program.name.split()[1].split("x")) for program in _matmuls(False)
+            if program.name.startswith("linear")}  # fmt: skip
+    held = set()
+    for name in ("gpt2", "bert", "llama"):
+        model = zoo.BY_NAME[name]
+        module = model.build(BATCH)[0]
+        for layer in module.modules():
+            if isinstance(layer, torch.nn.Linear):
+                shape = (layer.in_features, layer.out_features)
+            elif isinstance(layer, transformers.pytorch_utils.Conv1D):  # GPT-2's: weight is in × out
+                shape = tuple(layer.weight.shape)
+            else:
+                continue
+            for batch in (*model.batches, model.unseen_batch):  # every token, or one a row (BERT's pooler)
+                held |= {(batch * zoo.SEQUENCE, *shape), (batch, *shape)}
+    assert len(grid) > 40 and len(held) > 10
+    assert not grid & held, grid & held

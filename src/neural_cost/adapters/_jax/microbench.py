@@ -61,14 +61,15 @@ def _conv(x: jax.Array, w: jax.Array, layout: str) -> jax.Array:
 
 #: The shared convolutions then JAX's own (batch, in channels, out channels, size, kernel); the
 #: 2nd, 6th and 10th run NCHW, the others NHWC.
-_CONVS = (*grid.CONVS, (8, 3, 32, 64, 3), (2, 32, 64, 28, 5), (1, 16, 16, 8, 3), (4, 32, 32, 16, 1),
+_CONVS = (*grid.CONVS, (8, 3, 32, 48, 3), (2, 32, 64, 28, 5), (1, 16, 16, 8, 3), (4, 32, 32, 16, 1),
           (8, 64, 128, 28, 3), (1, 128, 256, 14, 3), (16, 3, 64, 112, 7))  # fmt: skip
 _NCHW = {1, 5, 9}
 
 
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     convs = [("NCHW" if i in _NCHW else "NHWC", *conv) for i, conv in enumerate(_CONVS)]
-    for layout, n, c_in, c_out, size, k in convs[:: 4 if quick else 1]:  # quick: NHWC ones
+    convs = convs[::4] if quick else convs + [("NHWC", *conv) for conv in grid.LARGE_CONVS]  # quick: NHWC ones
+    for layout, n, c_in, c_out, size, k in convs:
         if layout == "NHWC":
             x, w = rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)
         else:

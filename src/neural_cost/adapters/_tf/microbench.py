@@ -50,7 +50,14 @@ def _matmuls(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 
 #: The shared convolutions then TensorFlow's own (batch, in channels, out channels, size, kernel).
-_CONVS = (*grid.CONVS, (1, 16, 16, 8, 3), (8, 64, 128, 28, 3), (1, 128, 256, 14, 3), (2, 32, 64, 28, 5))
+_CONVS = (
+    *grid.CONVS,
+    (1, 16, 16, 8, 3),
+    (8, 64, 128, 28, 3),
+    (1, 128, 256, 14, 3),
+    (2, 32, 64, 28, 5),
+    *grid.LARGE_CONVS,
+)
 
 
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:

@@ -68,7 +68,10 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
     convs = [(*conv, 1) for conv in grid.CONVS] + [
         (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1), (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1),
         (4, 32, 64, 16, 3, 2), (1, 3, 32, 64, 7, 2), (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1),
-        (2, 64, 64, 32, 3, 1), (16, 3, 16, 64, 3, 1), (4, 64, 128, 16, 1, 2), (1, 256, 256, 14, 3, 1),
+        (2, 64, 64, 28, 3, 1), (16, 3, 16, 64, 3, 1), (4, 64, 128, 16, 1, 2), (1, 256, 256, 14, 3, 1),
+    ] + [(*conv, 1) for conv in grid.LARGE_CONVS] + [
+        # strided and stem layers on large maps (downsampling shortcuts, first layers)
+        (12, 48, 96, 56, 1, 2), (6, 96, 192, 28, 1, 2), (12, 24, 48, 56, 3, 2), (2, 3, 48, 112, 3, 1),
     ]  # fmt: skip
     for n, c_in, c_out, size, k, stride in convs[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
