@@ -118,8 +118,9 @@ def test_no_calibration_convolution_has_a_held_out_layers_shape():
 
 def test_no_calibration_contraction_has_a_held_out_linear_layers_shape():
     """No ``linear m×k×n`` of the PyTorch grid is a linear layer of a held-out transformer at one of
-    its batches (m = batch × tokens per row, or batch for BERT's pooler): at 256 wide over 128-token rows, 512×256→768 (GPT-2's
-    attention projection at batch 4) and others were grid points."""
+    its batches (m = batch × tokens per row, or batch for BERT's pooler): at 256 wide over
+    128-token rows, 512×256→768 (GPT-2's attention projection at batch 4) and others were grid
+    points."""
     pytest.importorskip("transformers")
     import transformers.pytorch_utils
 
