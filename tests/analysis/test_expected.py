@@ -481,6 +481,7 @@ def test_results_of_32_mib_are_on_fresh_pages_every_run_and_smaller_ones_only_at
     for unread, said in (
         ({"MALLOC_MMAP_THRESHOLD_": "1000000000"}, "above 32 MiB"),
         ({"MALLOC_TOP_PAD_": "lots"}, "'lots'"),
+        ({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, "hugetlb"),
     ):
         found = tuned(**unread)
         assert found.fresh_page_seconds == 0 and found.cold_seconds == pytest.approx(found.seconds + 5.0331648e-3)

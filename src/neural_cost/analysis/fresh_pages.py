@@ -61,7 +61,7 @@ _VARIABLES = {
     "MALLOC_MMAP_MAX_": "glibc.malloc.mmap_max",
 }
 _PRELOADED = ("jemalloc", "tcmalloc", "mimalloc")
-#: What keeps every page of a steady loop mapped (``allocator_advice``).
+#: What keeps every page of a steady loop mapped (the ``page_faults`` finding gives it).
 KEEP_PAGES = "MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184"
 
 
@@ -102,6 +102,8 @@ def glibc_allocator(environ: Mapping[str, str] | None = None) -> Allocator:
     preloaded = [name for name in _PRELOADED if name in env.get("LD_PRELOAD", "")]
     if preloaded:
         return Allocator(None, None, "", f"{preloaded[0]} is preloaded (LD_PRELOAD)")
+    if "glibc.malloc.hugetlb=" in env.get("GLIBC_TUNABLES", ""):
+        return Allocator(None, None, "", "glibc.malloc.hugetlb is set (huge pages fault once for 2 MiB or more)")
     raw = {variable: _setting(env, variable) for variable in _VARIABLES}
     given = {variable: value for variable, value in raw.items() if value is not None}
     if not given:
