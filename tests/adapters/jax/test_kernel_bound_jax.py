@@ -116,15 +116,16 @@ def test_every_record_lands_in_one_kernel_or_the_unmapped_row():
 def in_band(analyze, low, attempts=5, levels=None):
     """The first of up to ``attempts`` analyses whose efficiency lies in [low, 1]. Other load on a
     shared machine only slows a run (a lower efficiency); an attempt above 100% means the bound is
-    too high: the levels' bandwidths are measured again once (load during their calibration reads
-    them low), and a second attempt above 100% fails."""
+    too high: the levels' bandwidths are measured again (load during their calibration reads them
+    low; at most twice: one re-measure under load read an L2 loop at 107%), and an attempt above
+    100% after that fails."""
     reports = []
-    recalibrated = levels is None
+    recalibrations = 0 if levels is not None else 2
     for _ in range(attempts):
         report = analyze()
-        if report.efficiency > 1.0 and not recalibrated:
+        while report.efficiency > 1.0 and recalibrations < 2:
             levels.recalibrate()
-            recalibrated = True
+            recalibrations += 1
             report = analyze()
         assert report.efficiency <= 1.0, report.render()
         if report.efficiency >= low:
