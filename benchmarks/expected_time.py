@@ -291,7 +291,11 @@ def main() -> None:
     options = parser.parse_args()
     keep = dict(item.split("=", 1) for item in KEEP_PAGES.split())
     if options.allocator == "kept" and any(os.environ.get(name) != value for name, value in keep.items()):
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **keep})  # glibc reads them at start
+        if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+            print("--allocator kept: GLIBC_TUNABLES sets glibc.malloc.* as well; unset it first")
+            return
+        # glibc reads them at start: the script starts again with them (once: then they are set)
+        os.execve(sys.executable, list(sys.orig_argv), {**os.environ, **keep})
     print(f"allocator: {glibc_allocator().settings or glibc_allocator().caveat}")
     unknown = [name for name in options.models.split(",") if name not in BY_NAME]
     if unknown:

@@ -406,6 +406,43 @@ def test_a_recurrent_layer_is_one_rnn_kernel_and_its_modules_fills_are_not():
     assert row.seconds == pytest.approx(5 * rnn.seconds(layer.compute_seconds / 5, layer.memory_seconds / 5))
 
 
+def _glibc_defaults(monkeypatch):
+    """The environment of a process that left glibc's allocator at its defaults (skip elsewhere)."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's behaviour is what is modeled")
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.setenv("GLIBC_TUNABLES", "")
+
+
+def test_glibc_settings_are_read_as_glibc_reads_them():
+    """Numbers as strtoul with base 0: -1 wraps to SIZE_MAX ("never trim"), 0x hex, a leading 0
+    octal; a suffix is not modeled. In GLIBC_TUNABLES a later entry overrides an earlier one; a
+    variable and its tunable set to different values, or huge pages for malloc, are not modeled."""
+    import platform
+
+    from neural_cost.analysis.fresh_pages import glibc_allocator
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's settings are what is read")
+    never = glibc_allocator({"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "-1"})
+    assert (never.mapped_from, never.trim_bytes, never.caveat) == (None, 2**64 - 1, None)
+    assert never.keeps(10**15)
+    assert glibc_allocator({"MALLOC_MMAP_THRESHOLD_": "0x20000"}).mapped_from == 131_072
+    assert glibc_allocator({"MALLOC_MMAP_THRESHOLD_": "010"}).mapped_from == 8
+    assert glibc_allocator({}).mapped_from == 32 * 1024 * 1024 and glibc_allocator({}).trim_bytes is None
+    assert "'16G' is not a plain number" in (glibc_allocator({"MALLOC_TRIM_THRESHOLD_": "16G"}).caveat or "")
+    later = glibc_allocator({"GLIBC_TUNABLES": "glibc.malloc.mmap_max=1:glibc.malloc.mmap_max=0"})
+    assert later.mapped_from is None and later.settings == "MALLOC_MMAP_MAX_=0"
+    both = glibc_allocator({"MALLOC_MMAP_MAX_": "0", "GLIBC_TUNABLES": "glibc.malloc.mmap_max=65536"})
+    assert "both set" in (both.caveat or "")
+    assert glibc_allocator({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}).caveat is None
+    assert "hugetlb" in (glibc_allocator({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}).caveat or "")
+
+
 def _two_large_results():
     from neural_cost import Kernel, Operation
 
@@ -488,18 +525,16 @@ def test_results_of_32_mib_are_on_fresh_pages_every_run_and_smaller_ones_only_at
         assert any(note.startswith("fresh pages not predicted") and said in note for note in found.notes)
 
 
-def test_measured_page_faults_are_priced_beside_the_expectation():
+def test_measured_page_faults_are_priced_beside_the_expectation(monkeypatch):
     """1,000 minor page faults per timed run of 4,096-byte pages; at 1e-10 s per byte a page costs
     409.6 ns and the faults 409.6 µs, beside the 3.3554432 ms the expected time counts (the 32 MiB
     result's faults: counted, not measured, so the two are set side by side, never merged).
     A measurement without fault counts, or a framework without a first-touch cost, prints nothing."""
-    import platform
     from dataclasses import replace
 
     from neural_cost.report.expected_text import page_fault_line
 
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc's behaviour is what is modeled")
+    _glibc_defaults(monkeypatch)
     calibration = replace(_calibration({}), first_touch_seconds_per_byte=1e-10)
     expected = expected_time(_two_large_results(), calibration, machine={})
     line = page_fault_line(expected, {"minor_page_faults_per_run": 1000.0, "page_bytes": 4096})
@@ -562,8 +597,10 @@ def test_a_benchmark_counts_the_page_faults_of_its_timed_runs():
 
     torch = pytest.importorskip("torch")
 
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc's behaviour is what is relied on")
+    from neural_cost.analysis.fresh_pages import glibc_allocator
+
+    if platform.libc_ver()[0] != "glibc" or glibc_allocator() != glibc_allocator({}):
+        pytest.skip("glibc's default behaviour is what is relied on (this process started with other settings)")
     from pathlib import Path
 
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -575,7 +612,7 @@ def test_a_benchmark_counts_the_page_faults_of_its_timed_runs():
     assert measured.allocator["minor_page_faults_per_run"] >= 0.5 * pages
 
 
-def test_a_result_written_in_place_lands_on_no_fresh_pages():
+def test_a_result_written_in_place_lands_on_no_fresh_pages(monkeypatch):
     """``y = x * 2`` then ``relu_(y)`` on a 4,096 × 4,096 float32 tensor (67,108,864 B): the mul
     allocates a 64 MiB result (mapped anew every run: 67,108,864 × 1e-10 = 6.7108864 ms), the
     in-place relu writes into it (nothing fresh). The upper end counts the mul's result only."""
@@ -583,10 +620,8 @@ def test_a_result_written_in_place_lands_on_no_fresh_pages():
 
     torch = pytest.importorskip("torch")
     from neural_cost.adapters import adapter_for
-    from neural_cost.analysis.fresh_pages import allocator_caveat
 
-    if allocator_caveat() is not None:
-        pytest.skip(f"glibc's defaults are what is modeled ({allocator_caveat()})")
+    _glibc_defaults(monkeypatch)
 
     def program(x):
         y = x * 2.0

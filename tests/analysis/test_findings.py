@@ -159,7 +159,7 @@ def test_one_registered_rule_per_code_in_report_order():
     # The report prints findings in registration order: header warnings first, then the other
     # warnings, the notes on peaks and counts, the advice, and the notes on timing.
     # (issue 15 adds low_time_coverage, a header warning like low_coverage, printed right after it;
-    # issue 17 above_expected, advice after large_gap)
+    # issue 17 above_expected and page_faults, advice after large_gap)
     assert list(FINDING_RULES) == [
         "low_coverage",
         "low_time_coverage",
@@ -174,6 +174,7 @@ def test_one_registered_rule_per_code_in_report_order():
         "compute_bound",
         "large_gap",
         "above_expected",
+        "page_faults",
         "first_touch",
         "few_runs",
         "high_spread",

@@ -424,7 +424,8 @@ def _upper_fresh_bytes(estimate: CostEstimate, allocator: Allocator) -> tuple[in
     heap = large_result_bytes(estimate, records, 1) - mapped
     if allocator.keeps(heap):
         return mapped, True
-    lowest = min(FRESH_THRESHOLD_BYTES, allocator.mapped_from or FRESH_THRESHOLD_BYTES)
+    mapped_from = allocator.mapped_from if allocator.caveat is None else None
+    lowest = FRESH_THRESHOLD_BYTES if mapped_from is None else min(FRESH_THRESHOLD_BYTES, mapped_from)
     return large_result_bytes(estimate, records, lowest), False
 
 

@@ -336,6 +336,33 @@ def _above_expected(report: GapReport) -> Iterator[str]:
         yield f"slower than this device runs kernels like them: {shown}{scaled}"
 
 
+@finding("page_faults", "next")
+def _page_faults(report: GapReport) -> Iterator[str]:
+    """The timed runs' measured page faults, priced at the calibration's first-touch cost, when
+    they cost at least ``PAGE_FAULT_SHARE`` of the observed time beyond what the expected time
+    counts: glibc gave the memory back and maps it again each run; how to keep it."""
+    from .fresh_pages import KEEP_PAGES, glibc_allocator
+
+    expected = report.expected
+    faults = report.measurement.allocator.get("minor_page_faults_per_run")
+    page = report.measurement.allocator.get("page_bytes")
+    if expected is None or expected.flags or not faults or not page or not expected.first_touch_seconds_per_byte:
+        return
+    allocator = glibc_allocator()
+    seconds = faults * page * expected.first_touch_seconds_per_byte - expected.fresh_page_seconds
+    if allocator.caveat is not None or seconds < PAGE_FAULT_SHARE * report.observed_seconds:
+        return
+    if allocator.mapped_from is None and (allocator.trim_bytes or 0) >= 1 << 30:  # already kept: not this
+        return
+    yield (
+        f"page faults cost ≈ {format_seconds(seconds)} per run beyond what the expected time counts "
+        f"({format_percent(seconds / report.observed_seconds)} of the observed time; {faults:,.0f} measured at the "
+        f"calibrated first-touch cost): glibc ({allocator.settings}) returns freed memory to the system and maps "
+        f"it again on the next run. Keep it with {KEEP_PAGES} in the environment (nothing mapped, nothing "
+        f"returned; the process keeps its peak memory), or preload jemalloc or tcmalloc"
+    )
+
+
 @finding("first_touch", "note")
 def _first_touch(report: GapReport) -> Iterator[str]:
     message = first_touch_message(report)
@@ -365,30 +392,3 @@ def _high_spread(report: GapReport) -> Iterator[str]:
             f"(stdev {format_seconds(measurement.stdev_seconds)}): other load, frequency scaling or too few warmup "
             f"runs; treat the efficiency as ± that much."
         )
-
-
-@finding("page_faults", "next")
-def _page_faults(report: GapReport) -> Iterator[str]:
-    """The timed runs' measured page faults, priced at the calibration's first-touch cost, when
-    they cost at least ``PAGE_FAULT_SHARE`` of the observed time beyond what the expected time
-    counts: glibc gave the memory back and maps it again each run; how to keep it."""
-    from .fresh_pages import KEEP_PAGES, glibc_allocator
-
-    expected = report.expected
-    faults = report.measurement.allocator.get("minor_page_faults_per_run")
-    page = report.measurement.allocator.get("page_bytes")
-    if expected is None or expected.flags or not faults or not page or not expected.first_touch_seconds_per_byte:
-        return
-    allocator = glibc_allocator()
-    seconds = faults * page * expected.first_touch_seconds_per_byte - expected.fresh_page_seconds
-    if allocator.caveat is not None or seconds < PAGE_FAULT_SHARE * report.observed_seconds:
-        return
-    if allocator.mapped_from is None and (allocator.trim_bytes or 0) >= 1 << 30:  # already kept: not this
-        return
-    yield (
-        f"page faults cost ≈ {format_seconds(seconds)} per run beyond what the expected time counts "
-        f"({format_percent(seconds / report.observed_seconds)} of the observed time; {faults:,.0f} measured at the "
-        f"calibrated first-touch cost): glibc ({allocator.settings}) returns freed memory to the system and maps "
-        f"it again on the next run. Keep it with {KEEP_PAGES} in the environment (nothing mapped, nothing "
-        f"returned; the process keeps its peak memory), or preload jemalloc or tcmalloc"
-    )

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,37 +85,60 @@ class Allocator:
         return self.caveat is None and self.trim_bytes is not None and self.trim_bytes >= freed_bytes
 
 
-def _setting(env: Mapping[str, str], variable: str) -> str | None:
-    if variable in env:
-        return env[variable]
-    tunable = _VARIABLES[variable] + "="
+_SIZE_MAX = 2**64 - 1
+_NUMBER = re.compile(r"-?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def _number(text: str) -> int | None:
+    """A setting as glibc's ``strtoul`` with base 0 reads a whole one (``0x`` hex, a leading 0
+    octal, a minus sign wrapping round: ``-1`` is SIZE_MAX, "never trim"), or None for anything
+    else (``16G``, ``1_000``: how glibc takes those is not modeled)."""
+    text = text.strip()
+    if not _NUMBER.fullmatch(text):
+        return None
+    negative, digits = text.startswith("-"), text.lstrip("-")
+    value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
+    return (_SIZE_MAX + 1 - value) % (_SIZE_MAX + 1) if negative else min(value, _SIZE_MAX)
+
+
+def _tunables(env: Mapping[str, str]) -> dict[str, str]:
+    """``GLIBC_TUNABLES``' entries, a later one overriding an earlier one."""
+    found: dict[str, str] = {}
     for part in env.get("GLIBC_TUNABLES", "").split(":"):
-        if part.startswith(tunable):
-            return part[len(tunable) :]
-    return None
+        name, _, value = part.partition("=")
+        if name and value:
+            found[name.strip()] = value
+    return found
 
 
 def glibc_allocator(environ: Mapping[str, str] | None = None) -> Allocator:
-    """This process's allocator as far as fresh pages go (the module docstring)."""
+    """This process's allocator as far as fresh pages go (the module docstring). ``environ``:
+    the environment the process started with (glibc reads it then), ``os.environ`` by default."""
     env = os.environ if environ is None else environ
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
         return Allocator(None, None, "", "the C library is not glibc")
     preloaded = [name for name in _PRELOADED if name in env.get("LD_PRELOAD", "")]
     if preloaded:
         return Allocator(None, None, "", f"{preloaded[0]} is preloaded (LD_PRELOAD)")
-    if "glibc.malloc.hugetlb=" in env.get("GLIBC_TUNABLES", ""):
+    tunables = _tunables(env)
+    if _number(tunables.get("glibc.malloc.hugetlb", "0")) != 0:
         return Allocator(None, None, "", "glibc.malloc.hugetlb is set (huge pages fault once for 2 MiB or more)")
-    raw = {variable: _setting(env, variable) for variable in _VARIABLES}
-    given = {variable: value for variable, value in raw.items() if value is not None}
+    given: dict[str, str] = {}
+    for variable, tunable in _VARIABLES.items():
+        both = [value for value in (env.get(variable), tunables.get(tunable)) if value is not None]
+        if len(both) == 2 and both[0] != both[1]:
+            return Allocator(None, None, "", f"{variable} and {tunable} are both set (which one wins is not modeled)")
+        if both:
+            given[variable] = both[0]
     if not given:
         return Allocator(ALWAYS_MAPPED_BYTES, None)
     settings = " ".join(f"{variable}={value}" for variable, value in given.items())
     values: dict[str, int] = {}
     for variable, value in given.items():
-        try:
-            values[variable] = int(value.strip(), 0)
-        except ValueError:
-            return Allocator(None, None, settings, f"{variable}={value!r} is not a number glibc reads")
+        number = _number(value)
+        if number is None:
+            return Allocator(None, None, settings, f"{variable}={value!r} is not a plain number (not modeled)")
+        values[variable] = number
     threshold = values.get("MALLOC_MMAP_THRESHOLD_", FRESH_THRESHOLD_BYTES)
     if threshold > ALWAYS_MAPPED_BYTES and values.get("MALLOC_MMAP_MAX_", 1) != 0:
         return Allocator(None, None, settings, "an mmap threshold above 32 MiB (glibc versions differ on honouring it)")
@@ -159,6 +183,11 @@ def mapped_note(allocator: Allocator, fresh_bytes: int, seconds: float, *, kept:
             f"fresh pages: {format_si(fresh_bytes, 'B')} of results of ≥ {at_least} each are mapped anew on every "
             f"run by glibc ({why}): {format_seconds(seconds)} of first-touch page faults in the expected time"
         )
-    if kept:
+    if kept and allocator.mapped_from is None:
         notes.append(f"allocator keeps its pages ({allocator.settings}): the range's upper end is the expected time")
+    elif kept:
+        notes.append(
+            f"results below {binary_size(allocator.mapped_from or 0)} stay on reused heap pages (trim threshold "
+            f"{binary_size(allocator.trim_bytes or 0)}): the range's upper end is the expected time"
+        )
     return notes
