@@ -143,3 +143,39 @@ def test_no_calibration_contraction_has_a_held_out_linear_layers_shape():
                 held |= {(batch * zoo.SEQUENCE, *shape), (batch, *shape)}
     assert len(grid) > 40 and len(held) > 10
     assert not grid & held, grid & held
+
+
+def test_no_calibration_norm_or_dot_has_a_held_out_layers_shape():
+    """The ResNet's batch norms (channels, map size) at its batches are no ``batch_norm`` grid
+    point (4×64×32×32 was one), and the scanned RNN's two dots (batch × 256 → 512, batch × 512 →
+    512) are no dot of the shared grid at any of its batches."""
+    from neural_cost.adapters import _microgrid as grid
+    from neural_cost.adapters._torch.microbench import _reductions_norms
+
+    norms = set()
+    for program in _reductions_norms(False):
+        if program.name.startswith("batch_norm"):
+            n, c, size, _ = (int(v) for v in program.name.split()[1].split("x"))
+            norms.add((n, c, size))
+    layers = set()
+
+    def record(module, inputs, _output):
+        layers.add((module.num_features, inputs[0].shape[-1]))
+
+    model = zoo.BY_NAME["resnet"]
+    module = model.build(BATCH)[0]
+    hooks = [m.register_forward_hook(record) for m in module.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    try:
+        with torch.no_grad():
+            module(*model.build(BATCH)[1])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    batches = (*model.batches, model.unseen_batch)
+    held = {(batch, c, size) for batch in batches for c, size in layers}
+    assert norms and len(layers) == 3 and not norms & held, norms & held  # 32 on 64², 64 on 32², 128 on 16²
+    scan = zoo.BY_NAME["jax_scan_rnn"]
+    cells = {(batch, k, zoo.RNN_HIDDEN) for batch in (*scan.batches, scan.unseen_batch)
+             for k in (zoo.RNN_INPUT, zoo.RNN_HIDDEN)}  # fmt: skip
+    dots = {(m, k, n) for _, m, k, n in grid.dots(False)}
+    assert dots and not dots & cells, dots & cells
