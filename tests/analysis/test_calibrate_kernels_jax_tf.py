@@ -306,3 +306,18 @@ def test_a_dispatch_bound_programs_slowdown_does_not_scale_its_kernels():
     profiler, not the kernel's — the point stays 1.2 µs (``Profile.unwatched_ratio``)."""
     (point,) = _points(_WatchedAdapter(KERNELS, {0: [(0.0, _stalled)]}))
     assert isinstance(point, Point) and point.measured_seconds == pytest.approx(1.2e-6, rel=1e-12)
+
+
+def test_the_first_touch_cost_is_the_smallest_of_probes_apart():
+    """Three probes reading 3, 1 and 2 × 10⁻¹⁰ s a byte (a slow spell slows page faults for
+    seconds): the calibration keeps 10⁻¹⁰; an adapter without the cost gives None at once."""
+    from neural_cost.analysis.calibrate_kernels import _first_touch
+
+    class Probed(_HandAdapter):
+        readings = [3e-10, 1e-10, 2e-10]
+
+        def first_touch_seconds_per_byte(self):
+            return self.readings.pop(0)
+
+    assert _first_touch(Probed(KERNELS, {}), pause_seconds=0.0) == 1e-10
+    assert _first_touch(_HandAdapter(KERNELS, {}), pause_seconds=0.0) is None
