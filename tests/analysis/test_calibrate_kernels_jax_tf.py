@@ -313,11 +313,11 @@ def test_the_first_touch_cost_is_the_smallest_of_probes_apart():
     seconds): the calibration keeps 10⁻¹⁰; an adapter without the cost gives None at once."""
     from neural_cost.analysis.calibrate_kernels import _first_touch
 
+    readings = [3e-10, 1e-10, 2e-10]
+
     class Probed(_HandAdapter):
-        readings = [3e-10, 1e-10, 2e-10]
-
         def first_touch_seconds_per_byte(self):
-            return self.readings.pop(0)
+            return readings.pop(0)
 
-    assert _first_touch(Probed(KERNELS, {}), pause_seconds=0.0) == 1e-10
+    assert _first_touch(Probed(KERNELS, {}), pause_seconds=0.0) == 1e-10 and not readings
     assert _first_touch(_HandAdapter(KERNELS, {}), pause_seconds=0.0) is None
