@@ -40,3 +40,18 @@ def cpu_measurement(samples=SAMPLES):
         warmup_seconds=(1e-4,) * 3,
         sync="none needed",
     )
+
+
+def glibc_defaults(monkeypatch):
+    """The environment of a process that left glibc's allocator at its defaults (skip where the C
+    library is not glibc): no MALLOC_*_ variable, nothing preloaded, no tunables."""
+    import platform
+
+    import pytest
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's behaviour is what is modeled")
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.setenv("GLIBC_TUNABLES", "")

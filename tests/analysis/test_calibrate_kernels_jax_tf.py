@@ -35,6 +35,7 @@ from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent, unio
 from neural_cost.hardware.kernel_model import Point, load_calibration, save_calibration
 from neural_cost.measure.timing import Measurement
 from tests.analysis.test_kernel_bound import KERNELS, OPS, SPEC
+from tests.helpers import glibc_defaults
 
 US = 1e-6
 
@@ -253,22 +254,11 @@ def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(m
     6.6445568 ms of kernel (a prediction adds the faults back for such results). At 1e-9 s per
     byte the faults (33.55 ms) would exceed the run: the point stops at the program's roofline
     bound, 100,663,296 B of traffic at SPEC's 100 GB/s DRAM = 1.00663296 ms."""
-    import platform
 
     from neural_cost import Operation
     from neural_cost.analysis.calibrate_kernels import _wall_points
 
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc's behaviour is what is modeled")
-    for name in (
-        "MALLOC_MMAP_THRESHOLD_",
-        "MALLOC_TRIM_THRESHOLD_",
-        "MALLOC_TOP_PAD_",
-        "MALLOC_MMAP_MAX_",
-        "LD_PRELOAD",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GLIBC_TUNABLES", "")
+    glibc_defaults(monkeypatch)
     big = Operation("big", "elementwise", ((4096, 2048), (4096, 2048)), (4096, 2048), attrs={"op": "add"})
     adapter = _WallAdapter({"add 8M": (big, 10e-3)})
     (program,) = adapter.microbenchmarks()

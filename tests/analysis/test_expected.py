@@ -41,6 +41,7 @@ from neural_cost.hardware.kernel_model import (
     save_calibration,
 )
 from tests.analysis.test_kernel_bound import KERNELS, OPS, SPEC
+from tests.helpers import glibc_defaults
 
 
 def test_a_curve_by_hand():
@@ -406,18 +407,6 @@ def test_a_recurrent_layer_is_one_rnn_kernel_and_its_modules_fills_are_not():
     assert row.seconds == pytest.approx(5 * rnn.seconds(layer.compute_seconds / 5, layer.memory_seconds / 5))
 
 
-def _glibc_defaults(monkeypatch):
-    """The environment of a process that left glibc's allocator at its defaults (skip elsewhere)."""
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc's behaviour is what is modeled")
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("LD_PRELOAD", raising=False)
-    monkeypatch.setenv("GLIBC_TUNABLES", "")
-
-
 def test_glibc_settings_are_read_as_glibc_reads_them():
     """Numbers as strtoul with base 0: -1 wraps to SIZE_MAX ("never trim"), 0x hex, a leading 0
     octal; a suffix is not modeled. In GLIBC_TUNABLES a later entry overrides an earlier one; a
@@ -463,14 +452,7 @@ def test_results_of_32_mib_are_on_fresh_pages_every_run_and_smaller_ones_only_at
     with results of 1-40 MiB in a loop, ``analysis/fresh_pages.py``): the cases are below."""
     from dataclasses import replace
 
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("LD_PRELOAD", raising=False)
-    monkeypatch.setenv("GLIBC_TUNABLES", "")
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc's behaviour is what is modeled")
+    glibc_defaults(monkeypatch)
     calibration = replace(_calibration({}), first_touch_seconds_per_byte=1e-10)
     expected = expected_time(_two_large_results(), calibration, machine={})
     rows = {row.name: row for row in expected.rows}
@@ -534,7 +516,7 @@ def test_measured_page_faults_are_priced_beside_the_expectation(monkeypatch):
 
     from neural_cost.report.expected_text import page_fault_line
 
-    _glibc_defaults(monkeypatch)
+    glibc_defaults(monkeypatch)
     calibration = replace(_calibration({}), first_touch_seconds_per_byte=1e-10)
     expected = expected_time(_two_large_results(), calibration, machine={})
     line = page_fault_line(expected, {"minor_page_faults_per_run": 1000.0, "page_bytes": 4096})
@@ -552,24 +534,13 @@ def test_page_faults_beyond_the_expectation_name_the_allocator_and_the_fix(monke
     """10,000 faults of 4,096 B per run at 1e-10 s per byte cost 4.096 ms, of which the expected
     time counts 3.3554432 ms (the 32 MiB result): 0.7405568 ms beyond it. Against a 5 ms run that
     is 14.8% (≥ 10%: named, with the settings that keep the pages); against 10 ms, 7.4% (not)."""
-    import platform
     from dataclasses import replace
 
     from neural_cost import analyze_gap
     from neural_cost.analysis.fresh_pages import KEEP_PAGES
     from tests.helpers import cpu_measurement
 
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc's behaviour is what is modeled")
-    for name in (
-        "MALLOC_MMAP_THRESHOLD_",
-        "MALLOC_TRIM_THRESHOLD_",
-        "MALLOC_TOP_PAD_",
-        "MALLOC_MMAP_MAX_",
-        "LD_PRELOAD",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GLIBC_TUNABLES", "")
+    glibc_defaults(monkeypatch)
     calibration = replace(_calibration({}), first_touch_seconds_per_byte=1e-10)
     estimate = _two_large_results()
     expected = expected_time(estimate, calibration, machine={})
@@ -621,7 +592,7 @@ def test_a_result_written_in_place_lands_on_no_fresh_pages(monkeypatch):
     torch = pytest.importorskip("torch")
     from neural_cost.adapters import adapter_for
 
-    _glibc_defaults(monkeypatch)
+    glibc_defaults(monkeypatch)
 
     def program(x):
         y = x * 2.0
