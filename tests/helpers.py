@@ -55,3 +55,10 @@ def glibc_defaults(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     monkeypatch.setenv("GLIBC_TUNABLES", "")
+    # the allocator is read from the environment the process started with: the tests steer it
+    # through os.environ instead
+    import os
+
+    from neural_cost.analysis import fresh_pages
+
+    monkeypatch.setattr(fresh_pages, "start_environment", lambda: os.environ)

@@ -432,6 +432,33 @@ def test_glibc_settings_are_read_as_glibc_reads_them():
     assert "hugetlb" in (glibc_allocator({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}).caveat or "")
 
 
+def test_the_allocator_is_read_from_the_environment_the_process_started_with():
+    """glibc reads its settings when the process starts: one that sets ``MALLOC_TOP_PAD_`` in
+    ``os.environ`` afterwards still runs (and is predicted) with glibc's defaults; one started
+    with it runs with the dynamic threshold off (results of ≥ 128 KiB mapped every run)."""
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    if platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/environ"):
+        pytest.skip("glibc on Linux is what is read")
+    program = (
+        "import os\n"
+        "os.environ['MALLOC_TOP_PAD_'] = '100000000'\n"
+        "from neural_cost.analysis.fresh_pages import glibc_allocator\n"
+        "print(glibc_allocator().mapped_from)\n"
+    )
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MALLOC_")}
+    env.pop("GLIBC_TUNABLES", None)
+    env.pop("LD_PRELOAD", None)
+    late = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60)
+    started = subprocess.run([sys.executable, "-c", program], env={**env, "MALLOC_TOP_PAD_": "100000000"},
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert late.returncode == 0 and started.returncode == 0, late.stderr + started.stderr
+    assert (late.stdout.split()[-1], started.stdout.split()[-1]) == (str(32 * 1024 * 1024), str(128 * 1024))
+
+
 def _two_large_results():
     from neural_cost import Kernel, Operation
 

@@ -46,6 +46,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..core.estimate import CostEstimate
 from ..core.units import format_seconds, format_si
@@ -114,10 +115,22 @@ def _tunables(env: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def start_environment() -> Mapping[str, str]:
+    """The environment this process started with, which is what glibc read (``/proc/self/environ``;
+    ``os.environ`` where there is none): a ``MALLOC_*_`` set in ``os.environ`` later changes nothing."""
+    try:
+        raw = Path("/proc/self/environ").read_bytes()
+    except OSError:
+        return os.environ
+    pairs = (entry.decode(errors="replace").partition("=") for entry in raw.split(b"\0") if entry)
+    return {name: value for name, _, value in pairs}
+
+
 def glibc_allocator(environ: Mapping[str, str] | None = None) -> Allocator:
     """This process's allocator as far as fresh pages go (the module docstring). ``environ``:
-    the environment the process started with (glibc reads it then), ``os.environ`` by default."""
-    env = os.environ if environ is None else environ
+    the environment the process started with (glibc reads it then): ``start_environment()`` by
+    default."""
+    env = start_environment() if environ is None else environ
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
         return Allocator(None, None, "", "the C library is not glibc")
     preloaded = [name for name in _PRELOADED if name in env.get("LD_PRELOAD", "")]
@@ -147,11 +160,6 @@ def glibc_allocator(environ: Mapping[str, str] | None = None) -> Allocator:
         return Allocator(None, None, settings, "an mmap threshold above 32 MiB (glibc versions differ on honouring it)")
     mapped_from = None if values.get("MALLOC_MMAP_MAX_", 1) == 0 else threshold
     return Allocator(mapped_from, values.get("MALLOC_TRIM_THRESHOLD_", _DEFAULT_TRIM_BYTES), settings)
-
-
-def allocator_caveat(environ: Mapping[str, str] | None = None) -> str | None:
-    """Why glibc's behaviour cannot be predicted for this process, or None when it can."""
-    return glibc_allocator(environ).caveat
 
 
 def large_result_bytes(estimate: CostEstimate, operations: tuple[int, ...], at_least: int) -> int:
