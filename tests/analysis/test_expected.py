@@ -432,31 +432,38 @@ def test_glibc_settings_are_read_as_glibc_reads_them():
     assert "hugetlb" in (glibc_allocator({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}).caveat or "")
 
 
+def _child_output(lines, **environment):
+    """What a fresh Python process running ``lines`` prints, started with this environment less
+    every glibc allocator setting (glibc's defaults), plus ``environment``."""
+    import os
+    import subprocess
+    import sys
+
+    drop = ("GLIBC_TUNABLES", "LD_PRELOAD")
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MALLOC_") and name not in drop}
+    done = subprocess.run([sys.executable, "-c", "\n".join(lines)], env={**env, **environment},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def test_the_allocator_is_read_from_the_environment_the_process_started_with():
     """glibc reads its settings when the process starts: one that sets ``MALLOC_TOP_PAD_`` in
     ``os.environ`` afterwards still runs (and is predicted) with glibc's defaults; one started
     with it runs with the dynamic threshold off (results of ≥ 128 KiB mapped every run)."""
     import os
     import platform
-    import subprocess
-    import sys
 
     if platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/environ"):
         pytest.skip("glibc on Linux is what is read")
-    program = (
-        "import os\n"
-        "os.environ['MALLOC_TOP_PAD_'] = '100000000'\n"
-        "from neural_cost.analysis.fresh_pages import glibc_allocator\n"
-        "print(glibc_allocator().mapped_from)\n"
+    lines = (
+        "import os",
+        "os.environ['MALLOC_TOP_PAD_'] = '100000000'",
+        "from neural_cost.analysis.fresh_pages import glibc_allocator",
+        "print(glibc_allocator().mapped_from)",
     )
-    env = {name: value for name, value in os.environ.items() if not name.startswith("MALLOC_")}
-    env.pop("GLIBC_TUNABLES", None)
-    env.pop("LD_PRELOAD", None)
-    late = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60)
-    started = subprocess.run([sys.executable, "-c", program], env={**env, "MALLOC_TOP_PAD_": "100000000"},
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert late.returncode == 0 and started.returncode == 0, late.stderr + started.stderr
-    assert (late.stdout.split()[-1], started.stdout.split()[-1]) == (str(32 * 1024 * 1024), str(128 * 1024))
+    late, started = _child_output(lines), _child_output(lines, MALLOC_TOP_PAD_="100000000")
+    assert (late[-1], started[-1]) == (str(32 * 1024 * 1024), str(128 * 1024))
 
 
 def _two_large_results():
@@ -590,11 +597,8 @@ def test_a_benchmark_counts_the_page_faults_of_its_timed_runs():
     most of those pages fault per run. The count is the whole process's, per run, beside the page
     size. Measured in a fresh process under glibc's defaults: in the full suite's process the same
     benchmark counted 3,313 faults a run (an allocator state earlier tests left)."""
-    import os
     import platform
     import resource
-    import subprocess
-    import sys
     from pathlib import Path
 
     pytest.importorskip("torch")
@@ -603,18 +607,12 @@ def test_a_benchmark_counts_the_page_faults_of_its_timed_runs():
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if thp.exists() and "[always]" in thp.read_text():
         pytest.skip("transparent huge pages always on: a 40 MiB block faults about 20 times, not 10,240")
-    program = (
-        "import torch\n"
-        "from neural_cost.measure.timing import benchmark\n"
-        "m = benchmark(lambda: torch.ones(40 * 1024 * 1024 // 4), warmup=1, repeats=5, sync=None)\n"
-        "print(m.allocator['minor_page_faults_per_run'], m.allocator['page_bytes'])\n"
-    )
-    env = {name: value for name, value in os.environ.items() if not name.startswith("MALLOC_")}
-    env.pop("GLIBC_TUNABLES", None)
-    env.pop("LD_PRELOAD", None)
-    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    faults, page = done.stdout.split()[-2:]
+    faults, page = _child_output((
+        "import torch",
+        "from neural_cost.measure.timing import benchmark",
+        "m = benchmark(lambda: torch.ones(40 * 1024 * 1024 // 4), warmup=1, repeats=5, sync=None)",
+        "print(m.allocator['minor_page_faults_per_run'], m.allocator['page_bytes'])",
+    ))[-2:]  # fmt: skip
     pages = 40 * 1024 * 1024 // resource.getpagesize()
     assert int(page) == resource.getpagesize()
     assert float(faults) >= 0.5 * pages
