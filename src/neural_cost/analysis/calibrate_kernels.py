@@ -136,9 +136,9 @@ def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[
     if not rows or None not in prepared.best:
         return []
     best = prepared.best[None]
-    allocator = glibc_allocator()
-    if first_touch and allocator.caveat is None and allocator.mapped_from is not None:
-        fresh = large_result_bytes(estimate, allocated_records(estimate), allocator.mapped_from) * first_touch
+    mapped_from = glibc_allocator().mapped_from
+    if first_touch and mapped_from is not None:
+        fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
         best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:

@@ -330,7 +330,7 @@ def expected_time(
     scored, _notes = kernel_rows(estimate, calibration.hardware)
     cost = calibration.first_touch_seconds_per_byte
     allocator = glibc_allocator()
-    mapped_from = allocator.mapped_from if cost is not None and allocator.caveat is None else None
+    mapped_from = allocator.mapped_from if cost is not None else None
     rows = []
     missing: dict[str, int] = {}
     unmodeled: list[str] = []
@@ -416,15 +416,10 @@ def _upper_fresh_bytes(estimate: CostEstimate, allocator: Allocator) -> tuple[in
     least ``FRESH_THRESHOLD_BYTES`` (or the allocator's mmap threshold, when lower) when none is
     reused; only those mapped anew every run when the allocator keeps the rest (its trim
     threshold set above all a run allocates below its mmap threshold). And whether it keeps them."""
-    records = allocated_records(estimate)
-    if allocator.caveat is None and allocator.mapped_from is not None:
-        mapped = large_result_bytes(estimate, records, allocator.mapped_from)
-    else:
-        mapped = 0
-    heap = large_result_bytes(estimate, records, 1) - mapped
-    if allocator.keeps(heap):
+    records, mapped_from = allocated_records(estimate), allocator.mapped_from
+    mapped = 0 if mapped_from is None else large_result_bytes(estimate, records, mapped_from)
+    if allocator.keeps(large_result_bytes(estimate, records, 1) - mapped):
         return mapped, True
-    mapped_from = allocator.mapped_from if allocator.caveat is None else None
     lowest = FRESH_THRESHOLD_BYTES if mapped_from is None else min(FRESH_THRESHOLD_BYTES, mapped_from)
     return large_result_bytes(estimate, records, lowest), False
 

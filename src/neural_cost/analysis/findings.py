@@ -341,15 +341,17 @@ def _page_faults(report: GapReport) -> Iterator[str]:
     """The timed runs' measured page faults, priced at the calibration's first-touch cost, when
     they cost at least ``PAGE_FAULT_SHARE`` of the observed time beyond what the expected time
     counts: glibc gave the memory back and maps it again each run; how to keep it."""
-    from .fresh_pages import KEEP_PAGES, glibc_allocator
+    from .fresh_pages import KEEP_PAGES, glibc_allocator, measured_fault_seconds
 
     expected = report.expected
-    faults = report.measurement.allocator.get("minor_page_faults_per_run")
-    page = report.measurement.allocator.get("page_bytes")
-    if expected is None or expected.flags or not faults or not page or not expected.first_touch_seconds_per_byte:
+    if expected is None or expected.flags:
+        return
+    faults = report.measurement.allocator.get("minor_page_faults_per_run") or 0
+    measured = measured_fault_seconds(report.measurement.allocator, expected.first_touch_seconds_per_byte)
+    if measured is None:
         return
     allocator = glibc_allocator()
-    seconds = faults * page * expected.first_touch_seconds_per_byte - expected.fresh_page_seconds
+    seconds = measured - expected.fresh_page_seconds
     if allocator.caveat is not None or seconds < PAGE_FAULT_SHARE * report.observed_seconds:
         return
     if allocator.mapped_from is None and (allocator.trim_bytes or 0) >= 1 << 30:  # already kept: not this

@@ -47,6 +47,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.estimate import CostEstimate
 from ..core.units import format_seconds, format_si
@@ -76,17 +77,30 @@ class Allocator:
     ``mapped_from``: results at least this large are mapped anew on every run (None: none is);
     ``trim_bytes``: freed memory at the heap's top beyond this goes back to the system (None:
     glibc's dynamic default, whose state is the process's history); ``caveat``: why nothing can
-    be predicted (then neither applies)."""
+    be predicted (then both are None)."""
 
     mapped_from: int | None
     trim_bytes: int | None
     settings: str = "glibc defaults"
     caveat: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.caveat is not None and (self.mapped_from is not None or self.trim_bytes is not None):
+            raise ValueError("an allocator that cannot be predicted has no mmap or trim threshold")
+
     def keeps(self, freed_bytes: int) -> bool:
         """Whether a run freeing ``freed_bytes`` of heap leaves every page mapped: the trim
         threshold is set and at least that large (then no result below ``mapped_from`` faults)."""
-        return self.caveat is None and self.trim_bytes is not None and self.trim_bytes >= freed_bytes
+        return self.trim_bytes is not None and self.trim_bytes >= freed_bytes
+
+
+def measured_fault_seconds(figures: Mapping[str, Any], cost: float | None) -> float | None:
+    """What a measurement's page faults (``Measurement.allocator``: faults per timed run and the
+    page size) cost at ``cost`` seconds a byte; None without either."""
+    faults, page = figures.get("minor_page_faults_per_run"), figures.get("page_bytes")
+    if faults is None or not page or not cost:
+        return None
+    return float(faults) * float(page) * cost
 
 
 _SIZE_MAX = 2**64 - 1

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.expected import Expected
+from ..analysis.fresh_pages import measured_fault_seconds
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
@@ -32,13 +33,13 @@ def page_fault_line(expected: Expected, allocator: Mapping[str, Any]) -> str | N
     """What the timed runs' measured page faults cost at the calibration's first-touch cost,
     beside what the expected time counts of them: the allocator's state, measured (eager
     frameworks, where the calibration has that cost; None otherwise)."""
-    faults, page = allocator.get("minor_page_faults_per_run"), allocator.get("page_bytes")
-    cost = expected.first_touch_seconds_per_byte
-    if faults is None or not page or not cost:
+    seconds = measured_fault_seconds(allocator, expected.first_touch_seconds_per_byte)
+    if seconds is None:
         return None
-    per_page = page * cost
+    faults, page = allocator["minor_page_faults_per_run"], allocator["page_bytes"]
+    per_page = page * (expected.first_touch_seconds_per_byte or 0.0)
     return (
-        f"page faults: {faults:,.0f} per timed run measured (≈ {format_seconds(faults * per_page)} at the "
+        f"page faults: {faults:,.0f} per timed run measured (≈ {format_seconds(seconds)} at the "
         f"calibrated {format_seconds(per_page)} per {format_si(page, 'B')} page; a transparent huge page faults "
         f"once for 2 MiB and costs more); the expected time counts {format_seconds(expected.fresh_page_seconds)} "
         f"of fresh-page time"
