@@ -49,7 +49,7 @@ from heldout_models import BY_NAME, MODELS, HeldoutModel
 
 from neural_cost.adapters import adapter_for
 from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
-from neural_cost.analysis.workload import analyze_workload, time_workload, trace_workload
+from neural_cost.analysis.workload import analyze_workload, program_options, time_workload, trace_workload
 from neural_cost.costs.estimate import estimate_trace
 
 MEDIAN_LIMIT, MAX_LIMIT, PREDICT_LIMIT = 0.10, 0.25, 0.15
@@ -61,8 +61,8 @@ PASSES = 3
 STEADY_DRIFT = 1.10
 
 
-def median(adapter: Any, fn: Any, args: Any, kwargs: Any, repeats: int) -> float:
-    return time_workload(adapter, fn, args, kwargs, warmup=2, repeats=repeats).median_seconds
+def median(adapter: Any, fn: Any, args: Any, kwargs: Any, repeats: int, options: Any = None) -> float:
+    return time_workload(adapter, fn, args, kwargs, warmup=2, repeats=repeats, options=options).median_seconds
 
 
 @dataclass
@@ -200,7 +200,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
         seconds, cold = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, probe=probe)
         row.bound = report.kernel_bound_seconds
-        row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
+        row.remeasure = functools.partial(
+            median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)
+        )
         rows.append(row)
     # predict: the expected time from the trace alone, before this batch is ever timed
     fn, args, kwargs, trace_options = model.build(model.unseen_batch)
@@ -208,9 +210,10 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
     expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
     drift = probe()
-    first = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats).median_seconds
+    options = program_options(adapter, trace_options, None)  # a training step is timed as one
+    first = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options).median_seconds
     row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, probe=probe)
-    row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats)
+    row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)
     rows.append(row)
     return rows
 
@@ -275,6 +278,21 @@ def summarize(rows: list[Row], reason: str) -> None:
         )
 
 
+def summarize_training(rows: list[Row]) -> None:
+    """The training steps' errors, apart from the eight held-out models' figures."""
+    scored = [row for row in rows if row.error is not None]
+    if not scored:
+        return
+    print("\ntraining steps (forward, backward, AdamW; not among the eight): error per batch")
+    for name in dict.fromkeys(row.model for row in scored):
+        cells = [
+            f"b{row.batch}{'*' if row.predicted else ''} {percent(row.error)}" for row in scored if row.model == name
+        ]
+        print(f"  {name:13s} {', '.join(cells)}")
+    errors = [row.error for row in scored if row.error is not None]
+    print(f"  all {len(errors)} rows: median {percent(statistics.median(errors))}, max {percent(max(errors))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(model.name for model in MODELS))
@@ -325,7 +343,8 @@ def main() -> None:
     )
     print_rows(rows)
     print("(* the unseen batch: expected from the trace before the batch was timed)")
-    summarize(rows, expectation.reason)
+    summarize([row for row in rows if not BY_NAME[row.model].training], expectation.reason)
+    summarize_training([row for row in rows if BY_NAME[row.model].training])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""The held-out model zoo: eight models no fitted parameter of the expected-time model saw.
+"""The held-out model zoo: eight models no fitted parameter of the expected-time model saw, and
+two training steps of two of them (``training``: forward, backward and an AdamW step; scored
+apart from the eight).
 
 Each is built as its users run it — Hugging Face models from their configs (nothing is
 downloaded), torch modules in eval mode, a jitted Flax ``apply``, a Keras model called as a
@@ -43,6 +45,7 @@ class HeldoutModel:
     batches: tuple[int, int] = (4, 16)
     unseen_batch: int = 8
     needs: str | None = None  # a package beyond requirements/test.txt, or None
+    training: bool = False  # a whole training step (forward, backward, AdamW), not one of the eight
 
 
 # -- torch: Hugging Face models from configs ----------------------------------------------------
@@ -293,6 +296,35 @@ def keras_cnn(batch: int) -> Workload:
     return _keras_cnn(), (x,), {}, {}
 
 
+# -- torch training steps: forward, backward and an AdamW step, as users time one ----------------
+
+
+@functools.cache
+def _trainer(name: str) -> tuple[Any, Any]:
+    """A training copy of a zoo model (train mode: batch statistics, dropout) and its AdamW."""
+    import copy
+
+    import torch
+
+    model = copy.deepcopy({"resnet": _resnet, "bert": _bert}[name]()).train()
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def _logits_sum(output: Any) -> Any:
+    return output.logits.sum()
+
+
+def resnet_train(batch: int) -> Workload:
+    model, optimizer = _trainer("resnet")
+    (x,) = resnet(batch)[1]
+    return model, (x,), {}, {"training": True, "optimizer": optimizer}
+
+
+def bert_train(batch: int) -> Workload:
+    model, optimizer = _trainer("bert")
+    return model, (_token_ids(batch),), {}, {"training": True, "optimizer": optimizer, "loss_fn": _logits_sum}
+
+
 MODELS: tuple[HeldoutModel, ...] = (
     HeldoutModel("gpt2", "torch", gpt2, needs="transformers"),
     HeldoutModel("bert", "torch", bert, needs="transformers"),
@@ -302,6 +334,8 @@ MODELS: tuple[HeldoutModel, ...] = (
     HeldoutModel("flax_cnn", "jax", flax_cnn),
     HeldoutModel("keras_cnn", "tensorflow", keras_cnn),
     HeldoutModel("jax_scan_rnn", "jax", jax_scan_rnn),
+    HeldoutModel("resnet_train", "torch", resnet_train, training=True),
+    HeldoutModel("bert_train", "torch", bert_train, needs="transformers", training=True),
 )
 
 BY_NAME = {model.name: model for model in MODELS}

@@ -42,11 +42,16 @@ SHAPES = {
     "flax_cnn": (BATCH, 10),  # Dense(10) over channel means
     "keras_cnn": (BATCH, 10),  # Dense(10) after global average pooling
     "jax_scan_rnn": (BATCH, zoo.RNN_HIDDEN),  # the final hidden state of the scanned cell
+    "resnet_train": (BATCH, 10),  # the ResNet's training copy
+    "bert_train": (BATCH, 4),  # BERT's
 }
 
 
 def test_zoo_is_eight_models_over_three_frameworks_with_an_unseen_batch_each():
-    assert len(zoo.MODELS) >= 8
+    assert len([model for model in zoo.MODELS if not model.training]) >= 8
+    assert all(
+        model.framework == "torch" and "optimizer" in model.build(1)[3] for model in zoo.MODELS if model.training
+    )
     assert {model.framework for model in zoo.MODELS} == {"torch", "jax", "tensorflow"}
     assert set(SHAPES) == {model.name for model in zoo.MODELS}
     for model in zoo.MODELS:
@@ -103,12 +108,13 @@ def test_no_calibration_convolution_has_a_held_out_layers_shape():
     from neural_cost.adapters import _microgrid as grid
     from neural_cost.adapters._jax.microbench import _CONVS as JAX_CONVS
     from neural_cost.adapters._tf.microbench import _CONVS as TF_CONVS
-    from neural_cost.adapters._torch.microbench import _convs
+    from neural_cost.adapters._torch.microbench import _convs, _training
 
     held = _held_out_convolutions()
     stride_1 = {(c_in, c_out, size, k, 1) for _, c_in, c_out, size, k in (*JAX_CONVS, *TF_CONVS, *grid.LARGE_CONVS)}
     torch_grid = set()
-    for program in _convs(False):
+    backward = [program for program in _training(False) if program.name.startswith("convolution_backward")]
+    for program in [*_convs(False), *backward]:  # conv2d (or convolution_backward) NxCxHxW->Cout kK sS
         _, shape, c_out, kernel, stride = program.name.replace("->", " ").split()  # conv2d NxCxHxW Cout kK sS
         _, c_in, size, _ = (int(v) for v in shape.split("x"))
         torch_grid.add((c_in, int(c_out), size, int(kernel[1:]), int(stride[1:])))
@@ -150,12 +156,12 @@ def test_no_calibration_norm_or_dot_has_a_held_out_layers_shape():
     point (4×64×32×32 was one), and the scanned RNN's two dots (batch × 256 → 512, batch × 512 →
     512) are no dot of the shared grid at any of its batches."""
     from neural_cost.adapters import _microgrid as grid
-    from neural_cost.adapters._torch.microbench import _reductions_norms
+    from neural_cost.adapters._torch.microbench import _reductions_norms, _training
 
     norms = set()
-    for program in _reductions_norms(False):
-        if program.name.startswith("batch_norm"):
-            n, c, size, _ = (int(v) for v in program.name.split()[1].split("x"))
+    for program in [*_reductions_norms(False), *_training(False)]:  # the training-mode ones and backwards too
+        if "batch_norm" in program.name:
+            n, c, size, _ = (int(v) for v in program.name.split()[-1].split("x"))
             norms.add((n, c, size))
     layers = set()
 

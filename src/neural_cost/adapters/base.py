@@ -17,7 +17,7 @@ which framework they hold:
   ``profiles`` says whether an adapter has one.
 - What differs between frameworks is said by attributes and small methods, not by name:
   ``compiles_when_timing``, ``traces_training_step``, ``device_from_environment``,
-  ``workload_options()``, ``device_of()``.
+  ``program_options``, ``workload_options()``, ``device_of()``.
 
 A subclass implements ``trace()`` — or only ``operations()``, in which case its trace is
 100% modeled — and inherits timing, hardware and calibration. A trace that modeled no
@@ -129,6 +129,10 @@ class FrameworkAdapter:
     #: they do between eager ops) or ``"profile"`` (each kernel's time from the profiler: a
     #: compiled program's kernels run back to back, its dispatch is the framework floor).
     kernel_timing: str = "profile"
+    #: Options that choose which program runs (a training step or a forward, which arguments are
+    #: static): ``trace``, ``benchmark`` and ``profile`` all take them, and a report must time
+    #: the program it traced (``analysis.workload.program_options``).
+    program_options: frozenset[str] = frozenset()
 
     # -- tracing ----------------------------------------------------------------------------
     def trace(self, model: Any, args: Any = (), kwargs: Mapping[str, Any] | None = None, **options: Any) -> Trace:

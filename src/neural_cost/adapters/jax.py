@@ -83,6 +83,7 @@ class JaxAdapter(FrameworkAdapter):
     framework = "jax"
     coverage_unit = "equations"
     compiles_when_timing = True  # benchmark() jit-compiles the whole function
+    program_options = frozenset({"static_argnums"})
     device_from_environment = True  # JAX_PLATFORMS picks the device, wherever the arrays were made
     profiles = True  # jax.profiler's events, joined to the kernels of the timed executable
 

@@ -89,6 +89,7 @@ class TensorFlowAdapter(FrameworkAdapter):
     framework = "tensorflow"
     coverage_unit = "graph ops"
     compiles_when_timing = True  # benchmark() times a tf.function: Python around the ops is traced away
+    program_options = frozenset({"training"})  # a Keras model's training-mode forward
     profiles = True  # profile(): tf.profiler's events per kernel (``_tf/profile.py``)
 
     def __init__(self, trip_counts: Mapping[int | str, int] | None = None, default_trip_count: int = 8) -> None:
@@ -171,13 +172,16 @@ class TensorFlowAdapter(FrameworkAdapter):
         repeats: int = 30,
         kwargs: Mapping[str, Any] | None = None,
         jit_compile: bool = False,
+        training: bool = False,
         **options: Any,
     ) -> Measurement:
         """Time the compiled ``tf.function`` (with XLA when ``jit_compile``), forcing completion
-        inside each timed run; the first call (tracing and compiling) is timed apart. A function
-        that writes variables (a training step applying gradients) gets every variable it uses
-        put back after the timed runs: timing leaves the model and the optimizer as they were."""
-        reject_options("TensorFlowAdapter.benchmark", options, "jit_compile")
+        inside each timed run; the first call (tracing and compiling) is timed apart. A Keras
+        model runs with ``training=`` (its training-mode forward, as ``trace(training=True)``
+        traces it). A function that writes variables (a training step applying gradients, a
+        batch norm's moving statistics) gets every variable it uses put back after the timed
+        runs: timing leaves the model and the optimizer as they were."""
+        reject_options("TensorFlowAdapter.benchmark", options, "jit_compile, training")
         inputs = args
         if not callable(model):
             raise AdapterError(f"TensorFlowAdapter.benchmark: model={model!r} is not callable")
@@ -185,7 +189,7 @@ class TensorFlowAdapter(FrameworkAdapter):
         extra = dict(kwargs or {})
 
         def call(*positional: Any) -> Any:
-            return model(*positional, training=False, **extra) if is_keras else model(*positional, **extra)
+            return model(*positional, training=training, **extra) if is_keras else model(*positional, **extra)
 
         function = tf.function(call, jit_compile=jit_compile)
         start = time.perf_counter()

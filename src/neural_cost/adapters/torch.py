@@ -75,6 +75,7 @@ class TorchAdapter(FrameworkAdapter):
     framework = "torch"
     coverage_unit = "aten ops"
     traces_training_step = True
+    program_options = frozenset({"training", "loss_fn", "optimizer"})
     profiles = True
     kernel_timing = "wall"  # eager: each op pays Python and dispatch, as between a model's ops
 

@@ -30,8 +30,9 @@ from ..costs.estimate import estimate_trace
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
-from .expected import allocated_records, class_model, installed_versions, kernel_class, repeats
+from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
+from .kernel_classes import class_model, kernel_class, repeats
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
 

@@ -9,26 +9,13 @@ beyond its kernels (Python between eager ops, a jitted call's dispatch), measure
 tiny input of the same program (``analysis.workload.framework_floor``). Nothing here reads the timed runs of the
 program it describes: the expected time comes from the trace, the calibration and the floor.
 
-Kernel classes: the kinds of the records a kernel executes, the heaviest group first —
-attention, conv, matmul, norm, softmax, pool, reduce, gather, elementwise, copy — so a matmul
-fused with its bias and activation is a matmul, a loop fusion of pointwise ops elementwise, or
-``transcendental`` when one of its records evaluates exp, tanh, erf... (each a polynomial per
-element that the FLOP count calls one: at the same roofline time such kernels run several times
-longer than an add). A
-kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
-class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
-none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
-micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel
-that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
-its executions follow one another inside one launch, without the entry cost a standalone
-program's kernel pays; without a calibration of its own it falls back to its class. A kernel whose class
+Kernels are named by class (``analysis/kernel_classes.py``). A kernel whose class
 the calibration lacks is scored at its roofline bound, with a note; a kernel that runs an
 unmodeled operation has no expectation for that part (the total is then a floor, said so).
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -36,99 +23,19 @@ from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
-from ..core.kernels import Kernel
 from ..core.units import format_seconds
-from ..hardware.kernel_model import ClassModel, KernelCalibration
+from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
+from .kernel_classes import call_name, class_model, forward_class, kernel_class, repeats
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
 
-#: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
-CLASS_OF_KIND: Mapping[str, str] = {
-    "attention": "attention", "attention_backward": "attention",
-    "conv": "conv",
-    "matmul": "matmul", "linear": "matmul", "decomposition": "matmul", "fft": "matmul", "cdist": "matmul",
-    "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm", "groupnorm": "norm", "norm_backward": "norm",
-    "softmax": "softmax", "safe_softmax": "softmax", "softmax_backward": "softmax",
-    "pooling": "pool", "pooling_backward": "pool", "pooling_gradient": "pool", "adaptive_pooling": "pool",
-    "reduce": "reduce", "cumulative": "reduce", "foreach_reduce": "reduce", "nll_loss": "reduce",
-    "nll_loss_backward": "reduce", "sort": "reduce",
-    "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather",
-    "grid_sample": "gather", "interpolate": "gather", "interpolate_backward": "gather",
-    "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "elementwise",
-    "dequantize": "elementwise", "rnn_gate_backward": "elementwise", "qkv_bias_rescale": "elementwise",
-    "copy": "copy", "pad_backward": "copy",
-    "collective": "collective",
-}  # fmt: skip
-PRIORITY = (
-    "rnn", "attention", "conv", "matmul", "norm", "softmax", "pool", "reduce", "gather", "transcendental",
-    "elementwise", "copy", "collective", "other",
-)  # fmt: skip
-#: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates),
-#: matched on the call's own name (``mkldnn_rnn_layer``, ``_thnn_fused_lstm_cell``, ``CudnnRNNV3``),
-#: never on the module path (``lstm/zeros`` is a fill).
-_FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.IGNORECASE)
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 11
+KERNEL_MODEL_REVISION = 12
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
-
-
-#: The suffix of a kernel that runs more than once per run (a compiled loop's body): its
-#: executions follow one another inside one launch, without a standalone program's entry cost.
-LOOP = "@loop"
-
-
-def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
-    """The class of one scored kernel (the module docstring), ``@loop`` added for a kernel
-    that runs more than once per run."""
-    base = _base_class(estimate, row)
-    return base + LOOP if row.executions > 1 and base not in ("unmapped", "other") else base
-
-
-def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
-    """The calibration's model for a class; a loop's kernel without its own falls back to the class's."""
-    found = calibration.classes.get(name)
-    return found if found is not None or not name.endswith(LOOP) else calibration.classes.get(name[: -len(LOOP)])
-
-
-def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
-    """How many times the class's curve is read for one row: its executions, and for a whole
-    recurrent layer (class ``rnn``) times its steps (its records' largest ``count``: one per time
-    step) — a layer's time is its steps one after another, each a small matmul and its gates, so
-    its curve is per step (a 64-step layer at batch 4 is 64 small steps, not one large matmul)."""
-    if name.split("@", 1)[0] != "rnn" or row.index is None:
-        return row.executions
-    operations = estimate.kernels[row.index].operations
-    steps = max((estimate.by_operation[i].operation.count for i in operations), default=1)
-    return row.executions * max(1, steps)
-
-
-def _call_name(kernel: Kernel) -> str:
-    """What the kernel runs, without its module path: ``aten.mkldnn_rnn_layer.default`` →
-    ``mkldnn_rnn_layer``; ``lstm/zeros#2`` → ``zeros``."""
-    if kernel.kind and kernel.kind.count(".") >= 2:
-        return kernel.kind.split(".")[1]
-    return (kernel.kind or kernel.name.rsplit("/", 1)[-1]).split("#", 1)[0]
-
-
-def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
-    if row.name == UNMAPPED and row.index is None:
-        return "unmapped"
-    if row.index is None:  # a record scored as its own kernel
-        return CLASS_OF_KIND.get(row.kind or "", "other")
-    kernel = estimate.kernels[row.index]
-    if _FUSED_RNN.search(_call_name(kernel)):
-        return "rnn"
-    if not kernel.operations:
-        return "other"  # runs none of our records (a loop's state copy, an unmodeled call): its bound, noted
-    classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
-    name = min(classes, key=PRIORITY.index)
-    if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
-        return "transcendental"  # exp, tanh, erf...: a polynomial per element, not one FLOP
-    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +240,7 @@ def expected_time(
     mapped_from = allocator.mapped_from if cost is not None else None
     rows = []
     missing: dict[str, int] = {}
+    borrowed: dict[str, int] = {}
     unmodeled: list[str] = []
     fresh_bytes = 0
     for row in scored:
@@ -348,6 +256,8 @@ def expected_time(
         else:
             n = repeats(estimate, row, name)
             seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
+            if forward_class(calibration, name):
+                borrowed[name] = borrowed.get(name, 0) + 1
         if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
             fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
             fresh_bytes += fresh
@@ -358,6 +268,11 @@ def expected_time(
     if missing:
         listed = ", ".join(f"{name} ({count})" for name, count in sorted(missing.items()))
         notes.append(f"no calibration for kernel class(es) {listed}: scored at their roofline bound")
+    if borrowed:
+        listed = ", ".join(
+            f"{name} ({count}) off {forward_class(calibration, name)}" for name, count in borrowed.items()
+        )
+        notes.append(f"training kernels read off their forward class's curve (the calibration has none): {listed}")
     if unmodeled:
         notes.append(
             f"kernels running unmodeled operations ({', '.join(unmodeled[:5])}) are expected by their modeled "
@@ -396,7 +311,7 @@ def _records(estimate: CostEstimate, row: KernelTime) -> tuple[int, ...]:
     ``copy_``: its result is its input's storage, no fresh pages)."""
     if row.index is not None:
         kernel = estimate.kernels[row.index]
-        return () if _call_name(kernel).endswith("_") else kernel.operations
+        return () if call_name(kernel).endswith("_") else kernel.operations
     if row.name == UNMAPPED:
         return tuple(estimate.unmapped_operations)
     return ()
@@ -407,7 +322,7 @@ def allocated_records(estimate: CostEstimate) -> tuple[int, ...]:
     (``relu_``, ``copy_``); a trace without kernels cannot tell them apart and gives every record."""
     if not estimate.kernels:
         return tuple(range(len(estimate.by_operation)))
-    allocated = [i for kernel in estimate.kernels if not _call_name(kernel).endswith("_") for i in kernel.operations]
+    allocated = [i for kernel in estimate.kernels if not call_name(kernel).endswith("_") for i in kernel.operations]
     return tuple(dict.fromkeys([*allocated, *estimate.unmapped_operations]))
 
 

@@ -5,8 +5,11 @@ the kernel), over a size grid that spans from a few microseconds to tens of mill
 small CPU: contractions (``linear`` with and without bias, ``bmm``), convolutions, pointwise
 ops from 10³ to 10⁷ elements, reductions, softmax, layer and batch norm, copies, embedding
 gathers, pooling, scaled dot-product attention, and whole recurrent layers (LSTM, GRU: one
-fused call each, their own class). Inputs are fresh random tensors; a program is timed with
-gradients off, as inference runs. ``quick`` keeps every class at a few sizes (for tests).
+fused call each, their own class); and a training step's own kernels (``_training``): a
+convolution's backward, a batch norm computing its batch's statistics, batch and layer norm
+backwards, each the one aten call autograd makes. Inputs are fresh random tensors; a program is
+timed with gradients off (a backward is called as the aten op it is). ``quick`` keeps every
+class at a few sizes (for tests).
 """
 
 from __future__ import annotations
@@ -171,11 +174,61 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
         )
 
 
+#: Convolutions whose backward is calibrated (batch, in, out channels, size, kernel, stride, whether
+#: the input's gradient is asked): grid shapes, a stem (an image needs no gradient), strided ones.
+_BACKWARD_CONVS = (
+    (4, 16, 32, 32, 3, 1, True), (8, 3, 32, 56, 3, 1, False), (4, 64, 64, 16, 3, 1, True),
+    (8, 32, 32, 32, 1, 1, True), (2, 64, 128, 14, 3, 1, True), (16, 16, 16, 32, 3, 1, True),
+    (1, 64, 64, 56, 3, 1, True), (4, 32, 64, 16, 3, 2, True), (4, 64, 128, 16, 1, 2, True),
+    (12, 32, 32, 56, 3, 1, True), (6, 96, 96, 28, 3, 1, True), (8, 256, 256, 14, 3, 1, True),
+)  # fmt: skip
+#: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
+_NORM_MAPS = ((1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112))
+_LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512))
+
+
+def _training(quick: bool) -> Iterator[MicroProgram]:
+    """A training step's own kernels, each the one aten call autograd makes (``kernel_classes.TRAINING_CLASSES``)."""
+    aten = torch.ops.aten
+    for n, c_in, c_out, size, k, stride, input_grad in _BACKWARD_CONVS[: 2 if quick else None]:
+        side = (size + 2 * (k // 2) - k) // stride + 1
+        mask = [input_grad, True, False]
+        yield MicroProgram(
+            f"convolution_backward {n}x{c_in}x{size}x{size}->{c_out} k{k} s{stride}",
+            _no_grad(lambda g, x, w, s=stride, p=k // 2, m=mask: aten.convolution_backward(
+                g, x, w, None, [s, s], [p, p], [1, 1], False, [0, 0], 1, m)),
+            (_rand(n, c_out, side, side), _rand(n, c_in, size, size), _rand(c_out, c_in, k, k)),
+        )  # fmt: skip
+    for n, c, hw in _NORM_MAPS[: 2 if quick else None]:
+        x, w, b, mean, var = _rand(n, c, hw, hw), _rand(c), _rand(c), _rand(c), torch.rand(c) + 0.5
+        yield MicroProgram(
+            f"batch_norm training {n}x{c}x{hw}x{hw}",
+            _no_grad(lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=True)),
+            (x, mean.clone(), var.clone(), w, b),
+        )
+        _, saved_mean, saved_invstd = aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
+        yield MicroProgram(
+            f"native_batch_norm_backward {n}x{c}x{hw}x{hw}",
+            _no_grad(lambda g, x, w, m, v, sm, si: aten.native_batch_norm_backward(
+                g, x, w, m, v, sm, si, True, 1e-5, [True, True, True])),
+            (_rand(n, c, hw, hw), x, w, mean, var, saved_mean, saved_invstd),
+        )  # fmt: skip
+    for rows, width in _LAYER_NORM_ROWS[: 1 if quick else None]:
+        x, w, b = _rand(rows, width), _rand(width), _rand(width)
+        _, mean, rstd = aten.native_layer_norm(x, [width], w, b, 1e-5)
+        yield MicroProgram(
+            f"native_layer_norm_backward {rows}x{width}",
+            _no_grad(lambda g, x, m, r, w, b: aten.native_layer_norm_backward(
+                g, x, [x.shape[-1]], m, r, w, b, [True, True, True])),
+            (_rand(rows, width), x, mean, rstd, w, b),
+        )  # fmt: skip
+
+
 def torch_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the eager PyTorch calibration (the module docstring)."""
     torch.manual_seed(0)
     programs: list[MicroProgram] = []
-    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory_ops, _attention_rnn):
+    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory_ops, _attention_rnn, _training):
         programs += family(quick)
     return programs
 

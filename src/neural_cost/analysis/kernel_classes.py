@@ -1,0 +1,130 @@
+"""The class of a scored kernel, whose fitted curves give its expected time (``analysis/expected.py``).
+
+Kernel classes: the kinds of the records a kernel executes, the heaviest group first —
+attention, conv, matmul, norm, softmax, pool, reduce, gather, elementwise, copy — so a matmul
+fused with its bias and activation is a matmul, a loop fusion of pointwise ops elementwise, or
+``transcendental`` when one of its records evaluates exp, tanh, erf... (each a polynomial per
+element that the FLOP count calls one: at the same roofline time such kernels run several times
+longer than an add). A
+kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
+class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
+none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
+micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel
+that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
+its executions follow one another inside one launch, without the entry cost a standalone
+program's kernel pays; without a calibration of its own it falls back to its class. A training
+step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward
+(both gradients in one call), a batch norm that computes its batch's statistics, a norm's
+backward — at the same roofline time each runs slower than its forward class (a training-mode
+batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the
+forward class's curve, noted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ..core.estimate import CostEstimate
+from ..core.kernels import Kernel
+from ..hardware.kernel_model import ClassModel, KernelCalibration
+from .kernels import UNMAPPED, KernelTime
+
+#: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
+CLASS_OF_KIND: Mapping[str, str] = {
+    "attention": "attention", "attention_backward": "attention",
+    "conv": "conv",
+    "matmul": "matmul", "linear": "matmul", "decomposition": "matmul", "fft": "matmul", "cdist": "matmul",
+    "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm", "groupnorm": "norm", "norm_backward": "norm_backward",
+    "softmax": "softmax", "safe_softmax": "softmax", "softmax_backward": "softmax",
+    "pooling": "pool", "pooling_backward": "pool", "pooling_gradient": "pool", "adaptive_pooling": "pool",
+    "reduce": "reduce", "cumulative": "reduce", "foreach_reduce": "reduce", "nll_loss": "reduce",
+    "nll_loss_backward": "reduce", "sort": "reduce",
+    "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather",
+    "grid_sample": "gather", "interpolate": "gather", "interpolate_backward": "gather",
+    "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "elementwise",
+    "dequantize": "elementwise", "rnn_gate_backward": "elementwise", "qkv_bias_rescale": "elementwise",
+    "copy": "copy", "pad_backward": "copy",
+    "collective": "collective",
+}  # fmt: skip
+PRIORITY = (
+    "rnn", "attention", "conv", "matmul", "norm", "norm_backward", "softmax", "pool", "reduce", "gather",
+    "transcendental", "elementwise", "copy", "collective", "other",
+)  # fmt: skip
+#: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates),
+#: matched on the call's own name (``mkldnn_rnn_layer``, ``_thnn_fused_lstm_cell``, ``CudnnRNNV3``),
+#: never on the module path (``lstm/zeros`` is a fill).
+_FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.IGNORECASE)
+
+
+#: The suffix of a kernel that runs more than once per run (a compiled loop's body): its
+#: executions follow one another inside one launch, without a standalone program's entry cost.
+LOOP = "@loop"
+
+
+def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
+    """The class of one scored kernel (the module docstring), ``@loop`` added for a kernel
+    that runs more than once per run."""
+    base = _base_class(estimate, row)
+    return base + LOOP if row.executions > 1 and base not in ("unmapped", "other") else base
+
+
+#: A training step's kernel classes → the forward class a calibration without them reads them off.
+TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
+
+
+def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
+    """The calibration's model for a class; a loop's kernel without its own falls back to the
+    class's, a training kernel's to its forward class's (``forward_class``)."""
+    found = calibration.classes.get(name)
+    if found is None and name.endswith(LOOP):
+        return class_model(calibration, name[: -len(LOOP)])
+    return calibration.classes.get(TRAINING_CLASSES[name]) if found is None and name in TRAINING_CLASSES else found
+
+
+def forward_class(calibration: KernelCalibration, name: str) -> str | None:
+    """The forward class a training kernel's class is read off (None: its own curve, or none)."""
+    base = name.split("@", 1)[0]
+    return TRAINING_CLASSES.get(base) if base not in calibration.classes else None
+
+
+def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
+    """How many times the class's curve is read for one row: its executions, and for a whole
+    recurrent layer (class ``rnn``) times its steps (its records' largest ``count``: one per time
+    step) — a layer's time is its steps one after another, each a small matmul and its gates, so
+    its curve is per step (a 64-step layer at batch 4 is 64 small steps, not one large matmul)."""
+    if name.split("@", 1)[0] != "rnn" or row.index is None:
+        return row.executions
+    operations = estimate.kernels[row.index].operations
+    steps = max((estimate.by_operation[i].operation.count for i in operations), default=1)
+    return row.executions * max(1, steps)
+
+
+def call_name(kernel: Kernel) -> str:
+    """What the kernel runs, without its module path: ``aten.mkldnn_rnn_layer.default`` →
+    ``mkldnn_rnn_layer``; ``lstm/zeros#2`` → ``zeros``."""
+    if kernel.kind and kernel.kind.count(".") >= 2:
+        return kernel.kind.split(".")[1]
+    return (kernel.kind or kernel.name.rsplit("/", 1)[-1]).split("#", 1)[0]
+
+
+def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
+    if row.name == UNMAPPED and row.index is None:
+        return "unmapped"
+    if row.index is None:  # a record scored as its own kernel
+        return CLASS_OF_KIND.get(row.kind or "", "other")
+    kernel = estimate.kernels[row.index]
+    if _FUSED_RNN.search(call_name(kernel)):
+        return "rnn"
+    if not kernel.operations:
+        return "other"  # runs none of our records (a loop's state copy, an unmodeled call): its bound, noted
+    classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
+    name = min(classes, key=PRIORITY.index)
+    if name == "conv" and call_name(kernel).startswith("convolution_backward"):
+        return "conv_backward"
+    records = [estimate.by_operation[i].operation for i in kernel.operations]
+    if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
+        return "norm_training"
+    if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
+        return "transcendental"  # exp, tanh, erf...: a polynomial per element, not one FLOP
+    return name

@@ -1,0 +1,111 @@
+"""A training step's own kernels are classes of their own, read off their forward class's curve
+(said in a note) by a calibration without them, and calibrated by PyTorch's grid.
+
+Measured before (a ResNet-style CNN, batch 16, one AdamW step, one process alternating inference
+and training): forward convolutions ran at the same ratio to their expectation in both (1.37 and
+1.38), while a batch norm computing its batch's statistics ran at 6.3× what the inference curve
+expects of it, its backward at 2.4–2.7×, and a convolution's backward at 1.2× the forward's ratio.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from neural_cost import estimate_trace
+from neural_cost.analysis.expected import expected_time, installed_versions
+from neural_cost.analysis.kernel_classes import TRAINING_CLASSES, class_model, forward_class, kernel_class
+from neural_cost.analysis.kernels import kernel_rows
+from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration
+from tests.analysis.test_kernel_bound import SPEC
+
+torch = pytest.importorskip("torch")
+
+
+def _flat(name: str, seconds_log10: float) -> ClassModel:
+    """A curve flat at 10^seconds_log10 s for every kernel under 10 µs of roofline time (all of
+    the tiny step's: its largest bound is a few microseconds)."""
+    return ClassModel(name, Curve((-5.0,), (seconds_log10,)), None, points=3)
+
+
+def _calibration(classes: dict[str, ClassModel]) -> KernelCalibration:
+    return KernelCalibration(
+        "torch", SPEC, classes, machine={}, versions=installed_versions("torch"), date="2026-12-02"
+    )
+
+
+@pytest.fixture(scope="module")
+def step():
+    """A tiny CNN's training step: conv (no bias) → batch norm → relu → layer norm → linear."""
+    from neural_cost.adapters import adapter_for
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.LayerNorm(4 * 6 * 6),
+        torch.nn.Linear(4 * 6 * 6, 2),
+    )
+    estimate = estimate_trace(adapter_for("torch").trace(model, (torch.randn(2, 3, 6, 6),), training=True))
+    rows = kernel_rows(estimate, SPEC)[0]
+    return estimate, {row.name.rsplit("/", 1)[-1]: kernel_class(estimate, row) for row in rows}
+
+
+def test_a_training_steps_own_kernels_have_their_own_classes(step):
+    _, classes = step
+    assert classes["convolution"] == "conv"  # the forward
+    assert classes["convolution_backward"] == "conv_backward"
+    assert classes["native_batch_norm"] == "norm_training"  # computes the batch's statistics
+    assert classes["native_batch_norm_backward"] == "norm_backward"
+    assert classes["native_layer_norm"] == "norm"  # a layer norm is the same kernel in both
+    assert classes["native_layer_norm_backward"] == "norm_backward"
+
+
+def test_without_their_own_curves_they_are_read_off_their_forward_class_with_a_note(step):
+    """conv flat at 1 µs, norm at 2 µs: the backward conv reads 1 µs, the training batch norm and
+    both norm backwards 2 µs each; with conv_backward's own curve (3 µs) it reads 3 µs, unnoted."""
+    estimate, _ = step
+    forward_only = _calibration({"conv": _flat("conv", -6.0), "norm": _flat("norm", -5.69897)})
+    expected = expected_time(estimate, forward_only, machine={})
+    seconds = {row.name.rsplit("/", 1)[-1]: row.seconds for row in expected.rows}
+    assert seconds["convolution_backward"] == pytest.approx(1e-6)
+    assert seconds["native_batch_norm"] == pytest.approx(2e-6, rel=1e-5)
+    assert seconds["native_batch_norm_backward"] == pytest.approx(2e-6, rel=1e-5)
+    assert seconds["native_layer_norm_backward"] == pytest.approx(2e-6, rel=1e-5)
+    note = next(n for n in expected.notes if n.startswith("training kernels read off"))
+    assert "conv_backward (1) off conv" in note and "norm_training (1) off norm" in note
+    assert "norm_backward (2) off norm" in note
+
+    own = _calibration({**forward_only.classes, "conv_backward": _flat("conv_backward", -5.52288)})
+    expected = expected_time(estimate, own, machine={})
+    row = next(r for r in expected.rows if r.name.endswith("convolution_backward"))
+    assert row.seconds == pytest.approx(3e-6, rel=1e-5)
+    note = next(n for n in expected.notes if n.startswith("training kernels read off"))
+    assert "conv_backward" not in note
+
+
+def test_the_fallback_is_to_the_forward_class_only():
+    calibration = _calibration({"conv": _flat("conv", -6.0)})
+    assert class_model(calibration, "conv_backward") is calibration.classes["conv"]
+    assert forward_class(calibration, "conv_backward") == "conv"
+    assert class_model(calibration, "norm_training") is None  # no norm curve either: the roofline
+    assert forward_class(calibration, "conv") is None
+    assert set(TRAINING_CLASSES.values()) <= {"conv", "norm"}
+
+
+TRAINING_PROGRAMS = {"convolution_backward", "batch_norm", "native_batch_norm_backward", "native_layer_norm_backward"}
+
+
+def test_the_torch_grid_calibrates_every_training_class():
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.workload import trace_workload
+
+    adapter = adapter_for("torch")
+    found = set()
+    for program in adapter.microbenchmarks(quick=True):
+        if program.name.split(" ", 1)[0] not in TRAINING_PROGRAMS:
+            continue
+        estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
+        found |= {kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]}
+    assert set(TRAINING_CLASSES) <= found
