@@ -183,8 +183,10 @@ _BACKWARD_CONVS = (
     (12, 32, 32, 56, 3, 1, True), (6, 96, 96, 28, 3, 1, True), (8, 256, 256, 14, 3, 1, True),
 )  # fmt: skip
 #: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
-_NORM_MAPS = ((1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112))
-_LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512))
+_NORM_MAPS = (
+    (1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112), (4, 32, 56), (16, 64, 28), (2, 256, 14),
+)  # fmt: skip
+_LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512), (256, 2048), (1024, 512))
 
 
 def _training(quick: bool) -> Iterator[MicroProgram]:
