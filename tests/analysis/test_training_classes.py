@@ -109,3 +109,37 @@ def test_the_torch_grid_calibrates_every_training_class():
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         found |= {kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]}
     assert set(TRAINING_CLASSES) <= found
+
+
+def test_a_calibrated_function_is_its_own_transcendental_class_and_falls_back_to_the_family():
+    """tanh and exp each get their own curve; their points also fit the family's, which a
+    function the grid does not time alone (erf) reads."""
+    from neural_cost.adapters import adapter_for
+    from neural_cost.hardware.kernel_model import Point, fit_calibration
+
+    with torch.no_grad():
+        estimate = estimate_trace(adapter_for("torch").trace(lambda x: torch.erf(torch.tanh(x)), (torch.randn(64),)))
+    classes = [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]]
+    assert classes == ["transcendental:tanh", "transcendental"]  # tanh alone; erf is the family's
+    points = [Point("transcendental:tanh", 0.0, m, 28 * m) for m in (1e-6, 1e-5, 1e-4)]
+    points += [Point("transcendental:exp", 0.0, m, 10 * m) for m in (1e-6, 1e-5, 1e-4)]
+    calibration = fit_calibration("torch", SPEC, points)
+    assert calibration.classes["transcendental:tanh"].points == 3
+    assert calibration.classes["transcendental"].points == 6  # the family: both functions' points
+    assert class_model(calibration, "transcendental:gelu") is calibration.classes["transcendental"]
+    assert class_model(calibration, "transcendental:tanh@loop") is calibration.classes["transcendental:tanh"]
+    # tanh's own curve through its points: 28× at 10 µs of memory roofline; the family's lies between
+    assert calibration.classes["transcendental:tanh"].seconds(0.0, 1e-5) == pytest.approx(28e-5)
+    assert 10e-5 < calibration.classes["transcendental"].seconds(0.0, 1e-5) < 28e-5
+
+
+def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():
+    """A 1 MiB result (262,144 float32) is kept in a ring of 64 MiB ÷ 1 MiB = 64: consecutive
+    calls write different buffers; a 4 KiB result is the op as it is."""
+    from neural_cost.adapters._torch.microbench import _cold_results
+
+    x = torch.randn(262_144)
+    ring = _cold_results(torch.relu, x.numel() * 4)
+    pointers = [ring(x).data_ptr() for _ in range(3)]
+    assert len(set(pointers)) == 3
+    assert _cold_results(torch.relu, 4096) is torch.relu

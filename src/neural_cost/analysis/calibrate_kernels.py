@@ -20,10 +20,10 @@ from __future__ import annotations
 import datetime
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NeuralCostError
 from ..costs.estimate import estimate_trace
@@ -31,7 +31,7 @@ from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
 from .expected import allocated_records, installed_versions
-from .fresh_pages import glibc_allocator, large_result_bytes
+from .fresh_pages import glibc_allocator, large_result_bytes, measured_fault_seconds
 from .kernel_classes import class_model, kernel_class, repeats
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
@@ -88,8 +88,12 @@ class _Prepared:
         time, so that a stall in one pass neither slows a kernel nor, through its ratio, speeds it."""
         return statistics.median(self.unwatched) if self.unwatched else 1.0
 
-    def keep(self, key: int | None, seconds: float) -> None:
-        self.best[key] = min(seconds, self.best.get(key, seconds))
+    #: The timing figures (``Measurement.allocator``: page faults per run) of the best wall-timed pass.
+    figures: Mapping[str, Any] = field(default_factory=dict)
+
+    def keep(self, key: int | None, seconds: float, figures: Mapping[str, Any] | None = None) -> None:
+        if key not in self.best or seconds < self.best[key]:
+            self.best[key], self.figures = seconds, (self.figures if figures is None else figures)
 
 
 def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram) -> _Prepared:
@@ -104,7 +108,7 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
     program = prepared.program
     if adapter.kernel_timing == "wall":
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
-        prepared.keep(None, timed.median_seconds)
+        prepared.keep(None, timed.median_seconds, timed.allocator)
         return
     wall = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=prepared.repeats)
     profile = adapter.profile(
@@ -129,18 +133,20 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
 
 def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
     """The wall-timed program's point (or pending entry). ``first_touch``: seconds per fresh byte;
-    the page faults of its results glibc maps anew on every run (≥ 32 MiB by default:
-    ``fresh_pages.glibc_allocator``) are taken out (a prediction adds them back for such
-    results), never below the program's roofline bound."""
+    the page faults its timed runs took (counted, or where not counted those of its results
+    glibc maps anew on every run: ≥ 32 MiB by default, ``fresh_pages.glibc_allocator``) are taken
+    out (a prediction adds back those of such results), never below the program's roofline bound."""
     estimate, program = prepared.estimate, prepared.program
     rows = [row for row in prepared.scored if row.operations and row.executions]
     if not rows or None not in prepared.best:
         return []
     best = prepared.best[None]
     mapped_from = glibc_allocator().mapped_from
-    if first_touch and mapped_from is not None:
+    fresh = measured_fault_seconds(prepared.figures, first_touch)
+    if fresh is None and first_touch and mapped_from is not None:
         fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
-        best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
+    if fresh:
+        best = max(best - fresh, sum(row.bound_seconds for row in rows))
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:
         others = tuple((row, kernel_class(estimate, row), repeats(estimate, row, kernel_class(estimate, row)))

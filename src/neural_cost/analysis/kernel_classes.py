@@ -5,7 +5,8 @@ attention, conv, matmul, norm, softmax, pool, reduce, gather, elementwise, copy 
 fused with its bias and activation is a matmul, a loop fusion of pointwise ops elementwise, or
 ``transcendental`` when one of its records evaluates exp, tanh, erf... (each a polynomial per
 element that the FLOP count calls one: at the same roofline time such kernels run several times
-longer than an add). A
+longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
+(``FUNCTIONS``), which falls back to the family's curve. A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
@@ -73,12 +74,22 @@ def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
 TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
 
 
+#: Functions whose kernels are a ``transcendental:`` class of their own (``transcendental:tanh``): at
+#: the same roofline time PyTorch's tanh runs 28× its bound on this CPU, gelu, silu and sigmoid 4×,
+#: exp 10×; one curve for all was a compromise that put GPT-2's tanh at a third of its time.
+#: Another function, or an XLA fusion, is the family's ``transcendental``.
+FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
+
+
 def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
     """The calibration's model for a class; a loop's kernel without its own falls back to the
-    class's, a training kernel's to its forward class's (``forward_class``)."""
+    class's, a function's to its family's (``transcendental:tanh`` → ``transcendental``), a
+    training kernel's to its forward class's (``forward_class``)."""
     found = calibration.classes.get(name)
     if found is None and name.endswith(LOOP):
         return class_model(calibration, name[: -len(LOOP)])
+    if found is None and ":" in name:
+        return class_model(calibration, name.split(":", 1)[0])
     return calibration.classes.get(TRAINING_CLASSES[name]) if found is None and name in TRAINING_CLASSES else found
 
 
@@ -126,5 +137,7 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
         return "norm_training"
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
-        return "transcendental"  # exp, tanh, erf...: a polynomial per element, not one FLOP
+        # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
+        function = call_name(kernel).lower()
+        return f"transcendental:{function}" if function in FUNCTIONS else "transcendental"
     return name

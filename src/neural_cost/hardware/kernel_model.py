@@ -370,6 +370,8 @@ def fit_calibration(
     by_class: dict[str, list[Point]] = {}
     for point in points:
         by_class.setdefault(point.kernel_class, []).append(point)
+        if ":" in point.kernel_class:  # one function's point (transcendental:tanh) is its family's too
+            by_class.setdefault(point.kernel_class.split(":", 1)[0], []).append(point)
     errors = cross_validate(points)
     classes = {}
     for name, members in sorted(by_class.items()):

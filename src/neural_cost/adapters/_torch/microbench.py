@@ -7,13 +7,15 @@ ops from 10³ to 10⁷ elements, reductions, softmax, layer and batch norm, copi
 gathers, pooling, scaled dot-product attention, and whole recurrent layers (LSTM, GRU: one
 fused call each, their own class); and a training step's own kernels (``_training``): a
 convolution's backward, a batch norm computing its batch's statistics, batch and layer norm
-backwards, each the one aten call autograd makes. Inputs are fresh random tensors; a program is
-timed with gradients off (a backward is called as the aten op it is). ``quick`` keeps every
-class at a few sizes (for tests).
+backwards, each the one aten call autograd makes. Inputs are fresh random tensors; a pointwise
+op's result of 512 KiB or more goes to a buffer other than its last call's, as in a model
+(``_cold_results``); a program is timed with gradients off (a backward is called as the aten op
+it is). ``quick`` keeps every class at a few sizes (for tests).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -95,11 +97,36 @@ _BINARY = {"add", "mul"}
 _LARGEST = 16_000_000  # the largest pointwise op, reduction and copy (elements)
 
 
+#: Results of at least this many bytes are written to a buffer other than the last call's
+#: (``_cold_results``), in a ring spanning at least ``_RING_BYTES``: twice the largest L3 here.
+_COLD_FROM, _RING_BYTES = 512 * 1024, 64 * 1024 * 1024
+
+
+def _cold_results(fn: Callable[..., Any], result_bytes: int) -> Callable[..., Any]:
+    """``fn`` with its results kept alive in a ring (at least two), so that each call writes a
+    buffer it last wrote a ring ago: an op in a model writes whatever its allocator hands back,
+    rarely the buffer it just wrote (GPT-2's 7 MB adds and muls ran at 2.8× their time into a
+    reused buffer, with glibc keeping every page; a relu's 8 MB result into a ring of 8: 3×)."""
+    if result_bytes < _COLD_FROM:
+        return fn
+    ring: list[Any] = [None] * max(2, _RING_BYTES // result_bytes)
+    calls = itertools.count()
+
+    def run(*args: Any) -> Any:
+        result = fn(*args)
+        ring[next(calls) % len(ring)] = result  # the oldest result is freed only now
+        return result
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
 def _pointwise(quick: bool) -> Iterator[MicroProgram]:
     for name, _, shape in grid.pointwise(tuple(_POINTWISE), ("relu", "gelu", "add"), quick, _LARGEST):
         x = _rand(*shape)
         args = (x, _rand(*x.shape)) if name in _BINARY else (x,)
-        yield MicroProgram(f"{name} {x.numel()}", _no_grad(_POINTWISE[name]), args)
+        op = _cold_results(_POINTWISE[name], x.numel() * x.element_size())
+        yield MicroProgram(f"{name} {x.numel()}", _no_grad(op), args)
 
 
 def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
