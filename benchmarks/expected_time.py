@@ -37,7 +37,7 @@ import os
 import statistics
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +77,22 @@ class Row:
     cold: float | None = None  # eager PyTorch: the upper end, every large result on fresh pages
     drift: float | None = None  # the machine's speed just before the kept pass, against its calibration
     probe: Callable[[], float | None] | None = None  # measures that drift
+    passes: list[float] = field(default_factory=list)  # every pass's median, the first included
+
+    def __post_init__(self) -> None:
+        self.passes.append(self.measured)
+
+    @property
+    def spread(self) -> float:
+        """How far apart this row's passes read: slowest ÷ fastest − 1 (0 with one pass)."""
+        return max(self.passes) / min(self.passes) - 1
 
     def measure_again(self) -> None:
         """One more pass (its drift probed first); the row keeps its smallest median and that pass's drift."""
         assert self.remeasure is not None
         drift = self.probe() if self.probe is not None else None
         seconds = self.remeasure()
+        self.passes.append(seconds)
         if seconds < self.measured:
             self.measured, self.drift = seconds, drift
 
@@ -232,7 +242,8 @@ def print_rows(rows: list[Row]) -> None:
         star, bound = ("*", "") if row.predicted else (" ", ms(row.bound))
         print(
             f"{row.model:13s} {row.batch:5d}{star} {ms(row.measured)}  {bound:>8s}  {ms(row.expected)}  "
-            f"{percent(row.error)}  {'     —' if row.drift is None else f'{row.drift:5.2f}×'}  {row.within}",
+            f"{percent(row.error)}  {'     —' if row.drift is None else f'{row.drift:5.2f}×'}  "
+            f"{percent(row.spread)}  {row.within}",
             flush=True,
         )
 
@@ -268,6 +279,12 @@ def summarize(rows: list[Row], reason: str) -> None:
             f"all {len(errors)} rows: median {percent(median)} (limit {MEDIAN_LIMIT:.0%}: "
             f"{'met' if median <= MEDIAN_LIMIT else 'NOT met'}), max {percent(worst)} "
             f"(limit {MAX_LIMIT:.0%}: {'met' if worst <= MAX_LIMIT else 'NOT met'})"
+        )
+    spreads = [row.spread for row in rows if len(row.passes) > 1]
+    if spreads:  # the noise the figures above sit on: one program's passes of this run
+        print(
+            f"the same row's {PASSES} passes read a median {percent(statistics.median(spreads))} apart (slowest ÷ "
+            f"fastest − 1; worst {percent(max(spreads))}): an error under that cannot be told from noise"
         )
     if predicted:
         errors = [row.error for row in predicted if row.error is not None]
@@ -338,8 +355,9 @@ def main() -> None:
     remeasure(rows)
     print(
         f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
-        f"{'drift':>6s}  (ms; drift: calibration probes re-run just before the kept pass ÷ their calibration "
-        f"time; eager PyTorch: measured against [expected, allocator upper end])"
+        f"{'drift':>6s}  {'spread':>6s}  (ms; drift: calibration probes re-run just before the kept pass ÷ their "
+        f"calibration time; spread: the row's passes, slowest ÷ fastest − 1; eager PyTorch: measured against "
+        f"[expected, allocator upper end])"
     )
     print_rows(rows)
     print("(* the unseen batch: expected from the trace before the batch was timed)")

@@ -6,7 +6,9 @@ fused with its bias and activation is a matmul, a loop fusion of pointwise ops e
 ``transcendental`` when one of its records evaluates exp, tanh, erf... (each a polynomial per
 element that the FLOP count calls one: at the same roofline time such kernels run several times
 longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
-(``FUNCTIONS``), which falls back to the family's curve. A
+(``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
+or output channels are under 64 is ``conv:narrow`` (``NARROW``), another ``conv:wide``; both fall
+back to the family's ``conv``. A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
@@ -23,6 +25,7 @@ forward class's curve, noted.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -99,6 +102,26 @@ def forward_class(calibration: KernelCalibration, name: str) -> str | None:
     return TRAINING_CLASSES.get(base) if base not in calibration.classes else None
 
 
+#: A convolution whose matrix-multiply view (M = output positions, K = input channels × kernel
+#: taps, N = output channels) has K or N under this is ``conv:narrow``: a 3×3 convolution of 32
+#: channels on 64² maps ran at half the rate of a 64- or 128-channel one of the same FLOPs, a
+#: 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them alike. Every other
+#: convolution is ``conv:wide``.
+NARROW = 64
+
+
+def _narrow(estimate: CostEstimate, kernel: Kernel) -> bool:
+    """Whether the kernel's heaviest convolution is narrow (``NARROW``), read off its record alone
+    in any layout: K = FLOPs ÷ (2 × output elements), N = the weight's elements ÷ K."""
+    cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
+               key=lambda c: c.flops, default=None)  # fmt: skip
+    if cost is None or len(cost.operation.inputs) < 2:
+        return False
+    outputs = math.prod(cost.operation.output) * cost.operation.count
+    taps = cost.flops / (2 * outputs) if outputs else 0.0
+    return taps > 0 and min(taps, math.prod(cost.operation.inputs[1]) / taps) < NARROW
+
+
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
     """How many times the class's curve is read for one row: its executions, and for a whole
     recurrent layer (class ``rnn``) times its steps (its records' largest ``count``: one per time
@@ -133,6 +156,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     name = min(classes, key=PRIORITY.index)
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
         return "conv_backward"
+    if name == "conv":
+        return "conv:narrow" if _narrow(estimate, kernel) else "conv:wide"
     records = [estimate.by_operation[i].operation for i in kernel.operations]
     if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
         return "norm_training"

@@ -1,5 +1,6 @@
-"""A training step's own kernels are classes of their own, read off their forward class's curve
-(said in a note) by a calibration without them, and calibrated by PyTorch's grid.
+"""Kernel classes finer than the record kinds: a training step's own kernels (read off their
+forward class's curve, said in a note, by a calibration without them; calibrated by PyTorch's
+grid), one transcendental function's calls, narrow and wide convolutions.
 
 Measured before (a ResNet-style CNN, batch 16, one AdamW step, one process alternating inference
 and training): forward convolutions ran at the same ratio to their expectation in both (1.37 and
@@ -54,7 +55,7 @@ def step():
 
 def test_a_training_steps_own_kernels_have_their_own_classes(step):
     _, classes = step
-    assert classes["convolution"] == "conv"  # the forward
+    assert classes["convolution"] == "conv:narrow"  # the forward: 3 → 4 channels
     assert classes["convolution_backward"] == "conv_backward"
     assert classes["native_batch_norm"] == "norm_training"  # computes the batch's statistics
     assert classes["native_batch_norm_backward"] == "norm_backward"
@@ -143,3 +144,37 @@ def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():
     pointers = [ring(x).data_ptr() for _ in range(3)]
     assert len(set(pointers)) == 3
     assert _cold_results(torch.relu, 4096) is torch.relu
+
+
+def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are_under_64():
+    """K = input channels × taps, N = output channels, read off the record in any layout:
+    3→32 3×3 (K 27) narrow; 64→64 3×3 (K 576, N 64) wide; 64→32 1×1 (K 64, N 32) narrow; and the
+    same in JAX's NHWC/HWIO as in PyTorch's NCHW/OIHW."""
+    from neural_cost.adapters import adapter_for
+
+    def classes(adapter, fn, *args):
+        estimate = estimate_trace(adapter.trace(fn, args))
+        return [
+            kernel_class(estimate, row)
+            for row in kernel_rows(estimate, SPEC)[0]
+            if "conv" in kernel_class(estimate, row)
+        ]
+
+    torch_adapter = adapter_for("torch")
+    with torch.no_grad():
+        for c_in, c_out, k, expected in (
+            (3, 32, 3, "conv:narrow"),
+            (64, 64, 3, "conv:wide"),
+            (64, 32, 1, "conv:narrow"),
+        ):
+            x, w = torch.randn(2, c_in, 8, 8), torch.randn(c_out, c_in, k, k)
+            assert classes(torch_adapter, lambda x, w: torch.nn.functional.conv2d(x, w), x, w) == [expected]
+    jax = pytest.importorskip("jax")
+    jax_adapter = adapter_for("jax", cross_check=True)  # its compiled kernels, as predict and the benchmark read
+    for c_in, c_out, expected in ((3, 32, "conv:narrow"), (64, 64, "conv:wide")):
+        x, w = jax.numpy.ones((2, 8, 8, c_in)), jax.numpy.ones((3, 3, c_in, c_out))
+
+        def conv(x, w):
+            return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+        assert classes(jax_adapter, jax.jit(conv), x, w) == [expected]
