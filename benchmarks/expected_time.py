@@ -211,7 +211,7 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, probe=probe)
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(
-            median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)
+            median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)[1]
         )
         rows.append(row)
     # predict: the expected time from the trace alone, before this batch is ever timed
@@ -220,7 +220,7 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
     expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
     drift = probe()
-    options = program_options(adapter, trace_options, None)  # a training step is timed as one
+    options = program_options(adapter, trace_options, None)[1]  # a training step is timed as one
     first = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options).median_seconds
     row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, probe=probe)
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)

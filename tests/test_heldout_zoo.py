@@ -49,9 +49,11 @@ SHAPES = {
 
 def test_zoo_is_eight_models_over_three_frameworks_with_an_unseen_batch_each():
     assert len([model for model in zoo.MODELS if not model.training]) >= 8
-    assert all(
-        model.framework == "torch" and "optimizer" in model.build(1)[3] for model in zoo.MODELS if model.training
-    )
+    steps = [model for model in zoo.MODELS if model.training]
+    assert len(steps) == 2 and all(model.framework == "torch" for model in steps)
+    for model in steps:  # a training step is traced and timed with its optimizer
+        if model.needs is None or importlib.util.find_spec(model.needs) is not None:
+            assert model.build(1)[3]["training"] is True and "optimizer" in model.build(1)[3]
     assert {model.framework for model in zoo.MODELS} == {"torch", "jax", "tensorflow"}
     assert set(SHAPES) == {model.name for model in zoo.MODELS}
     for model in zoo.MODELS:

@@ -14,7 +14,7 @@ import pytest
 
 from neural_cost import estimate_trace
 from neural_cost.analysis.expected import expected_time, installed_versions
-from neural_cost.analysis.kernel_classes import TRAINING_CLASSES, class_model, forward_class, kernel_class
+from neural_cost.analysis.kernel_classes import TRAINING_CLASSES, borrowed_class, class_model, kernel_class
 from neural_cost.analysis.kernels import kernel_rows
 from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration
 from tests.analysis.test_kernel_bound import SPEC
@@ -74,7 +74,7 @@ def test_without_their_own_curves_they_are_read_off_their_forward_class_with_a_n
     assert seconds["native_batch_norm"] == pytest.approx(2e-6, rel=1e-5)
     assert seconds["native_batch_norm_backward"] == pytest.approx(2e-6, rel=1e-5)
     assert seconds["native_layer_norm_backward"] == pytest.approx(2e-6, rel=1e-5)
-    note = next(n for n in expected.notes if n.startswith("training kernels read off"))
+    note = next(n for n in expected.notes if n.startswith("kernels read off another class's curve"))
     assert "conv_backward (1) off conv" in note and "norm_training (1) off norm" in note
     assert "norm_backward (2) off norm" in note
 
@@ -82,17 +82,20 @@ def test_without_their_own_curves_they_are_read_off_their_forward_class_with_a_n
     expected = expected_time(estimate, own, machine={})
     row = next(r for r in expected.rows if r.name.endswith("convolution_backward"))
     assert row.seconds == pytest.approx(3e-6, rel=1e-5)
-    note = next(n for n in expected.notes if n.startswith("training kernels read off"))
+    note = next(n for n in expected.notes if n.startswith("kernels read off another class's curve"))
     assert "conv_backward" not in note
 
 
-def test_the_fallback_is_to_the_forward_class_only():
-    calibration = _calibration({"conv": _flat("conv", -6.0)})
+def test_a_borrowed_curve_is_named_and_a_missing_one_is_not_borrowed():
+    calibration = _calibration({"conv": _flat("conv", -6.0), "transcendental": _flat("transcendental", -6.0)})
     assert class_model(calibration, "conv_backward") is calibration.classes["conv"]
-    assert forward_class(calibration, "conv_backward") == "conv"
+    assert borrowed_class(calibration, "conv_backward") == "conv"
+    assert borrowed_class(calibration, "conv:narrow@loop") == "conv"  # through its loop's base
+    assert borrowed_class(calibration, "transcendental:tanh") == "transcendental"
     assert class_model(calibration, "norm_training") is None  # no norm curve either: the roofline
-    assert forward_class(calibration, "conv") is None
-    assert set(TRAINING_CLASSES.values()) <= {"conv", "norm"}
+    assert borrowed_class(calibration, "norm_training") is None
+    assert borrowed_class(calibration, "conv") is None and borrowed_class(calibration, "conv@loop") is None
+    assert TRAINING_CLASSES == {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
 
 
 TRAINING_PROGRAMS = {"convolution_backward", "batch_norm", "native_batch_norm_backward", "native_layer_norm_backward"}
@@ -135,14 +138,18 @@ def test_a_calibrated_function_is_its_own_transcendental_class_and_falls_back_to
 
 
 def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():
-    """A 1 MiB result (262,144 float32) is kept in a ring of 64 MiB ÷ 1 MiB = 64: consecutive
-    calls write different buffers; a 4 KiB result is the op as it is."""
-    from neural_cost.adapters._torch.microbench import _cold_results
+    """A 1 MiB result (262,144 float32) is kept in the ring of 64 MiB: 64 results. Consecutive
+    calls write different buffers, and the ring frees one for each it keeps: the 64 results alive
+    stay 64 (a ring, not a leak); a 4 KiB result is the op as it is."""
+    from neural_cost.adapters._torch.microbench import _RING, _cold_results
 
     x = torch.randn(262_144)
     ring = _cold_results(torch.relu, x.numel() * 4)
     pointers = [ring(x).data_ptr() for _ in range(3)]
     assert len(set(pointers)) == 3
+    for _ in range(200):
+        ring(x)
+    assert len(_RING.kept) == 64 and _RING.bytes == 64 * 1024 * 1024
     assert _cold_results(torch.relu, 4096) is torch.relu
 
 
@@ -178,3 +185,33 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
             return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
         assert classes(jax_adapter, jax.jit(conv), x, w) == [expected]
+
+
+def test_grouped_and_transposed_convolutions_and_in_place_functions():
+    """A 256-channel 3×3 convolution in 32 groups: K = 8 × 9 = 72, N = 256 ÷ 32 = 8 per group:
+    narrow (without the groups N read 256: wide). A transposed convolution's FLOPs follow its
+    input, so the view does not hold: the family's ``conv``. ``tanh_`` (in place) is tanh."""
+    from neural_cost.adapters import adapter_for
+
+    adapter = adapter_for("torch")
+
+    def classes(fn, *args):
+        with torch.no_grad():
+            estimate = estimate_trace(adapter.trace(fn, args))
+        return [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]]
+
+    grouped = classes(lambda x, w: torch.nn.functional.conv2d(x, w, groups=32), torch.randn(2, 256, 8, 8),
+                      torch.randn(256, 8, 3, 3))  # fmt: skip
+    assert grouped == ["conv:narrow"]
+    transposed = classes(lambda x, w: torch.nn.functional.conv_transpose2d(x, w, stride=2), torch.randn(2, 64, 8, 8),
+                         torch.randn(64, 32, 4, 4))  # fmt: skip
+    assert transposed == ["conv"]
+    assert classes(lambda x: x.tanh_(), torch.randn(64)) == ["transcendental:tanh"]
+
+
+def test_a_loop_members_points_fit_its_familys_loop_curve():
+    from neural_cost.hardware.kernel_model import Point, fit_calibration
+
+    points = [Point("conv:narrow@loop", 1e-6 * k, 0.0, 2e-6 * k) for k in (1, 10, 100)]
+    calibration = fit_calibration("torch", SPEC, points)
+    assert set(calibration.classes) == {"conv:narrow@loop", "conv@loop"}

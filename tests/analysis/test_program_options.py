@@ -23,17 +23,24 @@ class _Recorded(FrameworkAdapter):
     program_options = frozenset({"training", "static_argnums"})
 
 
-def test_a_program_option_given_to_the_trace_reaches_the_timed_runs():
-    assert program_options(_Recorded(), {"training": True, "param_argnums": 0}, None) == {"training": True}
-    assert program_options(_Recorded(), {"training": True}, {"training": True}) == {"training": True}
-    # an option of the timed runs alone is theirs; one no adapter shares stays out
-    assert program_options(_Recorded(), None, {"jit_compile": True}) == {"jit_compile": True}
-    assert program_options(FrameworkAdapter(), {"training": True}, None) == {}
-    assert program_options(None, {"training": True}, None) == {}
+def test_a_program_option_given_to_one_side_reaches_the_other():
+    traced, timed = program_options(_Recorded(), {"training": True, "param_argnums": 0}, None)
+    assert traced == {"training": True, "param_argnums": 0} and timed == {"training": True}
+    traced, timed = program_options(_Recorded(), None, {"training": True, "jit_compile": True})
+    assert traced == {"training": True} and timed == {"training": True, "jit_compile": True}
+    assert program_options(_Recorded(), {"training": True}, {"training": True}) == ({"training": True},) * 2
+    # an option no adapter shares stays where it was given
+    assert program_options(FrameworkAdapter(), {"training": True}, None) == ({"training": True}, {})
+    assert program_options(None, None, {"training": True}) == ({}, {"training": True})
 
 
-def test_an_int_and_its_one_tuple_are_the_same_static_argnums():
-    assert program_options(_Recorded(), {"static_argnums": 1}, {"static_argnums": (1,)}) == {"static_argnums": (1,)}
+def test_an_int_its_one_tuple_and_its_one_list_are_the_same_static_argnums():
+    for timed in ((1,), [1], 1):
+        assert program_options(_Recorded(), {"static_argnums": 1}, {"static_argnums": timed})[1] == {
+            "static_argnums": timed
+        }
+    with pytest.raises(AdapterError, match="static_argnums"):
+        program_options(_Recorded(), {"static_argnums": 1}, {"static_argnums": (0, 1)})
 
 
 def test_different_values_for_the_trace_and_the_timed_runs_are_refused():
@@ -44,7 +51,7 @@ def test_different_values_for_the_trace_and_the_timed_runs_are_refused():
     adapter.program_options = frozenset({"optimizer"})
     with pytest.raises(AdapterError, match="optimizer="):
         program_options(adapter, {"optimizer": optimizer}, {"optimizer": other})
-    assert program_options(adapter, {"optimizer": optimizer}, {"optimizer": optimizer}) == {"optimizer": optimizer}
+    assert program_options(adapter, {"optimizer": optimizer}, {"optimizer": optimizer})[1] == {"optimizer": optimizer}
 
 
 def test_a_torch_training_step_traced_is_a_training_step_timed():
@@ -68,7 +75,12 @@ def test_a_torch_training_step_traced_is_a_training_step_timed():
     grad_enabled.clear()
     analyze_workload(TorchAdapter(), model, (x,), warmup=2, repeats=3, profile=False, trace_options={"training": True})
     # warmup 2 + timed 3 (+ the write guard's run) are training steps, and so is the traced one
-    assert grad_enabled.count(True) >= 2 + 3 + 1
+    assert len(grad_enabled) >= 2 + 3 + 1 and all(grad_enabled)
+    grad_enabled.clear()
+    analyze_workload(  # given to the timed runs only: the trace is of a training step too
+        TorchAdapter(), model, (x,), warmup=2, repeats=3, profile=False, benchmark_options={"training": True}
+    )
+    assert len(grad_enabled) >= 2 + 3 + 1 and all(grad_enabled)
     with pytest.raises(AdapterError, match="training=True was given to the trace but training=False"):
         analyze_workload(
             TorchAdapter(),

@@ -20,10 +20,10 @@ from __future__ import annotations
 import datetime
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from ..costs.estimate import estimate_trace
@@ -31,7 +31,7 @@ from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
 from .expected import allocated_records, installed_versions
-from .fresh_pages import glibc_allocator, large_result_bytes, measured_fault_seconds
+from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernel_classes import class_model, kernel_class, repeats
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
@@ -88,12 +88,8 @@ class _Prepared:
         time, so that a stall in one pass neither slows a kernel nor, through its ratio, speeds it."""
         return statistics.median(self.unwatched) if self.unwatched else 1.0
 
-    #: The timing figures (``Measurement.allocator``: page faults per run) of the best wall-timed pass.
-    figures: Mapping[str, Any] = field(default_factory=dict)
-
-    def keep(self, key: int | None, seconds: float, figures: Mapping[str, Any] | None = None) -> None:
-        if key not in self.best or seconds < self.best[key]:
-            self.best[key], self.figures = seconds, (self.figures if figures is None else figures)
+    def keep(self, key: int | None, seconds: float) -> None:
+        self.best[key] = min(seconds, self.best.get(key, seconds))
 
 
 def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram) -> _Prepared:
@@ -108,7 +104,7 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
     program = prepared.program
     if adapter.kernel_timing == "wall":
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
-        prepared.keep(None, timed.median_seconds, timed.allocator)
+        prepared.keep(None, timed.median_seconds)
         return
     wall = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=prepared.repeats)
     profile = adapter.profile(
@@ -133,20 +129,20 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
 
 def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
     """The wall-timed program's point (or pending entry). ``first_touch``: seconds per fresh byte;
-    the page faults its timed runs took (counted, or where not counted those of its results
-    glibc maps anew on every run: ≥ 32 MiB by default, ``fresh_pages.glibc_allocator``) are taken
-    out (a prediction adds back those of such results), never below the program's roofline bound."""
+    the page faults of its results glibc maps anew on every run (≥ 32 MiB by default:
+    ``fresh_pages.glibc_allocator``) are taken out (a prediction adds them back for such
+    results), never below the program's roofline bound. Only those: what a prediction adds back
+    is what comes out (counted faults would take out a scratch buffer's too, and count a huge
+    page as one)."""
     estimate, program = prepared.estimate, prepared.program
     rows = [row for row in prepared.scored if row.operations and row.executions]
     if not rows or None not in prepared.best:
         return []
     best = prepared.best[None]
     mapped_from = glibc_allocator().mapped_from
-    fresh = measured_fault_seconds(prepared.figures, first_touch)
-    if fresh is None and first_touch and mapped_from is not None:
+    if first_touch and mapped_from is not None:
         fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
-    if fresh:
-        best = max(best - fresh, sum(row.bound_seconds for row in rows))
+        best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
     main = rows[0]  # the costliest bound first
     if len(rows) > 1:
         others = tuple((row, kernel_class(estimate, row), repeats(estimate, row, kernel_class(estimate, row)))
@@ -382,8 +378,9 @@ def calibrate_kernels(
 
 
 #: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
-#: enough to take a second or two in all), one per class.
+#: enough to take a second or two in all), one per family, these first.
 _PROBE_RANGE = (50e-6, 2e-3)
+_PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
 
 
 def _measure_once_more(
@@ -406,7 +403,8 @@ def probe_times(
     passes: int = 2,
 ) -> dict[str, tuple[str, float]]:
     """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
-    and of its programs of 50 µs to 2 ms the shortest of each class, up to ``count``."""
+    and of its programs of 50 µs to 2 ms the shortest of each family (``conv:narrow`` is a conv),
+    up to ``count``, families in ``_PROBED`` order first (compute- and memory-bound both)."""
     found: dict[str, tuple[str, float]] = {}
     for program in adapter.microbenchmarks(True):
         try:
@@ -416,8 +414,9 @@ def probe_times(
         if point is not None and _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1]:
             found[program.name] = (point.kernel_class, point.measured_seconds)
     chosen: dict[str, tuple[str, tuple[str, float]]] = {}
-    for name, (kind, seconds) in sorted(found.items(), key=lambda item: (item[1][0], item[1][1])):
-        chosen.setdefault(kind, (name, (kind, seconds)))
+    rank = {family: i for i, family in enumerate(_PROBED)}
+    for name, (kind, seconds) in sorted(found.items(), key=lambda it: (rank.get(it[1][0].split(":")[0], 99), it[1][1])):
+        chosen.setdefault(kind.split(":", 1)[0], (name, (kind, seconds)))
     return dict(list(chosen.values())[:count])
 
 

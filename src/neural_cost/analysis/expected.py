@@ -27,7 +27,7 @@ from ..core.units import format_seconds
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
-from .kernel_classes import call_name, class_model, forward_class, kernel_class, repeats
+from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, repeats
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
 
@@ -256,7 +256,7 @@ def expected_time(
         else:
             n = repeats(estimate, row, name)
             seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
-            if forward_class(calibration, name):
+            if borrowed_class(calibration, name):
                 borrowed[name] = borrowed.get(name, 0) + 1
         if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
             fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
@@ -269,10 +269,8 @@ def expected_time(
         listed = ", ".join(f"{name} ({count})" for name, count in sorted(missing.items()))
         notes.append(f"no calibration for kernel class(es) {listed}: scored at their roofline bound")
     if borrowed:
-        listed = ", ".join(
-            f"{name} ({count}) off {forward_class(calibration, name)}" for name, count in borrowed.items()
-        )
-        notes.append(f"training kernels read off their forward class's curve (the calibration has none): {listed}")
+        listed = ", ".join(f"{name} ({n}) off {borrowed_class(calibration, name)}" for name, n in borrowed.items())
+        notes.append(f"kernels read off another class's curve (the calibration has none of theirs): {listed}")
     if unmodeled:
         notes.append(
             f"kernels running unmodeled operations ({', '.join(unmodeled[:5])}) are expected by their modeled "

@@ -7,8 +7,8 @@ fused with its bias and activation is a matmul, a loop fusion of pointwise ops e
 element that the FLOP count calls one: at the same roofline time such kernels run several times
 longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
 (``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
-or output channels are under 64 is ``conv:narrow`` (``NARROW``), another ``conv:wide``; both fall
-back to the family's ``conv``. A
+or output channels (per group) are under 64 is ``conv:narrow`` (``NARROW``), another ``conv:wide``;
+both fall back to the family's ``conv``, which a transposed or input-dilated convolution reads. A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from ..core.estimate import CostEstimate
 from ..core.kernels import Kernel
@@ -87,7 +88,7 @@ FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
 def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
     """The calibration's model for a class; a loop's kernel without its own falls back to the
     class's, a function's to its family's (``transcendental:tanh`` → ``transcendental``), a
-    training kernel's to its forward class's (``forward_class``)."""
+    training kernel's to its forward class's (``borrowed_class`` names them)."""
     found = calibration.classes.get(name)
     if found is None and name.endswith(LOOP):
         return class_model(calibration, name[: -len(LOOP)])
@@ -96,10 +97,15 @@ def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
     return calibration.classes.get(TRAINING_CLASSES[name]) if found is None and name in TRAINING_CLASSES else found
 
 
-def forward_class(calibration: KernelCalibration, name: str) -> str | None:
-    """The forward class a training kernel's class is read off (None: its own curve, or none)."""
-    base = name.split("@", 1)[0]
-    return TRAINING_CLASSES.get(base) if base not in calibration.classes else None
+def borrowed_class(calibration: KernelCalibration, name: str) -> str | None:
+    """The class whose curve a kernel of class ``name`` is read off because the calibration has no
+    curve of its own (a function's family, a training kernel's forward class); None when it has
+    its own, or none at all. (A loop's kernel reading its base class's curve is not borrowing.)"""
+    base = name[: -len(LOOP)] if name.endswith(LOOP) and name not in calibration.classes else name
+    if base in calibration.classes:
+        return None
+    other = base.split(":", 1)[0] if ":" in base else TRAINING_CLASSES.get(base)
+    return other if other is not None and class_model(calibration, other) is not None else None
 
 
 #: A convolution whose matrix-multiply view (M = output positions, K = input channels × kernel
@@ -110,16 +116,29 @@ def forward_class(calibration: KernelCalibration, name: str) -> str | None:
 NARROW = 64
 
 
-def _narrow(estimate: CostEstimate, kernel: Kernel) -> bool:
-    """Whether the kernel's heaviest convolution is narrow (``NARROW``), read off its record alone
-    in any layout: K = FLOPs ÷ (2 × output elements), N = the weight's elements ÷ K."""
+def _width(estimate: CostEstimate, kernel: Kernel) -> str:
+    """``narrow`` or ``wide`` (``NARROW``) for the kernel's heaviest convolution, read off its record
+    alone in any layout: K = FLOPs ÷ (2 × output elements), N = the weight's elements ÷ K ÷ groups;
+    ``""`` where that view does not hold (a transposed or input-dilated convolution: FLOPs follow
+    the input there; a batch-grouped one, XLA's weight gradient)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
     if cost is None or len(cost.operation.inputs) < 2:
-        return False
+        return ""
+    attrs = cost.operation.attrs
+    dilated = attrs.get("lhs_dilation", 1)
+    if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(_per_dim(dilated)) > 1:
+        return ""
     outputs = math.prod(cost.operation.output) * cost.operation.count
     taps = cost.flops / (2 * outputs) if outputs else 0.0
-    return taps > 0 and min(taps, math.prod(cost.operation.inputs[1]) / taps) < NARROW
+    if taps <= 0:
+        return ""
+    n = math.prod(cost.operation.inputs[1]) / taps / int(attrs.get("groups", 1))
+    return "narrow" if min(taps, n) < NARROW else "wide"
+
+
+def _per_dim(value: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),)
 
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
@@ -157,12 +176,13 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
         return "conv_backward"
     if name == "conv":
-        return "conv:narrow" if _narrow(estimate, kernel) else "conv:wide"
+        width = _width(estimate, kernel)
+        return f"conv:{width}" if width else "conv"
     records = [estimate.by_operation[i].operation for i in kernel.operations]
     if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
         return "norm_training"
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
         # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
-        function = call_name(kernel).lower()
+        function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
         return f"transcendental:{function}" if function in FUNCTIONS else "transcendental"
     return name

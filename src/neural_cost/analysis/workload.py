@@ -56,34 +56,33 @@ def program_options(
     adapter: FrameworkAdapter | None,
     trace_options: Mapping[str, Any] | None,
     benchmark_options: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The timed runs' options, so that they run the program the trace describes: an option that
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The trace's and the timed runs' options, so that both run one program: an option that
     chooses the program (``adapter.program_options``: PyTorch's ``training``/``loss_fn``/
-    ``optimizer``, a Keras model's ``training``, JAX's ``static_argnums``) given for the trace
-    only is given to the timed runs too. One given to both with different values is an error: a
-    training step's bound against forward-only timings would read as a 3× speed-up."""
-    timed = dict(benchmark_options or {})
+    ``optimizer``, a Keras model's ``training``, JAX's ``static_argnums``) given to one only is
+    given to the other too. One given to both with different values is an error: a training
+    step's bound against forward-only timings would read as a 3× speed-up."""
+    traced, timed = dict(trace_options or {}), dict(benchmark_options or {})
     for name in sorted(adapter.program_options if adapter is not None else ()):
-        if name not in (trace_options or {}):
-            continue
-        traced = (trace_options or {})[name]
-        if name not in timed:
-            timed[name] = traced
-        elif not _same_option(traced, timed[name]):
+        if name in traced and name in timed and not _same_option(traced[name], timed[name]):
             raise AdapterError(
-                f"{name}={traced!r} was given to the trace but {name}={timed[name]!r} to the timed runs: the "
-                f"report would score one program against another's time. Pass the same {name} to both "
-                f"(trace_options and benchmark_options), or leave it out of benchmark_options"
+                f"{name}={traced[name]!r} was given to the trace but {name}={timed[name]!r} to the timed runs: "
+                f"the report would score one program against another's time. Pass the same {name} to both "
+                f"(trace_options and benchmark_options), or to one of them only"
             )
-    return timed
+        for given, other in ((traced, timed), (timed, traced)):
+            if name in given:
+                other.setdefault(name, given[name])
+    return traced, timed
 
 
 def _same_option(a: Any, b: Any) -> bool:
     """Whether two values of a program option are the same: the same object, or equal plain values
-    (an int and its one-tuple are the same ``static_argnums``)."""
+    (an int, its one-tuple and its one-list are the same ``static_argnums``)."""
     if a is b:
         return True
-    a, b = ((a,) if isinstance(a, int) and not isinstance(a, bool) else a for a in (a, b))
+    a, b = ((a,) if isinstance(a, int) and not isinstance(a, bool) else tuple(a) if isinstance(a, list) else a
+            for a in (a, b))  # fmt: skip
     plain = (bool, int, float, str, tuple, list, type(None))
     return isinstance(a, plain) and isinstance(b, plain) and a == b
 
@@ -160,8 +159,8 @@ def analyze_workload(
     ``device``, else of the device the workload runs on (``adapter.device_of``), else of the
     adapter's own device. ``trace_options`` go to ``adapter.trace`` (``param_argnums=``...),
     ``benchmark_options`` to ``adapter.benchmark``; the options that choose the program (a
-    PyTorch training step's ``training``/``loss_fn``/``optimizer``) given to the trace are given
-    to the timed runs too, and different values for the two are an error (``program_options``).
+    PyTorch training step's ``training``/``loss_fn``/``optimizer``) given to one are given to the
+    other too, and different values for the two are an error (``program_options``).
     ``profile`` (default on, where the adapter has a profiler): ``profile_runs`` more runs under
     the framework's profiler, after the timed ones, give every row its measured time; a profiler
     that fails is a note. With a
@@ -170,7 +169,7 @@ def analyze_workload(
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
-    benchmark_options = program_options(adapter, trace_options, benchmark_options)
+    trace_options, benchmark_options = program_options(adapter, trace_options, benchmark_options)
     if measurement is None:
         # time first: an adapter that compiles to time (JAX) keeps that executable, and the
         # trace reads its cross-check from it: the program is compiled once, never twice
@@ -251,7 +250,7 @@ def framework_floor(
     of ``passes`` separate passes, ``pause_seconds`` apart (a shared machine runs everything
     slower for seconds at a time; a stall never makes a run faster)."""
     keywords = dict(kwargs or {})
-    benchmark_options = program_options(adapter, trace_options, benchmark_options)
+    trace_options, benchmark_options = program_options(adapter, trace_options, benchmark_options)
     medians = []
     for i in range(passes):
         if i:

@@ -370,8 +370,9 @@ def fit_calibration(
     by_class: dict[str, list[Point]] = {}
     for point in points:
         by_class.setdefault(point.kernel_class, []).append(point)
-        if ":" in point.kernel_class:  # one function's point (transcendental:tanh) is its family's too
-            by_class.setdefault(point.kernel_class.split(":", 1)[0], []).append(point)
+        head, member, tail = point.kernel_class.partition(":")
+        if member:  # a member's point (transcendental:tanh, conv:narrow@loop) is its family's too
+            by_class.setdefault(head + ("@" + tail.split("@", 1)[1] if "@" in tail else ""), []).append(point)
     errors = cross_validate(points)
     classes = {}
     for name, members in sorted(by_class.items()):

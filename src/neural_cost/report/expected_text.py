@@ -57,12 +57,13 @@ def expected_table(expected: Expected, top: int) -> list[str]:
         return []
     width = max(len(printable(row.name)) for row in rows)
     width = min(max(width, len("kernel")), 48)
-    lines = [f"{'kernel':<{width}}  {'class':<11} {'runs':>6} {'expected':>10} {'bound':>10} {'measured':>10}"]
+    kind = max(11, *(len(row.kernel_class) for row in rows))  # transcendental:sigmoid is 22
+    lines = [f"{'kernel':<{width}}  {'class':<{kind}} {'runs':>6} {'expected':>10} {'bound':>10} {'measured':>10}"]
     for row in rows:
         measured = format_seconds(row.measured_seconds) if row.measured_seconds is not None else "—"
         basis = "" if row.basis == "model" else "  (roofline: no calibration for its class)"
         lines.append(
-            f"{printable(row.name)[:width]:<{width}}  {row.kernel_class:<11} {row.executions:>6} "
+            f"{printable(row.name)[:width]:<{width}}  {row.kernel_class:<{kind}} {row.executions:>6} "
             f"{format_seconds(row.seconds):>10} {format_seconds(row.bound_seconds):>10} {measured:>10}{basis}"
         )
     if len(expected.rows) > top:
@@ -79,17 +80,18 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
         else f"±{calibration.median_error:.0%} median, ±{(calibration.p90_error or 0):.0%} p90"
     )
     versions = ", ".join(f"{name} {version}" for name, version in sorted(calibration.versions.items())) or "unknown"
+    kind = max(12, *(len(name) for name in calibration.classes), 0)
     lines = [
         f"kernel calibration: {calibration.framework} ({versions}) on {printable(calibration.hardware.name)}, "
         f"{calibration.date or 'undated'}",
         f"method: {calibration.method or 'unknown'}; {len(calibration.points)} points",
         f"cross-validated error on held-out calibration points: {error}",
-        f"{'class':<12} {'points':>6} {'median':>8} {'p90':>8}  curves",
+        f"{'class':<{kind}} {'points':>6} {'median':>8} {'p90':>8}  curves",
     ]
     for name, model in sorted(calibration.classes.items()):
         median = "—" if model.median_error is None else f"{model.median_error:.0%}"
         p90 = "—" if model.p90_error is None else f"{model.p90_error:.0%}"
         sides = [side for side, curve in (("compute", model.compute), ("memory", model.memory)) if curve is not None]
-        lines.append(f"{name:<12} {model.points:>6} {median:>8} {p90:>8}  {' + '.join(sides)}")
+        lines.append(f"{name:<{kind}} {model.points:>6} {median:>8} {p90:>8}  {' + '.join(sides)}")
     lines += [f"note: {printable(note)}" for note in calibration.notes if "micro-programs" in note]
     return lines

@@ -15,7 +15,7 @@ it is). ``quick`` keeps every class at a few sizes (for tests).
 
 from __future__ import annotations
 
-import itertools
+import collections
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -98,23 +98,44 @@ _LARGEST = 16_000_000  # the largest pointwise op, reduction and copy (elements)
 
 
 #: Results of at least this many bytes are written to a buffer other than the last call's
-#: (``_cold_results``), in a ring spanning at least ``_RING_BYTES``: twice the largest L3 here.
+#: (``_cold_results``), kept in one ring spanning ``_RING_BYTES`` (twice the largest L3 here).
 _COLD_FROM, _RING_BYTES = 512 * 1024, 64 * 1024 * 1024
 
 
+class _Ring:
+    """Results kept alive, oldest freed first, spanning at least ``_RING_BYTES`` (and at least
+    two): one ring for every program, so the grid holds about 64 MiB."""
+
+    def __init__(self) -> None:
+        self.kept: collections.deque[tuple[Any, int]] = collections.deque()
+        self.bytes = 0
+
+    def keep(self, result: Any, size: int) -> None:
+        self.kept.append((result, size))
+        self.bytes += size
+        while len(self.kept) > 2 and self.bytes - self.kept[0][1] >= _RING_BYTES:
+            self.bytes -= self.kept.popleft()[1]
+
+
+_RING = _Ring()
+
+
 def _cold_results(fn: Callable[..., Any], result_bytes: int) -> Callable[..., Any]:
-    """``fn`` with its results kept alive in a ring (at least two), so that each call writes a
-    buffer it last wrote a ring ago: an op in a model writes whatever its allocator hands back,
-    rarely the buffer it just wrote (GPT-2's 7 MB adds and muls ran at 2.8× their time into a
-    reused buffer, with glibc keeping every page; a relu's 8 MB result into a ring of 8: 3×)."""
+    """``fn`` with its results kept in the ring, so that each call writes a buffer last written a
+    ring ago: an op in a model writes whatever its allocator hands back, rarely the buffer it
+    just wrote (GPT-2's 7 MB adds and muls ran at 2.8× their time into a reused buffer, with
+    glibc keeping every page; a relu's 8 MB result into a ring of 8: 3×). Its first call fills
+    the ring with its own results, so that the timed calls reuse buffers (no fresh pages)."""
     if result_bytes < _COLD_FROM:
         return fn
-    ring: list[Any] = [None] * max(2, _RING_BYTES // result_bytes)
-    calls = itertools.count()
+    filled: list[bool] = []
 
     def run(*args: Any) -> Any:
+        for _ in range(0 if filled else max(2, _RING_BYTES // result_bytes)):
+            _RING.keep(fn(*args), result_bytes)
+        filled.append(True)
         result = fn(*args)
-        ring[next(calls) % len(ring)] = result  # the oldest result is freed only now
+        _RING.keep(result, result_bytes)
         return result
 
     run.__name__ = getattr(fn, "__name__", "op")
