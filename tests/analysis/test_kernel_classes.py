@@ -135,6 +135,15 @@ def test_a_calibrated_function_is_its_own_transcendental_class_and_falls_back_to
     # tanh's own curve through its points: 28× at 10 µs of memory roofline; the family's lies between
     assert calibration.classes["transcendental:tanh"].seconds(0.0, 1e-5) == pytest.approx(28e-5)
     assert 10e-5 < calibration.classes["transcendental"].seconds(0.0, 1e-5) < 28e-5
+    # the family's error is of the curve it serves: cross-validated over all six points as its own
+    import statistics
+
+    from neural_cost.hardware.kernel_model import cross_validate
+
+    family = cross_validate([Point("transcendental", p.compute_seconds, p.memory_seconds, p.measured_seconds)
+                             for p in points])["transcendental"]  # fmt: skip
+    assert len(family) == 6 and calibration.classes["transcendental"].median_error == statistics.median(family)
+    assert calibration.median_error is None  # 3 points a member: no member fold fits, none counted twice
 
 
 def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():

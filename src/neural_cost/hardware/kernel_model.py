@@ -62,6 +62,10 @@ class Point:
     def side(self) -> str:
         return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
 
+    @property
+    def roofline(self) -> tuple[float, float]:
+        return self.compute_seconds, self.memory_seconds
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "class": self.kernel_class,
@@ -366,7 +370,9 @@ def fit_calibration(
     notes: Sequence[str] = (),
     first_touch_seconds_per_byte: float | None = None,
 ) -> KernelCalibration:
-    """Every class's curves from ``points``, with the cross-validated error per class and overall."""
+    """Every class's curves from ``points``, with the cross-validated error per class and overall
+    (each point counted once, in its own class; a family's own error is of the curve it serves,
+    fitted on its members' points and its own)."""
     by_class: dict[str, list[Point]] = {}
     for point in points:
         by_class.setdefault(point.kernel_class, []).append(point)
@@ -379,7 +385,9 @@ def fit_calibration(
         model = fit_class(name, members)
         if model is None:
             continue
-        found = errors.get(name) or []
+        whole = any(point.kernel_class != name for point in members)  # a family: its members' points too
+        found = (cross_validate([Point(name, *p.roofline, p.measured_seconds) for p in members]).get(name)
+                 if whole else errors.get(name)) or []  # fmt: skip
         if len(found) >= POINTS_PER_KNOT:
             model = ClassModel(name, model.compute, model.memory, model.points, _median(found), _percentile(found, 0.9))
         classes[name] = model
