@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from ..costs.estimate import estimate_trace
+from ..hardware import kernel_model
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
@@ -414,9 +415,9 @@ def probe_times(
         if point is not None and _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1]:
             found[program.name] = (point.kernel_class, point.measured_seconds)
     chosen: dict[str, tuple[str, tuple[str, float]]] = {}
-    rank = {family: i for i, family in enumerate(_PROBED)}
-    for name, (kind, seconds) in sorted(found.items(), key=lambda it: (rank.get(it[1][0].split(":")[0], 99), it[1][1])):
-        chosen.setdefault(kind.split(":", 1)[0], (name, (kind, seconds)))
+    rank, group = {n: i for i, n in enumerate(_PROBED)}, {k: kernel_model.family(k) or k for k, _ in found.values()}
+    for name, (kind, seconds) in sorted(found.items(), key=lambda it: (rank.get(group[it[1][0]], 99), it[1][1])):
+        chosen.setdefault(group[kind], (name, (kind, seconds)))
     return dict(list(chosen.values())[:count])
 
 

@@ -28,11 +28,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from ..core.estimate import CostEstimate
 from ..core.kernels import Kernel
-from ..hardware.kernel_model import ClassModel, KernelCalibration
+from ..hardware.kernel_model import ClassModel, KernelCalibration, family
 from .kernels import UNMAPPED, KernelTime
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -92,8 +91,8 @@ def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
     found = calibration.classes.get(name)
     if found is None and name.endswith(LOOP):
         return class_model(calibration, name[: -len(LOOP)])
-    if found is None and ":" in name:
-        return class_model(calibration, name.split(":", 1)[0])
+    if found is None and family(name):
+        return class_model(calibration, family(name) or "")
     return calibration.classes.get(TRAINING_CLASSES[name]) if found is None and name in TRAINING_CLASSES else found
 
 
@@ -104,41 +103,34 @@ def borrowed_class(calibration: KernelCalibration, name: str) -> str | None:
     base = name[: -len(LOOP)] if name.endswith(LOOP) and name not in calibration.classes else name
     if base in calibration.classes:
         return None
-    other = base.split(":", 1)[0] if ":" in base else TRAINING_CLASSES.get(base)
+    other = family(base) or TRAINING_CLASSES.get(base)
     return other if other is not None and class_model(calibration, other) is not None else None
 
 
-#: A convolution whose matrix-multiply view (M = output positions, K = input channels × kernel
-#: taps, N = output channels) has K or N under this is ``conv:narrow``: a 3×3 convolution of 32
-#: channels on 64² maps ran at half the rate of a 64- or 128-channel one of the same FLOPs, a
-#: 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them alike. Every other
-#: convolution is ``conv:wide``.
+#: A convolution whose matrix-multiply view (M = output positions, K = input channels per group ×
+#: kernel taps, N = output channels per group) has K or N under this is ``conv:narrow``: a 3×3
+#: convolution of 32 channels on 64² maps ran at half the rate of a 64- or 128-channel one of the
+#: same FLOPs, a 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them
+#: alike. Every other convolution is ``conv:wide``.
 NARROW = 64
 
 
 def _width(estimate: CostEstimate, kernel: Kernel) -> str:
-    """``narrow`` or ``wide`` (``NARROW``) for the kernel's heaviest convolution, read off its record
-    alone in any layout: K = FLOPs ÷ (2 × output elements), N = the weight's elements ÷ K ÷ groups;
-    ``""`` where that view does not hold (a transposed or input-dilated convolution: FLOPs follow
-    the input there; a batch-grouped one, XLA's weight gradient)."""
+    """``narrow`` or ``wide`` (``NARROW``) for the kernel's heaviest convolution, read off its
+    canonical weight (C_out, C_in/groups, *kernel; ``costs/conv.py``): K = its elements after the
+    first, N = C_out ÷ groups. ``""`` where that view does not hold: a transposed convolution (its
+    weight is laid out the other way) or an input-dilated or batch-grouped one (XLA's gradients)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
     if cost is None or len(cost.operation.inputs) < 2:
         return ""
-    attrs = cost.operation.attrs
+    attrs, weight = cost.operation.attrs, cost.operation.inputs[1]
     dilated = attrs.get("lhs_dilation", 1)
-    if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(_per_dim(dilated)) > 1:
+    dilated = tuple(dilated) if isinstance(dilated, (tuple, list)) else (dilated,)
+    if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
         return ""
-    outputs = math.prod(cost.operation.output) * cost.operation.count
-    taps = cost.flops / (2 * outputs) if outputs else 0.0
-    if taps <= 0:
-        return ""
-    n = math.prod(cost.operation.inputs[1]) / taps / int(attrs.get("groups", 1))
-    return "narrow" if min(taps, n) < NARROW else "wide"
-
-
-def _per_dim(value: Any) -> tuple[int, ...]:
-    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),)
+    taps, outputs = math.prod(weight[1:]), weight[0] // int(attrs.get("groups", 1))
+    return "narrow" if min(taps, outputs) < NARROW else "wide"
 
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:

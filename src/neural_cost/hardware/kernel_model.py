@@ -34,7 +34,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,6 @@ class Point:
     @property
     def side(self) -> str:
         return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
-
-    @property
-    def roofline(self) -> tuple[float, float]:
-        return self.compute_seconds, self.memory_seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -358,6 +354,13 @@ def _finite_or_none(value: Any) -> float | None:
     return number
 
 
+def family(name: str) -> str | None:
+    """The family of a member class, its ``@`` suffix kept (``transcendental:tanh@loop`` →
+    ``transcendental@loop``, ``conv:narrow`` → ``conv``); None for a class that is no member."""
+    head, member, tail = name.partition(":")
+    return head + ("@" + tail.split("@", 1)[1] if "@" in tail else "") if member else None
+
+
 def fit_calibration(
     framework: str,
     hardware: HardwareSpec,
@@ -376,9 +379,8 @@ def fit_calibration(
     by_class: dict[str, list[Point]] = {}
     for point in points:
         by_class.setdefault(point.kernel_class, []).append(point)
-        head, member, tail = point.kernel_class.partition(":")
-        if member:  # a member's point (transcendental:tanh, conv:narrow@loop) is its family's too
-            by_class.setdefault(head + ("@" + tail.split("@", 1)[1] if "@" in tail else ""), []).append(point)
+        if family(point.kernel_class):  # a member's point (transcendental:tanh, conv:narrow@loop) is its family's too
+            by_class.setdefault(family(point.kernel_class) or "", []).append(point)
     errors = cross_validate(points)
     classes = {}
     for name, members in sorted(by_class.items()):
@@ -386,7 +388,7 @@ def fit_calibration(
         if model is None:
             continue
         whole = any(point.kernel_class != name for point in members)  # a family: its members' points too
-        found = (cross_validate([Point(name, *p.roofline, p.measured_seconds) for p in members]).get(name)
+        found = (cross_validate([replace(p, kernel_class=name) for p in members]).get(name)
                  if whole else errors.get(name)) or []  # fmt: skip
         if len(found) >= POINTS_PER_KNOT:
             model = ClassModel(name, model.compute, model.memory, model.points, _median(found), _percentile(found, 0.9))
