@@ -156,7 +156,7 @@ def test_no_calibration_contraction_has_a_held_out_linear_layers_shape():
 def test_no_calibration_norm_or_dot_has_a_held_out_layers_shape():
     """The ResNet's batch norms (channels, map size) at its batches are no ``batch_norm`` grid
     point (4×64×32×32 was one), and the scanned RNN's two dots (batch × 256 → 512, batch × 512 →
-    512) are no dot of the shared grid at any of its batches."""
+    512) are no dot of the shared grid, nor of the JAX grid's scanned cells, at any of its batches."""
     from neural_cost.adapters import _microgrid as grid
     from neural_cost.adapters._torch.microbench import _reductions_norms, _training
 
@@ -187,3 +187,8 @@ def test_no_calibration_norm_or_dot_has_a_held_out_layers_shape():
              for k in (zoo.RNN_INPUT, zoo.RNN_HIDDEN)}  # fmt: skip
     dots = {(m, k, n) for _, m, k, n in grid.dots(False)}
     assert dots and not dots & cells, dots & cells
+    from neural_cost.adapters._jax.microbench import _SCANS
+
+    # the JAX grid's scanned cells: their dots are batch × features → hidden and batch × hidden → hidden
+    scanned = {(b, k, hidden) for b, _, features, hidden in _SCANS for k in (features, hidden)}
+    assert len(scanned) > 12 and not scanned & cells, scanned & cells

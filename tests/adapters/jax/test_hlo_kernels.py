@@ -147,6 +147,44 @@ def test_mlp_dot_kernels_carry_the_dot_general_records():
     assert_partition(trace, result)
 
 
+def elman(h, xs, wx, wh):
+    def step(h, x):
+        return jnp.tanh(x @ wx + h @ wh), None  # two dots on one line, both (8, 512)
+
+    return lax.scan(step, h, xs)[0]
+
+
+ELMAN_ARGS = (
+    jax.ShapeDtypeStruct((8, 512), jnp.float32),
+    jax.ShapeDtypeStruct((16, 8, 256), jnp.float32),
+    jax.ShapeDtypeStruct((256, 512), jnp.float32),
+    jax.ShapeDtypeStruct((512, 512), jnp.float32),
+)
+
+
+def test_dots_of_one_line_and_output_size_map_to_their_own_kernels():
+    """``x @ wx + h @ wh``: one key, one line, one output size (8, 512). XLA:CPU schedules the
+    carry's dot first; given in program order the records swapped kernels (the 2·8·256·512-FLOP
+    record on the kernel that multiplies by the 512×512 ``wh``). Each kernel's
+    operands are now matched to its record's inputs."""
+    compiled, trace, result = kernels_of(elman, ELMAN_ARGS)
+    text = hlo_text(compiled)
+    by_operand = {}
+    for kernel in result.kernels:
+        dots = [trace.operations[i] for i in kernel.operations if trace.operations[i].name == "dot_general"]
+        for op in dots:
+            weight = op.inputs[1]
+            by_operand[weight] = kernel.flops
+            # the kernel's own instruction reads that weight: its operand shape is in the text
+            line = next(line for line in text.splitlines() if f"%{kernel.name} = " in line)
+            called = line.split("calls=%")[1].split(",")[0] if "calls=%" in line else None
+            body = text.split(f"%{called} ")[1].split("}\n")[0] if called else line
+            assert f"f32[{weight[0]},{weight[1]}]" in body
+    # per step 2·8·256·512 and 2·8·512·512 FLOPs, 16 steps
+    assert by_operand == {(256, 512): 2 * 8 * 256 * 512 * 16, (512, 512): 2 * 8 * 512 * 512 * 16}
+    assert_partition(trace, result)
+
+
 def test_gradient_flops_are_kept_to_the_flop():
     def loss_grad(x, w1, w2):
         return jax.grad(lambda a: mlp(a, w1, w2).sum())(x)

@@ -33,6 +33,7 @@ the ``op_name``s of the equations it folded into one instruction with ``;``: eac
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -244,7 +245,7 @@ class _Walk:
         combiner: its scalar parameters carry the bare primitive name)."""
         for name in computations:
             instructions = self.module.computations.get(name, ())
-            defined = {i.name: i for i in instructions} if self.partitioned else {}
+            defined = {i.name: i for i in instructions}
             for instruction in instructions:
                 if instruction.op_name and instruction.opcode != "parameter":
                     marks.extend(self._marks_of(instruction, defined, instruction.opcode not in MARKER_OPCODES))
@@ -261,12 +262,12 @@ class _Walk:
         parts = op_name.split(";") if self.parse is parse_op_name else [op_name]  # TF's parser reads its own
         parts = [part for part in parts if part] or [""]
         found = [self.parse(part) if part else (None, ()) for part in parts]
-        marks = [
-            Mark(scope, names, computes, instruction.nbytes, self.module.source(instruction)) for scope, names in found
-        ]
+        operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
+        sizes = _sizes([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
+        source = self.module.source(instruction)
+        marks = [Mark(scope, names, computes, instruction.nbytes, source, sizes) for scope, names in found]
         if not self.partitioned:
             return marks
-        operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
         dims = tuple(dims for _, dims in arrays(instruction.shape))
         operand_dims = tuple(held[0][1] if len(held) == 1 else None for held in operands)
         # each equation XLA folded into the instruction is in a shard_map or not, by its own name
@@ -426,3 +427,9 @@ def compiled_kernels(
     mesh = mesh_of(compiled, module.partitions * module.replicas)
     kernels, unmapped, duplicated = assign(sites, operations, mesh, placed)
     return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes), module, placed, mesh)
+
+
+def _sizes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The element counts of these array shapes, smallest first: an instruction's operands or a
+    record's inputs, compared whatever their layout or order."""
+    return tuple(sorted(math.prod(shape) for shape in shapes))

@@ -14,7 +14,8 @@ records end unmapped, never miscounted. A primitive whose HLO goes by another na
 (``argmax``: a variadic ``reduce``) is read back under both.
 
 Records are assigned in program order, in three passes. A record fits an instruction by its
-output size, then by the user's line (``source``, which a record whose name another shares
+output size, then by its inputs' sizes against the instruction's operands', then by the user's
+line (``source``, which a record whose name another shares
 carries), then by its count against the kernel's executions (a function called before a loop
 and inside it makes records of one key that run once and ``trips`` times). (1) Each kernel
 claims, per ``(scope, name)``, for every instruction of that key that computes (a broadcast or
@@ -41,6 +42,7 @@ record (``placed``), whose shapes ``sharded.py`` gives the record.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict, deque
 from collections.abc import Sequence
@@ -149,6 +151,9 @@ class Mark:
     nbytes: int | None = None
     #: The user's line that made it (``model.py:42``), the ``source`` a shared record's attrs carry.
     source: str | None = None
+    #: Its operands' element counts, smallest first (None: a tuple operand or one not read): two
+    #: records of one key and output size (``x @ wx + h @ wh``) are told apart by their inputs'.
+    operand_sizes: tuple[int, ...] | None = None
     #: Read only when the module is partitioned: one device's dims of each array of the result,
     #: and of each operand (None: a tuple or unknown), and whether it sits in a ``shard_map``.
     dims: tuple[tuple[int, ...], ...] = ()
@@ -289,14 +294,20 @@ def _fitting(marks: Sequence[Mark], op: Operation, mesh: Sequence[int], inputs: 
     return next((mark for mark in found if mark.computes), found[0] if found else None)
 
 
-def _match(op: Operation, marks: Sequence[Mark], executions: int, mesh: Sequence[int] = ()) -> tuple[bool, bool, bool]:
+def _match(
+    op: Operation, marks: Sequence[Mark], executions: int, mesh: Sequence[int] = ()
+) -> tuple[bool, bool, bool, bool]:
     """How well instructions of a kernel that runs ``executions`` times fit record ``op``: by
-    output size (``fits``), then by the user's line (a record whose name another shares carries
+    output size (``fits``), then by its inputs' sizes against an instruction's operands' (``x @ wx
+    + h @ wh``: two dots of one line and output size, once given in program order to each other's
+    kernels), then by the user's line (a record whose name another shares carries
     it as ``source``), then by count (a function called before a loop and inside it makes
     records of one key that run once and ``trips`` times, as do their kernels)."""
     source = op.attrs.get("source")
+    inputs = tuple(sorted(math.prod(shape) for shape in op.inputs))
     return (
         any(fits(m, op, mesh) for m in marks),
+        any(m.operand_sizes == inputs for m in marks),
         source is not None and any(m.source == source for m in marks),
         op.count == executions,
     )
@@ -309,7 +320,7 @@ def _take(
     the earliest of equals, taken out of the queue; None when none has its size (XLA split
     ``x / y`` into ``1 / y`` and a multiply, or changed a dtype): pass 2 places the record where
     it fits best of all the kernels holding its key, never the first to ask."""
-    best, best_score = None, (False, False, False)
+    best, best_score = None, (False, False, False, False)
     for position, index in enumerate(queue):
         if position >= _LOOKAHEAD:
             break
@@ -328,7 +339,7 @@ def _take(
 def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation, mesh: Sequence[int]) -> int:
     """The kernel holding ``op``'s key that best fits it, the earliest of equals (XLA duplicated
     a producer into several fusions, or folded two equations into one instruction)."""
-    best, best_score = -1, (False, False, False)
+    best, best_score = -1, (False, False, False, False)
     for s, marks in holders.items():
         score = _match(op, marks, sites[s].executions, mesh)
         if best < 0 or score > best_score:

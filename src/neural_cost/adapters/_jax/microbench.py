@@ -152,16 +152,21 @@ def _cell(carry: tuple[jax.Array, jax.Array], x: jax.Array) -> tuple[tuple[jax.A
     return (h, w), h
 
 
+#: Loop bodies, ``(batch, steps, features, hidden)`` of a scanned tanh cell: a compiled loop's kernels
+#: run back to back in one launch (their own classes, ``@loop``). Hidden widths reach 1,024: a
+#: recurrent cell's 512-wide dots read off a grid that stopped at 256 ran at half their rate.
+_SCANS = ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 16, 16, 32), (2, 32, 32, 64),
+          (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256),
+          (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024))  # fmt: skip
+
+
 def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     for b, s, h, d in grid.ATTENTION[: 2 if quick else None]:
         q, k, v = rand(b, s, h, d), rand(b, s, h, d, k=1), rand(b, s, h, d, k=2)
         for causal in (False, True) if not quick else (False,):
             fn = _named(lambda q, k, v, c=causal: jax.nn.dot_product_attention(q, k, v, is_causal=c), "attention")
             yield MicroProgram(f"attention {b}x{s}x{h}x{d}{' causal' if causal else ''}", fn, (q, k, v))
-    # loop bodies: a compiled loop's kernels run back to back in one launch (their own class, @loop)
-    scans = ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 16, 16, 32), (2, 32, 32, 64),
-             (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256))  # fmt: skip
-    for batch, steps, features, hidden in scans[: 1 if quick else None]:
+    for batch, steps, features, hidden in _SCANS[: 1 if quick else None]:
         xs, w = rand(steps, batch, features), rand(features + hidden, hidden, k=1)
         fn = _named(lambda xs, h, w: lax.scan(_cell, (h, w), xs)[1], "scan")
         yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", fn, (xs, rand(batch, hidden, k=2), w))
