@@ -81,6 +81,22 @@ def test_a_loose_model_keyword_is_an_error_naming_it(name):
         adapter.benchmark(model, *args, warmup=0, repeats=1, scale=2.0)
 
 
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_every_adapters_measurement_counts_its_timed_runs_page_faults(name):
+    """``Measurement.allocator`` holds the timed runs' minor page faults per run and the page size
+    in every adapter (the report schema says so on Unix): a compiled program's buffers come from
+    glibc too, and the ``page_faults`` finding prices what they cost."""
+    import resource
+
+    cls = _adapter(name)
+    model, args = _sample(name)
+    adapter = cls(cross_check=False) if name == "JaxAdapter" else cls()
+    measured = adapter.benchmark(model, *args, warmup=1, repeats=3)
+    assert measured.allocator["page_bytes"] == resource.getpagesize()
+    assert measured.allocator["minor_page_faults_per_run"] >= 0
+    assert adapter.first_touch_seconds_per_byte() > 0  # the cost each is priced at
+
+
 @pytest.mark.parametrize(
     ("name", "table_module", "op"),
     [

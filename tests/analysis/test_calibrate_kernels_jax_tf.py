@@ -157,6 +157,8 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
     assert "conv" in calibration.classes  # the family's curve, fitted on its narrow and wide points
     assert all(point.measured_seconds > 0 for point in calibration.points)
     assert calibration.method.startswith("each kernel's profiled time, scaled by its program's wall time")
+    # a compiled program's faults are measured and priced at the machine's first-touch cost, never predicted
+    assert calibration.fresh_results is False and (calibration.first_touch_seconds_per_byte or 0) > 0
 
 
 def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
@@ -180,6 +182,8 @@ def test_a_saved_and_reloaded_calibration_predicts_identically(calibrated, tmp_p
     framework, programs, calibration = calibrated
     loaded = load_calibration(save_calibration(calibration, tmp_path / "kernels.json"))
     assert loaded.points == calibration.points and set(loaded.classes) == set(calibration.classes)
+    cost = calibration.first_touch_seconds_per_byte
+    assert (loaded.fresh_results, loaded.first_touch_seconds_per_byte) == (False, cost)
     for point in calibration.points:
         model = calibration.classes.get(point.kernel_class)
         if model is not None:

@@ -591,6 +591,36 @@ def test_page_faults_beyond_the_expectation_name_the_allocator_and_the_fix(monke
     assert finding(10e-3) is None
 
 
+def test_a_compiled_programs_page_faults_are_priced_never_predicted(monkeypatch):
+    """A compiled program's calibration (JAX, TensorFlow: ``fresh_results`` False) has the machine's
+    first-touch cost but predicts no faults: XLA's buffers are not its records' results. The
+    same two large results (32 MiB and 16 MiB) add nothing to the expected time, give no upper
+    end and no allocator note; measured faults are priced all the same: 10,000 of 4,096 B at
+    1e-10 s a byte = 4.096 ms, all beyond the expectation, 81.9% of a 5 ms run (named)."""
+    from dataclasses import replace
+
+    from neural_cost import analyze_gap
+    from neural_cost.report.expected_text import page_fault_line
+    from tests.helpers import cpu_measurement
+
+    glibc_defaults(monkeypatch)
+    estimate = _two_large_results()
+    plain = expected_time(estimate, _calibration({}), machine={})
+    calibration = replace(_calibration({}), first_touch_seconds_per_byte=1e-10, fresh_results=False)
+    expected = expected_time(estimate, calibration, machine={})
+    assert expected.seconds == plain.seconds and expected.fresh_page_seconds == 0
+    assert expected.first_touch_seconds is None and expected.notes == plain.notes
+    assert expected.first_touch_seconds_per_byte == 1e-10
+    faults = {"minor_page_faults_per_run": 10_000.0, "page_bytes": 4096}
+    line = page_fault_line(expected, faults)
+    assert line is not None and line.startswith("page faults: 10,000 per timed run measured (≈ 4.096 ms at")
+    assert line.endswith("a compiled program's faults are measured, never predicted: the expected time counts none")
+    measurement = replace(cpu_measurement((5e-3,) * 5), allocator=faults)
+    report = analyze_gap(estimate, measurement, SPEC, expected=expected)
+    message = next(f.message for f in report.findings if f.code == "page_faults")
+    assert message.startswith("page faults cost ≈ 4.096 ms per run beyond what the expected time counts (81.9%")
+
+
 def test_a_benchmark_counts_the_page_faults_of_its_timed_runs():
     """Each timed run writes a fresh 40 MiB torch tensor (10,240 pages of 4 KiB; above the 32 MiB
     from which glibc maps every block anew; torch asks for no huge pages, unlike numpy): at least

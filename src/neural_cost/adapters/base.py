@@ -208,9 +208,10 @@ class FrameworkAdapter:
         raise AdapterError(f"{type(self).__name__} has no profiler: its report has no measured time per kernel")
 
     def first_touch_seconds_per_byte(self) -> float | None:
-        """What writing a result to freshly mapped pages costs beyond warm ones, per byte, through
-        this framework's own allocation; None where the framework reuses its buffers (a compiled
-        program's arena) or cannot say."""
+        """What writing a result to freshly mapped pages costs beyond warm ones, per byte (through
+        this framework's own allocation where it can be asked for one fresh buffer); None where
+        the adapter cannot say. An eager framework's expected time predicts the faults of results
+        glibc maps anew; a compiled program's are measured and priced at this cost, never predicted."""
         return None
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:

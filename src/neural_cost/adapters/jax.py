@@ -230,6 +230,7 @@ class JaxAdapter(FrameworkAdapter):
             device_kind=device[1],
             device_source=device[2],
             warmup_seconds=measured.warmup_seconds,
+            allocator=measured.allocator,  # the timed runs' page faults: XLA's buffers come from glibc too
             sync=measured.sync,
             clock=measured.clock,
             compile_seconds=executable.compile_seconds,
@@ -254,6 +255,13 @@ class JaxAdapter(FrameworkAdapter):
         dynamic = _on_device(tuple(a for i, a in enumerate(positional) if i not in static))
         program = (model, positional, kwargs, static)
         return profile_executable(self.executables, program, dynamic, _on_device(kwargs), trace=trace, runs=runs)
+
+    def first_touch_seconds_per_byte(self) -> float | None:
+        """Measured with NumPy (``measure/first_touch.py``): XLA's and the runtime's buffers come
+        from glibc as NumPy's do, and a fresh page costs the same whoever writes it."""
+        from ..measure.first_touch import first_touch_probe
+
+        return first_touch_probe()
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         """Jitted micro-programs per XLA kernel kind (``_jax/microbench.py``); each kernel of a

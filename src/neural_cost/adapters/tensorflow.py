@@ -213,6 +213,7 @@ class TensorFlowAdapter(FrameworkAdapter):
             device_kind=measured.device_kind,
             device_source=measured.device_source,
             warmup_seconds=measured.warmup_seconds,
+            allocator=measured.allocator,  # the timed runs' page faults
             sync="tensorflow: device sync"
             if tf.config.list_logical_devices("GPU")
             else "none needed (CPU runs synchronously)",
@@ -250,6 +251,13 @@ class TensorFlowAdapter(FrameworkAdapter):
         return profile_concrete(
             concrete, positional, trace, runs, walker=walker, clean=clean, saved=saved, finish=_finish
         )
+
+    def first_touch_seconds_per_byte(self) -> float | None:
+        """Measured with NumPy (``measure/first_touch.py``): XLA's and the runtime's buffers come
+        from glibc as NumPy's do, and a fresh page costs the same whoever writes it."""
+        from ..measure.first_touch import first_touch_probe
+
+        return first_touch_probe()
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         """tf.function micro-programs of graph ops (``_tf/microbench.py``), each kernel profiled."""

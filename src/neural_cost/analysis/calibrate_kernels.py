@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from ..core.records import Trace
 from ..core.profile import Profile
 
+_WALL = "wall time of one-kernel programs (Python and dispatch included)"
+_PROFILED = "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler when its kernels fill at least half of the latter"  # noqa: E501
+
 #: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs).
 _PASS_SECONDS = 0.04
 _MIN_REPEATS = 5
@@ -354,15 +357,9 @@ def calibrate_kernels(
         raise NeuralCostError(
             f"kernel calibration for {adapter.framework}: no micro-program could be measured ({notes[:3]})"
         )
-    method = (
-        "wall time of one-kernel programs (Python and dispatch included)"
-        if adapter.kernel_timing == "wall"
-        else "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler "
-        "when its kernels fill at least half of the latter"
-    )
-    notes.append(
-        f"{len(programs)} micro-programs, {len(points)} kernel points in {time.perf_counter() - started:.0f} s"
-    )
+    wall = adapter.kernel_timing == "wall"
+    took = time.perf_counter() - started
+    notes.append(f"{len(programs)} micro-programs, {len(points)} kernel points in {took:.0f} s")
     probes = probe_times(adapter, spec, first_touch)
     calibration = fit_calibration(
         adapter.framework,
@@ -371,9 +368,10 @@ def calibrate_kernels(
         machine=live_machine_key(),
         versions=installed_versions(adapter.framework),
         date=datetime.date.today().isoformat(),
-        method=method,
+        method=_WALL if wall else _PROFILED,
         notes=notes,
         first_touch_seconds_per_byte=first_touch,
+        fresh_results=wall,
     )
     return replace(calibration, probes=probes)
 

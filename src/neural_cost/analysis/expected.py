@@ -236,8 +236,9 @@ def expected_time(
         raise RecordError(f"floor_seconds={floor_seconds!r} must be a non-negative number of seconds")
     scored, _notes = kernel_rows(estimate, calibration.hardware)
     cost = calibration.first_touch_seconds_per_byte
+    predicts = cost is not None and calibration.fresh_results  # a compiled program's faults: measured only
     allocator = glibc_allocator()
-    mapped_from = allocator.mapped_from if cost is not None else None
+    mapped_from = allocator.mapped_from if predicts else None
     rows = []
     missing: dict[str, int] = {}
     borrowed: dict[str, int] = {}
@@ -278,8 +279,8 @@ def expected_time(
         )
     fresh_seconds = fresh_bytes * (cost or 0.0)
     upper_bytes, kept = _upper_fresh_bytes(estimate, allocator)
-    upper = None if cost is None else upper_bytes * cost
-    if cost is not None:
+    upper = upper_bytes * cost if predicts and cost is not None else None
+    if predicts:
         notes += mapped_note(allocator, fresh_bytes, fresh_seconds, kept=kept)
     if floor_seconds is None:
         notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")

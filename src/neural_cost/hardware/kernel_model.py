@@ -293,9 +293,11 @@ class KernelCalibration:
     #: How the points were measured ("wall time of one-kernel programs", "profiled kernel time").
     method: str = ""
     notes: tuple[str, ...] = ()
-    #: Seconds per byte a result on freshly mapped pages costs over a warm one (eager frameworks
-    #: that allocate every result; None where the framework reuses its buffers).
+    #: Seconds per byte a result on freshly mapped pages costs over a warm one (None: not measured).
     first_touch_seconds_per_byte: float | None = None
+    #: Whether every kernel's result is allocated anew per call (eager): the large ones glibc maps
+    #: anew then predict faults. False for compiled programs: their faults are measured, not predicted.
+    fresh_results: bool = True
     #: Drift probes: a few programs of the framework's quick grid, their main kernel's class and
     #: time (the smallest of two passes) at calibration, re-run later to see how fast the machine is now.
     probes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
@@ -314,6 +316,7 @@ class KernelCalibration:
             "method": self.method,
             "notes": list(self.notes),
             "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
+            "fresh_results": self.fresh_results,
             "probes": {name: {"class": kind, "seconds": seconds} for name, (kind, seconds) in self.probes.items()},
             "points": [p.to_dict() for p in self.points],
         }
@@ -336,6 +339,7 @@ class KernelCalibration:
                 method=str(data.get("method", "")),
                 notes=tuple(data.get("notes") or ()),
                 first_touch_seconds_per_byte=_finite_or_none(data.get("first_touch_seconds_per_byte")),
+                fresh_results=data.get("fresh_results", True) is not False,
                 probes={
                     str(name): (str(probe["class"]), float(probe["seconds"]))
                     for name, probe in (data.get("probes") or {}).items()
@@ -372,6 +376,7 @@ def fit_calibration(
     method: str = "",
     notes: Sequence[str] = (),
     first_touch_seconds_per_byte: float | None = None,
+    fresh_results: bool = True,
 ) -> KernelCalibration:
     """Every class's curves from ``points``, with the cross-validated error per class and overall
     (each point counted once, in its own class; a family's own error is of the curve it serves,
@@ -407,6 +412,7 @@ def fit_calibration(
         method=method,
         notes=tuple(notes),
         first_touch_seconds_per_byte=first_touch_seconds_per_byte,
+        fresh_results=fresh_results,
     )
 
 

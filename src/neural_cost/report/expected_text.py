@@ -31,18 +31,22 @@ def expected_line(expected: Expected, observed_seconds: float | None = None) -> 
 
 def page_fault_line(expected: Expected, allocator: Mapping[str, Any]) -> str | None:
     """What the timed runs' measured page faults cost at the calibration's first-touch cost,
-    beside what the expected time counts of them: the allocator's state, measured (eager
-    frameworks, where the calibration has that cost; None otherwise)."""
+    beside what the expected time counts of them: the allocator's state, measured (None where the
+    calibration has no first-touch cost or the measurement no fault count)."""
     seconds = measured_fault_seconds(allocator, expected.first_touch_seconds_per_byte)
     if seconds is None:
         return None
     faults, page = allocator["minor_page_faults_per_run"], allocator["page_bytes"]
     per_page = page * (expected.first_touch_seconds_per_byte or 0.0)
+    counted = (
+        f"the expected time counts {format_seconds(expected.fresh_page_seconds)} of fresh-page time"
+        if expected.first_touch_seconds is not None
+        else "a compiled program's faults are measured, never predicted: the expected time counts none"
+    )
     return (
         f"page faults: {faults:,.0f} per timed run measured (≈ {format_seconds(seconds)} at the "
         f"calibrated {format_seconds(per_page)} per {format_si(page, 'B')} page; a transparent huge page faults "
-        f"once for 2 MiB and costs more); the expected time counts {format_seconds(expected.fresh_page_seconds)} "
-        f"of fresh-page time"
+        f"once for 2 MiB and costs more); {counted}"
     )
 
 
