@@ -155,6 +155,8 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
     classes = {point.kernel_class.split(":", 1)[0] for point in calibration.points}  # conv:narrow is a conv
     assert {"matmul", "elementwise", "reduce", "conv"} <= classes
     assert "conv" in calibration.classes  # the family's curve, fitted on its narrow and wide points
+    if framework == "tensorflow":  # jit_compile micro-programs: XLA's kernels, classes of their own
+        assert {"matmul@xla", "elementwise@xla", "transcendental@xla", "norm@xla"} <= classes
     assert all(point.measured_seconds > 0 for point in calibration.points)
     assert calibration.method.startswith("each kernel's profiled time, scaled by its program's wall time")
     # a compiled program's faults are measured and priced at the machine's first-touch cost, never predicted

@@ -64,13 +64,21 @@ _FUSED_RNN = re.compile(r"^_?(thnn_fused_|cudnn_?|mkldnn_)?(rnn|lstm|gru)", re.I
 #: The suffix of a kernel that runs more than once per run (a compiled loop's body): its
 #: executions follow one another inside one launch, without a standalone program's entry cost.
 LOOP = "@loop"
+#: The suffix of a TensorFlow kernel that XLA compiled (a ``jit_compile`` function's fusions, dots
+#: and convolutions): not the graph ops (oneDNN's, Eigen's) TensorFlow runs by default, which are
+#: the rest of its calibration. Without XLA points of its kind it reads the graph op's curve, noted.
+XLA = "@xla"
 
 
 def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
-    """The class of one scored kernel (the module docstring), ``@loop`` added for a kernel
-    that runs more than once per run."""
+    """The class of one scored kernel (the module docstring), ``@xla`` added for a TensorFlow
+    kernel XLA compiled and ``@loop`` for a kernel that runs more than once per run."""
     base = _base_class(estimate, row)
-    return base + LOOP if row.executions > 1 and base not in ("unmapped", "other") else base
+    if base in ("unmapped", "other"):
+        return base
+    if estimate.framework == "tensorflow" and (estimate.kernel_source or "").startswith("XLA"):
+        base += XLA
+    return base + LOOP if row.executions > 1 else base
 
 
 #: A training step's kernel classes → the forward class a calibration without them reads them off.
@@ -84,27 +92,39 @@ TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training":
 FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
 
 
+def read_class(calibration: KernelCalibration, name: str) -> str | None:
+    """The class whose curve a kernel of class ``name`` reads: its own; else a loop's kernel its
+    class's, a function's its family's (``transcendental:tanh`` → ``transcendental``), a training
+    kernel its forward class's; and an XLA kernel with none of those among the XLA classes the
+    graph op's, by the same steps (``conv:wide@xla`` → ``conv@xla`` → ``conv:wide``). None: no curve."""
+    found = _read(calibration, name)
+    return _read(calibration, name.replace(XLA, "", 1)) if found is None and XLA in name else found
+
+
+def _read(calibration: KernelCalibration, name: str) -> str | None:
+    if name in calibration.classes:
+        return name
+    if name.endswith(LOOP):
+        return _read(calibration, name[: -len(LOOP)])
+    if family(name):
+        return _read(calibration, family(name) or "")
+    other = TRAINING_CLASSES.get(name)
+    return other if other in calibration.classes else None
+
+
 def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:
-    """The calibration's model for a class; a loop's kernel without its own falls back to the
-    class's, a function's to its family's (``transcendental:tanh`` → ``transcendental``), a
-    training kernel's to its forward class's (``borrowed_class`` names them)."""
-    found = calibration.classes.get(name)
-    if found is None and name.endswith(LOOP):
-        return class_model(calibration, name[: -len(LOOP)])
-    if found is None and family(name):
-        return class_model(calibration, family(name) or "")
-    return calibration.classes.get(TRAINING_CLASSES[name]) if found is None and name in TRAINING_CLASSES else found
+    """The calibration's model for a class (``read_class``: whose curve it reads)."""
+    found = read_class(calibration, name)
+    return None if found is None else calibration.classes[found]
 
 
 def borrowed_class(calibration: KernelCalibration, name: str) -> str | None:
     """The class whose curve a kernel of class ``name`` is read off because the calibration has no
-    curve of its own (a function's family, a training kernel's forward class); None when it has
-    its own, or none at all. (A loop's kernel reading its base class's curve is not borrowing.)"""
-    base = name[: -len(LOOP)] if name.endswith(LOOP) and name not in calibration.classes else name
-    if base in calibration.classes:
-        return None
-    other = family(base) or TRAINING_CLASSES.get(base)
-    return other if other is not None and class_model(calibration, other) is not None else None
+    curve of its own (a function's family, a training kernel's forward class, an XLA kernel's graph
+    op); None when it has its own, or none at all. (A loop's kernel reading its class's curve is not
+    borrowing.)"""
+    found = read_class(calibration, name)
+    return None if found in (None, name, name.removesuffix(LOOP)) else found
 
 
 #: A convolution whose matrix-multiply view (M = output positions, K = input channels per group ×

@@ -242,6 +242,19 @@ def test_jit_compile_xla_events_join_by_instruction_name():
     _check_time(report.profile)
 
 
+def test_a_jit_compiled_lambda_joins_its_xla_events():
+    """``tf.function(lambda ..., jit_compile=True)`` is ``__inference_<lambda>_N``; XLA runs it as
+    module ``a_inference__lambda__N__…`` (``<`` and ``>`` written ``_``). The join read the name
+    as written and found no module: every kernel went without a time."""
+    runs = 2
+    fn = tf.function(lambda x, w: tf.nn.relu(tf.matmul(x, w)), jit_compile=True)
+    report = _analyze(fn, (tf.random.normal((64, 64)), tf.random.normal((64, 64))), runs)
+    assert report.estimate.kernel_source == XLA_SOURCE
+    assert any("joined by instruction name" in note for note in report.profile.notes)
+    assert report.profile.unmatched == () and report.profile.kernels
+    _check_time(report.profile)
+
+
 def test_profile_restores_variables_a_step_writes():
     total = tf.Variable(tf.zeros((8, 8)))
 

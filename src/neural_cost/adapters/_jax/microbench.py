@@ -146,10 +146,15 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
             yield MicroProgram(f"{name} {n}x{hw}x{hw}x{c}", _named(pool, name.split()[-1]), (x,))
 
 
-def _cell(carry: tuple[jax.Array, jax.Array], x: jax.Array) -> tuple[tuple[jax.Array, jax.Array], jax.Array]:
-    h, w = carry
-    h = jnp.tanh(x @ w[: x.shape[-1]] + h @ w[x.shape[-1] :])
-    return (h, w), h
+def _rnn(xs: jax.Array, h: jax.Array, wx: jax.Array, wh: jax.Array) -> jax.Array:
+    """A tanh cell scanned over ``xs``, its weights loop-invariant (read by every step, never in the
+    loop state: carried, XLA sliced them anew each step, copies no recurrent layer makes)."""
+
+    def step(h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        h = jnp.tanh(x @ wx + h @ wh)
+        return h, h
+
+    return lax.scan(step, h, xs)[1]
 
 
 #: Loop bodies, ``(batch, steps, features, hidden)`` of a scanned tanh cell: a compiled loop's kernels
@@ -167,9 +172,9 @@ def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
             fn = _named(lambda q, k, v, c=causal: jax.nn.dot_product_attention(q, k, v, is_causal=c), "attention")
             yield MicroProgram(f"attention {b}x{s}x{h}x{d}{' causal' if causal else ''}", fn, (q, k, v))
     for batch, steps, features, hidden in _SCANS[: 1 if quick else None]:
-        xs, w = rand(steps, batch, features), rand(features + hidden, hidden, k=1)
-        fn = _named(lambda xs, h, w: lax.scan(_cell, (h, w), xs)[1], "scan")
-        yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", fn, (xs, rand(batch, hidden, k=2), w))
+        xs, wx, wh = rand(steps, batch, features), rand(features, hidden, k=1), rand(hidden, hidden, k=3)
+        fn = _named(_rnn, "scan")
+        yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", fn, (xs, rand(batch, hidden, k=2), wx, wh))
     for batch, steps, width in ((4, 16, 64), (16, 32, 128), (64, 16, 256), (1, 64, 32))[: 0 if quick else None]:
         fn = _named(lambda h, w, n=steps: lax.fori_loop(0, n, lambda i, h: h + jax.nn.relu(h @ w) * 0.5, h), "loop")
         yield MicroProgram(f"fori_loop mlp {batch}x{width} x{steps}", fn, (rand(batch, width), rand(width, width, k=1)))

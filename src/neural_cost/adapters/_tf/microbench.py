@@ -8,7 +8,9 @@ over rows 1..4096 and widths 32..3072 (alone and with ``BiasAdd``), ``BatchMatMu
 last axis, ``Softmax``, ``FusedBatchNormV3`` for inference, ``MaxPool``/``AvgPool``,
 ``Transpose``, ``GatherV2`` (an embedding lookup), and a Keras ``Dense`` and ``Conv2D`` layer
 call. Inputs are fixed random tensors; ``quick`` keeps every class at a few sizes (for tests).
-Every program is a tf.function of its own.
+Every program is a tf.function of its own. Then ``jit_compile`` functions (``_xla``): XLA's
+fusions, dots and convolutions, whose kernels are classes of their own (``matmul@xla``: a
+TensorFlow function compiled by XLA does not run the graph ops the rest of the grid times).
 """
 
 from __future__ import annotations
@@ -139,10 +141,47 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield _program(f"AvgPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.avg_pool2d(t, 2, 2, "VALID"), x)
 
 
+def _xla_program(name: str, fn: Callable[..., Any], *args: Any) -> MicroProgram:
+    return MicroProgram(f"xla {name}", tf.function(fn, jit_compile=True), tuple(args))
+
+
+def _xla(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    """``jit_compile`` functions: XLA's kernels of each kind (classes ``@xla``), a sparser grid
+    than the graph ops' (every other dot shape, the shared convolutions, three pointwise chains,
+    sums and softmaxes at width 1024, inference batch norms and max pools on a few maps)."""
+    for ij, m, k, n in grid.dots(quick):
+        if quick or ij % 2 == 0:
+            yield _xla_program(f"dot+bias+relu {m}x{k}x{n}", lambda x, w, b: tf.nn.relu(tf.matmul(x, w) + b),
+                               rand(m, k), rand(k, n, k=1), rand(n, k=2))  # fmt: skip
+    for n, c_in, c_out, size, k in grid.CONVS[: 2 if quick else None]:
+        yield _xla_program(f"Conv2D+Relu {n}x{size}x{size}x{c_in}->{c_out} k{k}",
+                           lambda x, w: tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME")),
+                           rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1))  # fmt: skip
+    chains: dict[str, Callable[..., Any]] = {
+        "x*2+1": lambda x: x * 2.0 + 1.0, "x+y": lambda x, y: x + y, "tanh(x)*y": lambda x, y: tf.tanh(x) * y
+    }  # fmt: skip
+    for size in grid.sizes(quick):
+        shape = grid.flat_shape(size)
+        for name, chain in chains.items():
+            args = (rand(*shape),) if name == "x*2+1" else (rand(*shape), rand(*shape, k=1))
+            yield _xla_program(f"{name} {size}", chain, *args)
+        rows = grid.rows_of(size, 1024)
+        yield _xla_program(f"Sum {rows}", lambda x: tf.reduce_sum(x, axis=-1), rand(*rows))
+        yield _xla_program(f"Softmax {rows}", lambda x: tf.nn.softmax(x, axis=-1), rand(*rows))
+    for n, hw, c in _MAPS[: 2 if quick else 8]:
+        x, moments = rand(n, hw, hw, c), (rand(c, k=1), rand(c, k=2), rand(c, k=3), tf.abs(rand(c, k=4)) + 0.5)
+        yield _xla_program(f"FusedBatchNormV3+Relu {n}x{hw}x{hw}x{c}", _norm_relu, x, *moments)
+        yield _xla_program(f"MaxPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.max_pool2d(t, 3, 2, "SAME"), x)
+
+
+def _norm_relu(x: Any, scale: Any, offset: Any, mean: Any, variance: Any) -> Any:
+    return tf.nn.relu(tf.compat.v1.nn.fused_batch_norm(x, scale, offset, mean, variance, is_training=False)[0])
+
+
 def tf_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the TensorFlow calibration (the module docstring)."""
     rand = _Inputs(tf.constant)
     programs: list[MicroProgram] = []
-    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory):
+    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory, _xla):
         programs += family(rand, quick)
     return programs

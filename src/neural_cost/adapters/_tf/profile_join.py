@@ -127,8 +127,12 @@ def count_notes(
 
 
 def join_xla(events: list[Event], wall: float, runs: int, kernels: tuple[Kernel, ...], function: str) -> Profile:
-    """XLA-kernel events of the module named after ``function`` joined by instruction name."""
-    pattern = re.compile(r"a?_*" + re.escape(function.lstrip("_")) + r"__")
+    """XLA-kernel events of the module named after ``function`` joined by instruction name (XLA
+    writes a module's name with every character but letters, digits, ``_``, ``.`` and ``-`` as
+    ``_``: a ``tf.function`` of a lambda, ``__inference_<lambda>_122``, runs as
+    ``a_inference__lambda__122__…``)."""
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", function.lstrip("_"))
+    pattern = re.compile(r"a?_*" + re.escape(name) + r"__")
     index = {kernel.name: i for i, kernel in enumerate(kernels)}
     ours = [e for e in events if e.hlo_op and pattern.match(e.hlo_module)]
     unmatched: dict[str, list[Interval]] = defaultdict(list)
