@@ -61,8 +61,16 @@ PASSES = 3
 STEADY_DRIFT = 1.10
 
 
+#: Untimed runs before every timed pass (``time_workload``'s ``warm_seconds``): tracing, the drift
+#: probes and the other rows leave a core idle, and its threads take about half a second to come back.
+WARM_SECONDS = 0.5
+
+
 def median(adapter: Any, fn: Any, args: Any, kwargs: Any, repeats: int, options: Any = None) -> float:
-    return time_workload(adapter, fn, args, kwargs, warmup=2, repeats=repeats, options=options).median_seconds
+    warm = WARM_SECONDS
+    return time_workload(
+        adapter, fn, args, kwargs, warmup=2, repeats=repeats, options=options, warm_seconds=warm
+    ).median_seconds
 
 
 @dataclass
@@ -204,8 +212,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
         fn, args, kwargs, trace_options = model.build(batch)
         drift = probe()
         report = analyze_workload(
-            adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False
-        )
+            adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False,
+            warm_seconds=WARM_SECONDS,
+        )  # fmt: skip
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, probe=probe)
@@ -221,7 +230,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
     drift = probe()
     options = program_options(adapter, trace_options, None)[1]  # a training step is timed as one
-    first = time_workload(adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options).median_seconds
+    first = time_workload(
+        adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options, warm_seconds=WARM_SECONDS
+    ).median_seconds
     row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, probe=probe)
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)
     rows.append(row)

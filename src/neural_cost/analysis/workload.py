@@ -39,17 +39,30 @@ def time_workload(
     jit: bool = True,
     clock: Callable[[], float] | None = None,
     options: Mapping[str, Any] | None = None,
+    warm_seconds: float = 0.0,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` with ``adapter.benchmark`` (``options`` are its keywords:
     PyTorch's ``training``/``loss_fn``/``optimizer``...); with the plain harness when there is
     no adapter, when a ``clock`` is injected, or when ``jit=False`` and the adapter compiles
-    what it times (JAX's jit, tf.function): the function then runs as written, op by op."""
+    what it times (JAX's jit, tf.function): the function then runs as written, op by op.
+    ``warm_seconds``: run it untimed for at least that long first (as well as ``warmup`` runs):
+    on a shared 2-core VM a program's first 60 ms after 3 s idle ran at 1.5–1.9× its steady time
+    (a Keras CNN's medians of 20 runs: 3.5–4.7 ms, then 2.1–2.5 ms after half a second of runs),
+    the idle core's threads coming back; no count of runs says when that is over."""
     keywords = dict(kwargs or {})
     if clock is not None:
         return benchmark(fn, *args, warmup=warmup, repeats=repeats, clock=clock, **keywords)
-    if adapter is None or (not jit and adapter.compiles_when_timing):
-        return benchmark(fn, *args, warmup=warmup, repeats=repeats, **keywords)
-    return adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords, **dict(options or {}))
+    plain = adapter is None or (not jit and adapter.compiles_when_timing)
+
+    def run(warm: int, timed: int) -> Measurement:
+        if plain or adapter is None:
+            return benchmark(fn, *args, warmup=warm, repeats=timed, **keywords)
+        return adapter.benchmark(fn, *args, warmup=warm, repeats=timed, kwargs=keywords, **dict(options or {}))
+
+    start = time.perf_counter()
+    while time.perf_counter() - start < warm_seconds:
+        run(0, 1)
+    return run(warmup, repeats)
 
 
 def program_options(
@@ -153,6 +166,7 @@ def analyze_workload(
     calibration: KernelCalibration | None = None,
     floor_seconds: float | None = None,
     floor_note: str | None = None,
+    warm_seconds: float = 0.0,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
@@ -165,7 +179,8 @@ def analyze_workload(
     the framework's profiler, after the timed ones, give every row its measured time; a profiler
     that fails is a note. With a
     ``calibration`` (``analysis.calibrate_kernels.kernel_calibration``) the report also gives the
-    expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``)."""
+    expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``).
+    ``warm_seconds``: untimed runs for at least that long before the timed ones (``time_workload``)."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
@@ -174,8 +189,9 @@ def analyze_workload(
         # time first: an adapter that compiles to time (JAX) keeps that executable, and the
         # trace reads its cross-check from it: the program is compiled once, never twice
         measurement = time_workload(
-            adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options
-        )
+            adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options,
+            warm_seconds=warm_seconds,
+        )  # fmt: skip
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
         hardware = adapter.hardware(device if device is not None else adapter.device_of(fn, args, keywords))
@@ -243,12 +259,14 @@ def framework_floor(
     repeats: int = 20,
     passes: int = 3,
     pause_seconds: float = 1.0,
+    warm_seconds: float = 0.25,
 ) -> Floor:
     """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
     what its kernels do not explain: the framework's own cost per run, which does not grow with
     the batch (never below 0). Timed as the calibration times its kernels: the smallest median
     of ``passes`` separate passes, ``pause_seconds`` apart (a shared machine runs everything
-    slower for seconds at a time; a stall never makes a run faster)."""
+    slower for seconds at a time; a stall never makes a run faster), each after ``warm_seconds``
+    of untimed runs (after a pause the idle core's threads take that long to come back)."""
     keywords = dict(kwargs or {})
     trace_options, benchmark_options = program_options(adapter, trace_options, benchmark_options)
     medians = []
@@ -256,8 +274,9 @@ def framework_floor(
         if i:
             time.sleep(pause_seconds)
         timed = time_workload(
-            adapter, fn, tuple(args), keywords, warmup=5 if i == 0 else 2, repeats=repeats, options=benchmark_options
-        )
+            adapter, fn, tuple(args), keywords, warmup=5 if i == 0 else 2, repeats=repeats, options=benchmark_options,
+            warm_seconds=warm_seconds,
+        )  # fmt: skip
         medians.append(timed.median_seconds)
     observed = min(medians)
     trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)

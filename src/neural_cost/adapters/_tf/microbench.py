@@ -157,21 +157,40 @@ def _xla(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield _xla_program(f"Conv2D+Relu {n}x{size}x{size}x{c_in}->{c_out} k{k}",
                            lambda x, w: tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME")),
                            rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1))  # fmt: skip
-    chains: dict[str, Callable[..., Any]] = {
-        "x*2+1": lambda x: x * 2.0 + 1.0, "x+y": lambda x, y: x + y, "tanh(x)*y": lambda x, y: tf.tanh(x) * y
-    }  # fmt: skip
     for size in grid.sizes(quick):
         shape = grid.flat_shape(size)
-        for name, chain in chains.items():
-            args = (rand(*shape),) if name == "x*2+1" else (rand(*shape), rand(*shape, k=1))
-            yield _xla_program(f"{name} {size}", chain, *args)
+        yield _xla_program(f"x*2+1 {size}", _scale_shift, rand(*shape))
+        yield _xla_program(f"x+y {size}", _add, rand(*shape), rand(*shape, k=1))
+        yield _xla_program(f"tanh(x)*y {size}", _tanh_mul, rand(*shape), rand(*shape, k=1))
         rows = grid.rows_of(size, 1024)
-        yield _xla_program(f"Sum {rows}", lambda x: tf.reduce_sum(x, axis=-1), rand(*rows))
-        yield _xla_program(f"Softmax {rows}", lambda x: tf.nn.softmax(x, axis=-1), rand(*rows))
+        yield _xla_program(f"Sum {rows}", _row_sum, rand(*rows))
+        yield _xla_program(f"Softmax {rows}", _row_softmax, rand(*rows))
     for n, hw, c in _MAPS[: 2 if quick else 8]:
         x, moments = rand(n, hw, hw, c), (rand(c, k=1), rand(c, k=2), rand(c, k=3), tf.abs(rand(c, k=4)) + 0.5)
         yield _xla_program(f"FusedBatchNormV3+Relu {n}x{hw}x{hw}x{c}", _norm_relu, x, *moments)
         yield _xla_program(f"MaxPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.max_pool2d(t, 3, 2, "SAME"), x)
+
+
+# Named functions, not lambdas: autograph reads a function's source, and two lambdas of one
+# signature on one line are ambiguous to it (it warns and leaves them unconverted).
+def _scale_shift(x: Any) -> Any:
+    return x * 2.0 + 1.0
+
+
+def _add(x: Any, y: Any) -> Any:
+    return x + y
+
+
+def _tanh_mul(x: Any, y: Any) -> Any:
+    return tf.tanh(x) * y
+
+
+def _row_sum(x: Any) -> Any:
+    return tf.reduce_sum(x, axis=-1)
+
+
+def _row_softmax(x: Any) -> Any:
+    return tf.nn.softmax(x, axis=-1)
 
 
 def _norm_relu(x: Any, scale: Any, offset: Any, mean: Any, variance: Any) -> Any:
