@@ -39,6 +39,11 @@ def test_an_xla_kernel_reads_the_xla_classes_first_then_the_graph_ops():
     assert borrowed_class(graph_only, "matmul@xla@loop") == "matmul"
     assert borrowed_class(_calibration("matmul@xla"), "matmul@xla@loop") is None  # a loop's own class: not borrowed
     assert class_model(graph_only, "matmul@xla") is graph_only.classes["matmul"]
+    # a training kernel XLA compiled reads the XLA forward class before the graph op's
+    assert read_class(_calibration("norm@xla", "norm"), "norm_training@xla") == "norm@xla"
+    assert read_class(_calibration("norm@xla", "norm"), "norm_backward@xla@loop") == "norm@xla"
+    assert read_class(_calibration("norm"), "norm_training@xla") == "norm"
+    assert read_class(_calibration("conv@xla"), "conv_backward@xla") == "conv@xla"
 
 
 def test_a_jit_compiled_functions_kernels_are_xla_classes_and_a_graphs_are_not():

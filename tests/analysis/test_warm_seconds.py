@@ -25,13 +25,14 @@ def _recorded(seconds: float):
 
 
 def test_the_timed_runs_start_after_warm_seconds_of_untimed_ones():
-    """A 5 ms call, 60 ms of warming: the timed runs (the last 2 warm-up and 3 timed calls) begin
-    at least 60 ms after the first call, and every call before them is untimed."""
+    """A 5 ms call, 60 ms of warming: the harness runs the 2 counted warm-ups, then untimed runs
+    until 60 ms have passed since the first, then the 3 timed runs — inside the adapter's or the
+    plain harness, after anything it compiled."""
     fn, starts = _recorded(0.005)
     measured = time_workload(None, fn, warmup=2, repeats=3, warm_seconds=0.06)
-    assert measured.runs == 3
+    assert measured.runs == 3 and len(measured.warmup_seconds) == 2  # the untimed runs are neither
     assert len(starts) >= 2 + 3 + 1
-    assert starts[-5] - starts[0] >= 0.06
+    assert starts[-3] - starts[0] >= 0.06
 
 
 @pytest.mark.parametrize("warm", [0.0, -1.0])

@@ -33,7 +33,7 @@ from .rows import split_by_bounds
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 14
+KERNEL_MODEL_REVISION = 15
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -100,7 +100,7 @@ class Expected:
     #: The part of ``seconds`` (and of its kernels' rows) that is first-touch page faults on
     #: results glibc maps anew every run (``analysis/fresh_pages.py``); 0 where none.
     fresh_page_seconds: float = 0.0
-    #: The calibration's cost of a fresh byte (eager frameworks), for measured page faults.
+    #: The calibration's cost of a fresh byte, which prices the measured page faults (every framework).
     first_touch_seconds_per_byte: float | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,7 +13,8 @@ kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) 
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
 micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel
-that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
+that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``);
+a TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``):
 its executions follow one another inside one launch, without the entry cost a standalone
 program's kernel pays; without a calibration of its own it falls back to its class. A training
 step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward
@@ -108,8 +109,9 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
         return _read(calibration, name[: -len(LOOP)])
     if family(name):
         return _read(calibration, family(name) or "")
-    other = TRAINING_CLASSES.get(name)
-    return other if other in calibration.classes else None
+    base, at, suffix = name.partition("@")  # norm_training@xla → norm@xla
+    other = TRAINING_CLASSES.get(base)
+    return _read(calibration, other + at + suffix) if other is not None else None
 
 
 def class_model(calibration: KernelCalibration, name: str) -> ClassModel | None:

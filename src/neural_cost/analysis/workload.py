@@ -18,7 +18,7 @@ from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
-from ..measure.timing import Measurement, benchmark
+from ..measure.timing import Measurement, benchmark, warming
 from .expected import expected_time
 from .gap import GapReport, analyze_gap
 
@@ -52,17 +52,10 @@ def time_workload(
     keywords = dict(kwargs or {})
     if clock is not None:
         return benchmark(fn, *args, warmup=warmup, repeats=repeats, clock=clock, **keywords)
-    plain = adapter is None or (not jit and adapter.compiles_when_timing)
-
-    def run(warm: int, timed: int) -> Measurement:
-        if plain or adapter is None:
-            return benchmark(fn, *args, warmup=warm, repeats=timed, **keywords)
-        return adapter.benchmark(fn, *args, warmup=warm, repeats=timed, kwargs=keywords, **dict(options or {}))
-
-    start = time.perf_counter()
-    while time.perf_counter() - start < warm_seconds:
-        run(0, 1)
-    return run(warmup, repeats)
+    with warming(warm_seconds):  # inside the harness, after the adapter compiled: the runs timed next
+        if adapter is None or (not jit and adapter.compiles_when_timing):
+            return benchmark(fn, *args, warmup=warmup, repeats=repeats, **keywords)
+        return adapter.benchmark(fn, *args, warmup=warmup, repeats=repeats, kwargs=keywords, **dict(options or {}))
 
 
 def program_options(

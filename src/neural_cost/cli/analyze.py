@@ -92,8 +92,9 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
         progress.stage("compiling" if adapter.compiles_when_timing else "first run")
         with reporting_progress(progress.runs):
             measurement = time_workload(
-                adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training
-            )
+                adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training,
+                warm_seconds=getattr(args, "warm_seconds", 0.0),
+            )  # fmt: skip
         hardware = _hardware(args, adapter, measurement, progress)
         spec = hardware
         if args.expected and spec is None:  # the device the expectation is checked against

@@ -97,6 +97,7 @@ def run_example(args: argparse.Namespace) -> int:
         trace_options=options,
         profile=getattr(args, "profile", True),
         profile_runs=getattr(args, "profile_runs", 3),
+        warm_seconds=getattr(args, "warm_seconds", 0.0),
     )
     print(report.render(top=args.top, by=args.by), end="")
     if args.json:

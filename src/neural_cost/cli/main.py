@@ -118,6 +118,21 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--warmup", type=_count(0), default=3, help="untimed runs before timing (default 3)")
     parser.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
+    parser.add_argument(
+        "--warm-seconds",
+        type=_warm_seconds,
+        default=0.5,
+        help="also keep running untimed until this long has passed before timing (default 0.5: on a shared "
+        "machine an idle core's threads take about that long to come back; 0: the --warmup runs only)",
+    )
+
+
+def _warm_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0."""
+    value = _number(text)
+    if not 0.0 <= value <= _MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds >= 0 and <= {_MAX_SECONDS:g}")
+    return value
 
 
 def _add_profile_options(parser: argparse.ArgumentParser) -> None:

@@ -295,8 +295,7 @@ class KernelCalibration:
     notes: tuple[str, ...] = ()
     #: Seconds per byte a result on freshly mapped pages costs over a warm one (None: not measured).
     first_touch_seconds_per_byte: float | None = None
-    #: Whether every kernel's result is allocated anew per call (eager): the large ones glibc maps
-    #: anew then predict faults. False for compiled programs: their faults are measured, not predicted.
+    #: Whether every result is allocated per call (eager: faults predicted); False: compiled, measured only.
     fresh_results: bool = True
     #: Drift probes: a few programs of the framework's quick grid, their main kernel's class and
     #: time (the smallest of two passes) at calibration, re-run later to see how fast the machine is now.
@@ -339,23 +338,24 @@ class KernelCalibration:
                 method=str(data.get("method", "")),
                 notes=tuple(data.get("notes") or ()),
                 first_touch_seconds_per_byte=_finite_or_none(data.get("first_touch_seconds_per_byte")),
-                fresh_results=data.get("fresh_results", True) is not False,
-                probes={
-                    str(name): (str(probe["class"]), float(probe["seconds"]))
-                    for name, probe in (data.get("probes") or {}).items()
-                },
+                fresh_results=_boolean(data.get("fresh_results", True), "fresh_results"),
+                probes={str(k): (str(v["class"]), float(v["seconds"])) for k, v in (data.get("probes") or {}).items()},
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HardwareError(f"a kernel calibration that cannot be read ({type(error).__name__}: {error})") from None
 
 
 def _finite_or_none(value: Any) -> float | None:
-    if value is None:
-        return None
-    number = float(value)
-    if not math.isfinite(number) or number < 0:
+    number = None if value is None else float(value)
+    if number is not None and (not math.isfinite(number) or number < 0):
         raise ValueError(f"first_touch_seconds_per_byte={value!r} is not a finite non-negative number")
     return number
+
+
+def _boolean(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"{name}={value!r} is not true or false")
 
 
 def family(name: str) -> str | None:

@@ -191,6 +191,22 @@ def reporting_progress(callback: Progress) -> Iterator[None]:
         _progress.reset(token)
 
 
+_warm: ContextVar[float] = ContextVar("neural_cost_benchmark_warm_seconds", default=0.0)
+
+
+@contextlib.contextmanager
+def warming(seconds: float) -> Iterator[None]:
+    """While the block runs, every ``benchmark`` call (also those inside an adapter, after it
+    compiled) keeps running untimed after its counted warm-up runs until ``seconds`` have passed
+    since the first of them: on a shared VM an idle core's threads take about half a second to
+    come back, and a count of runs says nothing of how long they took."""
+    token = _warm.set(max(0.0, float(seconds)))
+    try:
+        yield
+    finally:
+        _warm.reset(token)
+
+
 def display_name(fn: Any) -> str:
     """What to call ``fn`` in a message: what it wraps (``__wrapped__``, as ``functools.wraps``
     sets it), by its qualified name without ``<locals>`` paths (``build.<locals>.f`` is ``f``,
@@ -280,7 +296,10 @@ def benchmark(
                 report(stage, done, count)
         return tuple(seconds)
 
+    warm_started = time.perf_counter()
     warm = runs("warmup", warmup)
+    while time.perf_counter() - warm_started < _warm.get():  # warming(): untimed, not in warmup_seconds
+        run_once()
     if telemetry is not None:
         telemetry.reset()
     faults_before = _minor_faults()

@@ -307,7 +307,7 @@ def _match(
     inputs = tuple(sorted(math.prod(shape) for shape in op.inputs))
     return (
         any(fits(m, op, mesh) for m in marks),
-        any(m.operand_sizes == inputs for m in marks),
+        any(fits(m, op, mesh) and m.operand_sizes == inputs for m in marks),
         source is not None and any(m.source == source for m in marks),
         op.count == executions,
     )
