@@ -284,28 +284,17 @@ def torch_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
 
 
 def first_touch_probe(elements: int = 16 * 1024 * 1024, repeats: int = 9) -> float:
-    """Seconds per byte a fresh result costs over a warm one: a 64 MiB float32 tensor on pages
-    mapped for it (an anonymous ``mmap`` of its own, whatever the allocator's settings: with
-    ``MALLOC_MMAP_MAX_=0`` a ``torch.empty`` would reuse the last one's pages) filled as mapped,
-    against the same fill on a warm tensor, the smallest difference of ``repeats`` (0.5 s in all;
-    the smallest of 3 read 2.9 µs a page in one calibration against 0.9 µs in the processes
-    around it: a stall only ever adds)."""
-    import mmap
-    import time
+    """Seconds per byte a fresh result costs over a warm one (``measure.first_touch.first_touch_cost``):
+    a 64 MiB float32 tensor on pages mapped for it (with ``MALLOC_MMAP_MAX_=0`` a ``torch.empty``
+    would reuse the last one's pages) filled as mapped, against the same fill on a warm tensor."""
+    from ...measure.first_touch import first_touch_cost
 
     warm = torch.empty(elements)
     warm.fill_(1.0)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        warm.fill_(2.0)
-        warm_seconds = time.perf_counter() - start
-        pages = mmap.mmap(-1, 4 * elements, flags=mmap.MAP_PRIVATE)  # anonymous, private as malloc maps
-        start = time.perf_counter()
-        fresh = torch.frombuffer(pages, dtype=torch.float32)
-        fresh.fill_(1.0)
-        fresh_seconds = time.perf_counter() - start
-        del fresh
-        pages.close()
-        best = min(best, max(0.0, fresh_seconds - warm_seconds) / (4 * elements))
-    return best
+
+    def fresh(pages: Any) -> object:
+        tensor = torch.frombuffer(pages, dtype=torch.float32)
+        tensor.fill_(1.0)
+        return tensor
+
+    return first_touch_cost(lambda: warm.fill_(2.0), fresh, 4 * elements, repeats)
