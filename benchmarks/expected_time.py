@@ -67,10 +67,10 @@ WARM_SECONDS = 0.5
 
 
 def median(adapter: Any, fn: Any, args: Any, kwargs: Any, repeats: int, options: Any = None) -> float:
-    warm = WARM_SECONDS
-    return time_workload(
-        adapter, fn, args, kwargs, warmup=2, repeats=repeats, options=options, warm_seconds=warm
-    ).median_seconds
+    timed = time_workload(
+        adapter, fn, args, kwargs, warmup=2, repeats=repeats, options=options, warm_seconds=WARM_SECONDS
+    )
+    return timed.median_seconds
 
 
 @dataclass

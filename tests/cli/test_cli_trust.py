@@ -76,6 +76,8 @@ NOT_FRACTION = "is not a fraction in [0, 1] (0.9 means 90%)"
         # Was: type=int; "benchmark: warmup=-1 must be an integer >= 0" came only after build() had run
         (["analyze", "w.py:build", "--warmup", "-1"], "-1 must be an integer >= 0"),
         (["analyze", "w.py:build", "--repeats", "0"], "0 must be an integer >= 1"),
+        (["analyze", "w.py:build", "--warm-seconds", "-1"], "-1 must be a number of seconds >= 0 and <= 1e+06"),
+        (["example", "--warm-seconds", "nan"], "nan is not a finite number"),
         # Was: checked only after build() had run
         (
             ["analyze", "w.py:build", "--trip-count", "loop"],

@@ -13,10 +13,11 @@ kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) 
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
 micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel
-that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``);
-a TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``):
+that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
 its executions follow one another inside one launch, without the entry cost a standalone
-program's kernel pays; without a calibration of its own it falls back to its class. A training
+program's kernel pays; without a calibration of its own it falls back to its class. A TensorFlow
+kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``): it reads the
+XLA classes first, then the graph op's (``read_class``). A training
 step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward
 (both gradients in one call), a batch norm that computes its batch's statistics, a norm's
 backward — at the same roofline time each runs slower than its forward class (a training-mode

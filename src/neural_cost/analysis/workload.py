@@ -45,10 +45,8 @@ def time_workload(
     PyTorch's ``training``/``loss_fn``/``optimizer``...); with the plain harness when there is
     no adapter, when a ``clock`` is injected, or when ``jit=False`` and the adapter compiles
     what it times (JAX's jit, tf.function): the function then runs as written, op by op.
-    ``warm_seconds``: run it untimed for at least that long first (as well as ``warmup`` runs):
-    on a shared 2-core VM a program's first 60 ms after 3 s idle ran at 1.5–1.9× its steady time
-    (a Keras CNN's medians of 20 runs: 3.5–4.7 ms, then 2.1–2.5 ms after half a second of runs),
-    the idle core's threads coming back; no count of runs says when that is over."""
+    ``warm_seconds``: after the ``warmup`` runs, untimed runs until that long has passed
+    (``measure.timing.warming``: inside the harness, after the adapter compiled)."""
     keywords = dict(kwargs or {})
     if clock is not None:
         return benchmark(fn, *args, warmup=warmup, repeats=repeats, clock=clock, **keywords)

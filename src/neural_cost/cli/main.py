@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -54,11 +55,13 @@ def _fraction(text: str) -> float:
 _MAX_SECONDS = 1e6
 
 
-def _seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
+def _seconds(text: str, zero: bool = False) -> float:
+    """An argparse type: a positive (or, with ``zero``, non-negative), finite number of seconds."""
     value = _number(text)
-    if not 0.0 < value <= _MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds > 0 and <= {_MAX_SECONDS:g}")
+    if not (value >= 0.0 if zero else value > 0.0) or value > _MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text} must be a number of seconds {'>=' if zero else '>'} 0 and <= {_MAX_SECONDS:g}"
+        )
     return value
 
 
@@ -120,19 +123,11 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=_count(1), default=20, help="timed runs (default 20)")
     parser.add_argument(
         "--warm-seconds",
-        type=_warm_seconds,
+        type=functools.partial(_seconds, zero=True),
         default=0.5,
         help="also keep running untimed until this long has passed before timing (default 0.5: on a shared "
         "machine an idle core's threads take about that long to come back; 0: the --warmup runs only)",
     )
-
-
-def _warm_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds >= 0."""
-    value = _number(text)
-    if not 0.0 <= value <= _MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds >= 0 and <= {_MAX_SECONDS:g}")
-    return value
 
 
 def _add_profile_options(parser: argparse.ArgumentParser) -> None:

@@ -33,7 +33,6 @@ the ``op_name``s of the equations it folded into one instruction with ``;``: eac
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,7 +41,7 @@ from typing import Any
 from ...core.errors import AdapterError
 from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
-from .hlo_map import MARKER_OPCODES, Mark, Site, assign, in_shard_map, parse_op_name
+from .hlo_map import MARKER_OPCODES, Mark, Site, assign, element_counts, in_shard_map, parse_op_name
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays, parse_hlo
 from .ops_collectives import COLLECTIVES
 from .sharded import mesh_of
@@ -263,7 +262,7 @@ class _Walk:
         parts = [part for part in parts if part] or [""]
         found = [self.parse(part) if part else (None, ()) for part in parts]
         operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
-        sizes = _sizes([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
+        sizes = element_counts([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
         source = self.module.source(instruction)
         marks = [Mark(scope, names, computes, instruction.nbytes, source, sizes) for scope, names in found]
         if not self.partitioned:
@@ -427,9 +426,3 @@ def compiled_kernels(
     mesh = mesh_of(compiled, module.partitions * module.replicas)
     kernels, unmapped, duplicated = assign(sites, operations, mesh, placed)
     return CompiledKernels(kernels, unmapped, duplicated, tuple(trips), tuple(notes), module, placed, mesh)
-
-
-def _sizes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """The element counts of these array shapes, smallest first: an instruction's operands or a
-    record's inputs, compared whatever their layout or order."""
-    return tuple(sorted(math.prod(shape) for shape in shapes))

@@ -52,7 +52,17 @@ from ...core.kernels import Kernel
 from ...core.records import Operation
 from .sharded import holds_share
 
-__all__ = ["MARKER_OPCODES", "Mark", "Site", "assign", "fits", "flops_of", "in_shard_map", "parse_op_name"]
+__all__ = [
+    "MARKER_OPCODES",
+    "Mark",
+    "Site",
+    "assign",
+    "element_counts",
+    "fits",
+    "flops_of",
+    "in_shard_map",
+    "parse_op_name",
+]
 
 _WRAPPED = re.compile(r"^([A-Za-z_][\w.\-]*)\((.*)\)$", re.DOTALL)
 _JIT = frozenset({"jit", "pjit", "xla_pmap", "pmap"})
@@ -294,6 +304,12 @@ def _fitting(marks: Sequence[Mark], op: Operation, mesh: Sequence[int], inputs: 
     return next((mark for mark in found if mark.computes), found[0] if found else None)
 
 
+def element_counts(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The element counts of these array shapes, smallest first: an instruction's operands or a
+    record's inputs, compared whatever their layout or order (``Mark.operand_sizes``)."""
+    return tuple(sorted(math.prod(shape) for shape in shapes))
+
+
 def _match(
     op: Operation, marks: Sequence[Mark], executions: int, mesh: Sequence[int] = ()
 ) -> tuple[bool, bool, bool, bool]:
@@ -304,7 +320,7 @@ def _match(
     it as ``source``), then by count (a function called before a loop and inside it makes
     records of one key that run once and ``trips`` times, as do their kernels)."""
     source = op.attrs.get("source")
-    inputs = tuple(sorted(math.prod(shape) for shape in op.inputs))
+    inputs = element_counts(op.inputs)
     return (
         any(fits(m, op, mesh) for m in marks),
         any(fits(m, op, mesh) and m.operand_sizes == inputs for m in marks),

@@ -158,8 +158,8 @@ def _rnn(xs: jax.Array, h: jax.Array, wx: jax.Array, wh: jax.Array) -> jax.Array
 
 
 #: Loop bodies, ``(batch, steps, features, hidden)`` of a scanned tanh cell: a compiled loop's kernels
-#: run back to back in one launch (their own classes, ``@loop``). Hidden widths reach 1,024: a
-#: recurrent cell's 512-wide dots read off a grid that stopped at 256 ran at half their rate.
+#: run back to back in one launch (their own classes, ``@loop``). Hidden widths reach 1,024 (the
+#: grid stopped at 256: a 512-wide cell's dots were read off the curve's last segment).
 _SCANS = ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 16, 16, 32), (2, 32, 32, 64),
           (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256),
           (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024))  # fmt: skip
