@@ -396,7 +396,7 @@ def test_a_recurrent_layer_is_one_rnn_kernel_and_its_modules_fills_are_not():
     assert classes["lstm/zeros"] == "elementwise"  # a fill's record
     assert classes["lstm/stack"] == "copy"
     # its curve is read per time step: 5 steps of 1/5 of its roofline time each, times 5
-    from neural_cost.analysis.expected import repeats
+    from neural_cost.analysis.kernel_classes import repeats
 
     rows = {row.name: row for row in kernel_rows(estimate, SPEC)[0]}
     layer = rows["lstm/mkldnn_rnn_layer"]

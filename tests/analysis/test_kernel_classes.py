@@ -228,3 +228,48 @@ def test_a_loop_members_points_fit_its_familys_loop_curve():
     points = [Point("conv:narrow@loop", 1e-6 * k, 0.0, 2e-6 * k) for k in (1, 10, 100)]
     calibration = fit_calibration("torch", SPEC, points)
     assert set(calibration.classes) == {"conv:narrow@loop", "conv@loop"}
+
+
+def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
+    """XLA fuses conv → scale, shift, relu → 2×2 max pool → conv into one ``ynn_fusion`` (as it
+    does a Flax CNN's layers). Read as one kernel it was one large convolution — one entry cost, the
+    wide layer's efficiency for the 3-channel stem too. It is read as two parts, each a contraction
+    and the records after it, each off its own class's curve."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.kernel_classes import one_part, parts
+    from neural_cost.core.errors import NeuralCostError
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def layers(x, w1, w2):
+        y = jax.nn.relu(conv(x, w1) * 0.5 + 1.0)
+        return conv(jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"), w2)
+
+    args = (jnp.ones((2, 8, 8, 3)), jnp.ones((3, 3, 3, 64)), jnp.ones((3, 3, 64, 64)))
+    estimate = estimate_trace(adapter_for("jax", cross_check=True).trace(jax.jit(layers), args))
+
+    def convs(row):
+        return (
+            0
+            if row.index is None
+            else sum(estimate.by_operation[i].kind == "conv" for i in estimate.kernels[row.index].operations)
+        )
+
+    row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
+    found = parts(estimate, row)
+    assert [part.kernel_class for part in found] == ["conv:narrow", "conv:wide"]
+    # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
+    # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
+    # each of 2,048 outputs; the second 2·4·4 × 64 × 576 taps × 2 = 2,359,296, alone.
+    assert found[0].compute_seconds == pytest.approx((442_368 + 3 * 8_192 + 3 * 2_048) / 1e12)
+    assert found[1].compute_seconds == pytest.approx(2_359_296 / 1e12)
+    assert sum(part.memory_seconds for part in found) == pytest.approx(row.memory_seconds)
+    # Flat curves, conv:narrow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
+    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
+    expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
+    assert (expected.kernel_class, expected.seconds) == ("conv:wide", pytest.approx(3e-6, rel=1e-5))
+    with pytest.raises(NeuralCostError, match="runs 2 contractions one after another"):
+        one_part(estimate, row)  # a calibration program such a kernel is no one class's point

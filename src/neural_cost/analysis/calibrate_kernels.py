@@ -33,7 +33,7 @@ from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, l
 from ..hardware.spec import HardwareSpec
 from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
-from .kernel_classes import class_model, kernel_class, repeats
+from .kernel_classes import Part, class_model, kernel_class, one_part, parts, repeats
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
 
@@ -66,8 +66,8 @@ class _Pending:
     program: str
     main: KernelTime
     main_class: str
-    #: (row, its class, how many times its class's curve is read: ``expected.repeats``)
-    others: tuple[tuple[KernelTime, str, int], ...]
+    #: The other kernels as the expected time reads them (``kernel_classes.parts``).
+    others: tuple[Part, ...]
     seconds: float
     main_repeats: int = 1
 
@@ -147,13 +147,10 @@ def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[
     if first_touch and mapped_from is not None:
         fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
         best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
-    main = rows[0]  # the costliest bound first
+    main, name = rows[0], one_part(estimate, rows[0])  # the costliest bound first
     if len(rows) > 1:
-        others = tuple((row, kernel_class(estimate, row), repeats(estimate, row, kernel_class(estimate, row)))
-                       for row in rows[1:])  # fmt: skip
-        name = kernel_class(estimate, main)
+        others = tuple(part for row in rows[1:] for part in parts(estimate, row))
         return [_Pending(program.name, main, name, others, best, repeats(estimate, main, name))]
-    name = kernel_class(estimate, main)
     n = repeats(estimate, main, name)
     return [Point(name, main.compute_seconds / n, main.memory_seconds / n, best / n, program.name)]
 
@@ -165,9 +162,10 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
     points, notes = [], []
     for item in pending:
         others = 0.0
-        for row, name, n in item.others:
-            model = class_model(first, name)
-            others += n * model.seconds(row.compute_seconds / n, row.memory_seconds / n) if model else row.bound_seconds
+        for part in item.others:
+            model, n = class_model(first, part.kernel_class), part.repeats
+            bound = max(part.compute_seconds, part.memory_seconds)
+            others += n * model.seconds(part.compute_seconds / n, part.memory_seconds / n) if model else bound
         left = item.seconds - others
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
@@ -242,14 +240,14 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
             )
     times = {row.index: best[row.index] for row in usable if row.index is not None}
     if len(usable) > 1 and fused:
-        main, others = usable[0], usable[1:]  # the costliest bound first
-        classes = [kernel_class(estimate, row) for row in usable]
-        rest = tuple((row, name, repeats(estimate, row, name)) for row, name in zip(others, classes[1:], strict=True))
-        main_repeats = repeats(estimate, main, classes[0])
-        return [_Pending(program.name, main, classes[0], rest, sum(times.values()), main_repeats)]
+        main, name = usable[0], one_part(estimate, usable[0])  # the costliest bound first
+        rest = tuple(part for row in usable[1:] for part in parts(estimate, row))
+        return [_Pending(program.name, main, name, rest, sum(times.values()), repeats(estimate, main, name))]
     points: list[Point | _Pending] = []
     for row in usable:
         assert row.index is not None
+        if len(parts(estimate, row)) > 1:
+            continue  # several contractions in one kernel: no one class's point (``one_part``)
         name = kernel_class(estimate, row)
         n = repeats(estimate, row, name)
         points.append(Point(name, row.compute_seconds / n, row.memory_seconds / n, times[row.index] / n, program.name))

@@ -27,7 +27,7 @@ from ..core.units import format_seconds
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
-from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, repeats
+from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, parts
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
 
@@ -255,10 +255,17 @@ def expected_time(
             seconds, basis = row.bound_seconds, "roofline"
             missing[name] = missing.get(name, 0) + 1
         else:
-            n = repeats(estimate, row, name)
-            seconds, basis = n * model.seconds(row.compute_seconds / n, row.memory_seconds / n), "model"
-            if borrowed_class(calibration, name):
-                borrowed[name] = borrowed.get(name, 0) + 1
+            seconds, basis = 0.0, "model"
+            for part in parts(estimate, row):
+                found = class_model(calibration, part.kernel_class)
+                if found is None:  # a contraction of a class without a curve in a kernel whose class has one
+                    seconds += max(part.compute_seconds, part.memory_seconds)
+                    missing[part.kernel_class] = missing.get(part.kernel_class, 0) + 1
+                    continue
+                n = part.repeats
+                seconds += n * found.seconds(part.compute_seconds / n, part.memory_seconds / n)
+                if borrowed_class(calibration, part.kernel_class):
+                    borrowed[part.kernel_class] = borrowed.get(part.kernel_class, 0) + 1
         if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
             fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
             fresh_bytes += fresh

@@ -30,8 +30,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from ..core.estimate import CostEstimate
+from ..core.errors import NeuralCostError
+from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import Kernel
 from ..hardware.kernel_model import ClassModel, KernelCalibration, family
 from .kernels import UNMAPPED, KernelTime
@@ -75,12 +77,73 @@ XLA = "@xla"
 def kernel_class(estimate: CostEstimate, row: KernelTime) -> str:
     """The class of one scored kernel (the module docstring), ``@xla`` added for a TensorFlow
     kernel XLA compiled and ``@loop`` for a kernel that runs more than once per run."""
-    base = _base_class(estimate, row)
+    return _suffixed(estimate, row, _base_class(estimate, row))
+
+
+def _suffixed(estimate: CostEstimate, row: KernelTime, base: str) -> str:
     if base in ("unmapped", "other"):
         return base
     if estimate.framework == "tensorflow" and (estimate.kernel_source or "").startswith("XLA"):
         base += XLA
     return base + LOOP if row.executions > 1 else base
+
+
+#: Record kinds that are contractions. A kernel that runs several (a library's fused subgraph:
+#: XLA's ``ynn_fusion`` of a CNN's convolutions, pools and norms) runs them one after another,
+#: each with its own entry cost and at its own size's efficiency (``parts``).
+CONTRACTIONS = frozenset({"conv", "matmul", "linear"})
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of a kernel read off one class's curve ``repeats`` times, at its roofline times ÷ repeats."""
+
+    kernel_class: str
+    compute_seconds: float
+    memory_seconds: float
+    repeats: int
+
+
+def parts(estimate: CostEstimate, row: KernelTime) -> tuple[Part, ...]:
+    """How a kernel's expected time is read off the curves: the whole kernel as one part of its
+    class — except a conv or matmul kernel that runs two or more contraction records (not a
+    recurrent layer's or attention's), which is one part per contraction, each with the records
+    that follow it up to the next one (its epilogue; records before the first join the first),
+    of that contraction's own class (``conv:narrow`` for a 3-channel stem beside ``conv:wide``
+    layers). Each part gets the kernel's roofline compute time in proportion to its records'
+    FLOPs and its memory time in proportion to their bytes. Read as one, a CNN's three
+    convolutions fused into one kernel were one large convolution: one entry cost, the largest
+    layer's efficiency for all (a Flax CNN at batch 1: expected 0.37 ms, ran 0.73 ms)."""
+    name = kernel_class(estimate, row)
+    whole = (Part(name, row.compute_seconds, row.memory_seconds, repeats(estimate, row, name)),)
+    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in ("conv", "matmul"):
+        return whole
+    costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
+    if sum(cost.kind in CONTRACTIONS for cost in costs) < 2:
+        return whole
+    groups: list[list[OperationCost]] = []
+    for cost in costs:
+        if cost.kind in CONTRACTIONS or not groups:
+            groups.append([cost])
+        else:
+            groups[-1].append(cost)
+    if groups[0][0].kind not in CONTRACTIONS and len(groups) > 1:  # records before the first contraction
+        groups[1][:0] = groups.pop(0)
+    flops, moved = sum(cost.flops for cost in costs), sum(cost.bytes for cost in costs)
+    found = []
+    for group in groups:
+        head = next(cost for cost in group if cost.kind in CONTRACTIONS)
+        base = CLASS_OF_KIND[head.kind]
+        if base == "conv":
+            width = _conv_width(head)
+            base = f"conv:{width}" if width else "conv"
+        share = (
+            sum(cost.flops for cost in group) / flops if flops else 1 / len(groups),
+            sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
+        )
+        found.append(Part(_suffixed(estimate, row, base), row.compute_seconds * share[0],
+                          row.memory_seconds * share[1], row.executions))  # fmt: skip
+    return tuple(found)
 
 
 #: A training step's kernel classes → the forward class a calibration without them reads them off.
@@ -145,7 +208,12 @@ def _width(estimate: CostEstimate, kernel: Kernel) -> str:
     weight is laid out the other way) or an input-dilated or batch-grouped one (XLA's gradients)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
-    if cost is None or len(cost.operation.inputs) < 2:
+    return "" if cost is None else _conv_width(cost)
+
+
+def _conv_width(cost: OperationCost) -> str:
+    """``_width`` of one convolution record."""
+    if len(cost.operation.inputs) < 2:
         return ""
     attrs, weight = cost.operation.attrs, cost.operation.inputs[1]
     dilated = attrs.get("lhs_dilation", 1)
@@ -201,3 +269,15 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
         return f"transcendental:{function}" if function in FUNCTIONS else "transcendental"
     return name
+
+
+def one_part(estimate: CostEstimate, row: KernelTime) -> str:
+    """A calibration program's main kernel's class; refused (``NeuralCostError``) when the kernel
+    runs several contractions one after another (``parts``): its time is theirs together, no one
+    class's point."""
+    found = parts(estimate, row)
+    if len(found) > 1:
+        raise NeuralCostError(
+            f"its main kernel {row.name} runs {len(found)} contractions one after another: no one class's point"
+        )
+    return kernel_class(estimate, row)
