@@ -192,3 +192,18 @@ def test_no_calibration_norm_or_dot_has_a_held_out_layers_shape():
     # the JAX grid's scanned cells: their dots are batch × features → hidden and batch × hidden → hidden
     scanned = {(b, k, hidden) for b, _, features, hidden in _SCANS for k in (features, hidden)}
     assert len(scanned) > 12 and not scanned & cells, scanned & cells
+
+
+def test_no_calibration_recurrent_cell_has_a_held_out_layers_step():
+    """A recurrent layer's curve is read per time step (``kernel_classes.repeats``), so a grid cell
+    with a zoo LSTM layer's (batch, features, hidden) at any of its batches would be that layer's
+    step measured: none is (the layers: 128 → 256, then 256 → 256)."""
+    from neural_cost.adapters._torch.microbench import RNN_CELLS
+
+    model = zoo.BY_NAME["lstm"]
+    lstm = model.build(BATCH)[0].lstm
+    layers = {(lstm.input_size if i == 0 else lstm.hidden_size, lstm.hidden_size) for i in range(lstm.num_layers)}
+    held = {(batch, k, n) for batch in (*model.batches, model.unseen_batch) for k, n in layers}
+    cells = {(batch, features, hidden) for _, batch, _, features, hidden in RNN_CELLS}
+    assert layers == {(128, 256), (256, 256)} and len(cells) > 15
+    assert not cells & held, cells & held

@@ -404,7 +404,42 @@ def test_a_recurrent_layer_is_one_rnn_kernel_and_its_modules_fills_are_not():
     rnn = ClassModel("rnn", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
     expected = expected_time(estimate, _calibration({"rnn": rnn}), machine={})
     row = next(r for r in expected.rows if r.name == "lstm/mkldnn_rnn_layer")
-    assert row.seconds == pytest.approx(5 * rnn.seconds(layer.compute_seconds / 5, layer.memory_seconds / 5))
+    step = max(layer.compute_seconds, layer.memory_seconds) / 5  # one curve of the step's roofline time
+    assert row.seconds == pytest.approx(5 * rnn.seconds(step, 0.0))
+    assert row.kernel_class == "rnn:kept"  # its weights stay in a core's cache; read off the family's curve
+    assert "rnn:kept (1) off rnn" in next(n for n in expected.notes if n.startswith("kernels read off another"))
+
+
+@pytest.mark.parametrize(
+    ("hidden", "steps", "again"),
+    [
+        (16, 5, 0.0),  # W_hh 16 × 64 × 4 = 4 KiB: a core keeps it (SPEC's per-core L2 holds 1 MiB)
+        (256, 5, 0.0),  # 256 × 1,024 × 4 = 1 MiB: still kept
+        (512, 3, 2 * 4_194_304 / 100e9),  # 4 MiB: read again at steps 2 and 3, L3 unmeasured → DRAM 100 GB/s
+    ],
+)
+def test_a_recurrent_layers_weights_are_read_again_at_every_step_unless_a_core_keeps_them(hidden, steps, again):
+    """A layer's traffic counts each region once (its footprint), as if its weights stayed in
+    cache; its step's memory time adds W_hh (hidden × 4·hidden float32) read again at every step
+    after the first when one step's weights do not fit a core's own cache (SPEC's per-core L2,
+    1 MiB), at the level that holds them: 512 hidden units, 4 MiB, 2 × 4,194,304 B ÷ 1e11 B/s =
+    83.886 µs more than the footprint's time. Its class reads one curve, of the larger of that
+    and its compute time."""
+    torch = pytest.importorskip("torch")
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.kernel_classes import parts
+    from neural_cost.analysis.kernels import kernel_rows
+
+    layer = torch.nn.LSTM(8, hidden, batch_first=True)
+    with torch.no_grad():
+        estimate = estimate_trace(adapter_for("torch").trace(layer, (torch.randn(1, steps, 8),)))
+    row = next(r for r in kernel_rows(estimate, SPEC)[0] if r.name.endswith("mkldnn_rnn_layer"))
+    (part,) = parts(estimate, row, SPEC)
+    assert (part.kernel_class, part.repeats) == ("rnn:streamed" if again else "rnn:kept", steps)
+    assert part.compute_seconds == pytest.approx(max(row.compute_seconds, row.memory_seconds + again))
+    assert part.memory_seconds == 0.0
+    if again:  # 512 units at batch 1: 2 × 2·512·2,048 FLOPs a step are far under 4 MiB at 100 GB/s
+        assert part.compute_seconds == pytest.approx(row.memory_seconds + again)
 
 
 def test_glibc_settings_are_read_as_glibc_reads_them():

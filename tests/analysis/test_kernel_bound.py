@@ -142,3 +142,21 @@ def test_kernels_round_trip_through_the_trace_and_estimate_json():
     from neural_cost import CostEstimate
 
     assert CostEstimate.from_dict(estimate.to_dict()) == estimate
+
+
+def test_a_cache_level_measured_slower_than_main_memory_is_not_used():
+    """An L3 "measured" at 3.9 GB/s beside DRAM's 100 GB/s is no cache's figure (a level probe whose
+    working set faulted in fresh pages every pass read one so, on a VM reporting a 480 MiB L3):
+    copy.1 (2 MB: over L2's 1 MiB, inside L3's 32 MiB) is scored at DRAM, 2,000,000 B ÷ 100 GB/s
+    = 20 µs, not 2,000,000 ÷ 3.9e9 = 513 µs, and a note names the level and both figures."""
+    import dataclasses
+
+    from neural_cost.analysis.kernels import kernel_rows
+
+    slow = tuple(dataclasses.replace(lv, bandwidth=3.9e9) if lv.name == "L3" else lv for lv in LEVELS)
+    spec = dataclasses.replace(SPEC, memory_levels=slow)
+    rows, notes = kernel_rows(estimate_trace(Trace(OPS, Coverage.full(OPS), kernels=KERNELS)), spec)
+    copy = next(row for row in rows if row.name == "copy.1")
+    assert (copy.level, copy.memory_seconds) == ("DRAM", pytest.approx(2_000_000 / 100e9))
+    said = "L3's measured bandwidth (3.90 GB/s) is below main memory's (100 GB/s)"
+    assert any(note.startswith(said) for note in notes), notes

@@ -259,7 +259,7 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
         )
 
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
-    found = parts(estimate, row)
+    found = parts(estimate, row, SPEC)
     assert [part.kernel_class for part in found] == ["conv:narrow", "conv:wide"]
     # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
     # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
@@ -272,4 +272,4 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
     assert (expected.kernel_class, expected.seconds) == ("conv:wide", pytest.approx(3e-6, rel=1e-5))
     with pytest.raises(NeuralCostError, match="runs 2 contractions one after another"):
-        one_part(estimate, row)  # a calibration program such a kernel is no one class's point
+        one_part(estimate, row, SPEC)  # a calibration program such a kernel is no one class's point

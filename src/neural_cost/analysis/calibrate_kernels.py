@@ -33,7 +33,7 @@ from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, l
 from ..hardware.spec import HardwareSpec
 from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
-from .kernel_classes import Part, class_model, kernel_class, one_part, parts, repeats
+from .kernel_classes import Part, class_model, one_part, parts
 from .kernels import KernelTime, kernel_rows
 from .workload import time_workload, trace_workload
 
@@ -64,12 +64,16 @@ class _Pending:
     the first fit expects of the others (``_resolve``)."""
 
     program: str
-    main: KernelTime
-    main_class: str
-    #: The other kernels as the expected time reads them (``kernel_classes.parts``).
+    #: The main kernel and the others as the expected time reads them (``kernel_classes.parts``).
+    main: Part
     others: tuple[Part, ...]
     seconds: float
-    main_repeats: int = 1
+
+
+def _point(part: Part, seconds: float, program: str) -> Point:
+    """A point of ``part``'s class: its roofline times and ``seconds`` per read of its curve."""
+    n = part.repeats
+    return Point(part.kernel_class, part.compute_seconds / n, part.memory_seconds / n, seconds / n, program)
 
 
 @dataclass
@@ -82,6 +86,7 @@ class _Prepared:
     scored: tuple[KernelTime, ...]
     repeats: int
     trace: Trace
+    hardware: HardwareSpec
     best: dict[int | None, float] = field(default_factory=dict)
     fused: bool = False
     #: Per profiled pass: the run's wall time unwatched ÷ its wall time under the profiler (≤ 1).
@@ -100,7 +105,7 @@ def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroPr
     repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
     trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
     estimate = estimate_trace(trace)
-    return _Prepared(program, estimate, kernel_rows(estimate, hardware)[0], repeats, trace)
+    return _Prepared(program, estimate, kernel_rows(estimate, hardware)[0], repeats, trace, hardware)
 
 
 def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
@@ -147,12 +152,11 @@ def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[
     if first_touch and mapped_from is not None:
         fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
         best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
-    main, name = rows[0], one_part(estimate, rows[0])  # the costliest bound first
+    main = one_part(estimate, rows[0], prepared.hardware)  # the costliest bound first
     if len(rows) > 1:
-        others = tuple(part for row in rows[1:] for part in parts(estimate, row))
-        return [_Pending(program.name, main, name, others, best, repeats(estimate, main, name))]
-    n = repeats(estimate, main, name)
-    return [Point(name, main.compute_seconds / n, main.memory_seconds / n, best / n, program.name)]
+        others = tuple(part for row in rows[1:] for part in parts(estimate, row, prepared.hardware))
+        return [_Pending(program.name, main, others, best)]
+    return [_point(main, best, program.name)]
 
 
 def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[list[Point], list[str]]:
@@ -170,10 +174,7 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
             continue
-        n = item.main_repeats
-        points.append(
-            Point(item.main_class, item.main.compute_seconds / n, item.main.memory_seconds / n, left / n, item.program)
-        )
+        points.append(_point(item.main, left, item.program))
     return points, notes
 
 
@@ -240,17 +241,15 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
             )
     times = {row.index: best[row.index] for row in usable if row.index is not None}
     if len(usable) > 1 and fused:
-        main, name = usable[0], one_part(estimate, usable[0])  # the costliest bound first
-        rest = tuple(part for row in usable[1:] for part in parts(estimate, row))
-        return [_Pending(program.name, main, name, rest, sum(times.values()), repeats(estimate, main, name))]
+        main = one_part(estimate, usable[0], prepared.hardware)  # the costliest bound first
+        rest = tuple(part for row in usable[1:] for part in parts(estimate, row, prepared.hardware))
+        return [_Pending(program.name, main, rest, sum(times.values()))]
     points: list[Point | _Pending] = []
     for row in usable:
         assert row.index is not None
-        if len(parts(estimate, row)) > 1:
-            continue  # several contractions in one kernel: no one class's point (``one_part``)
-        name = kernel_class(estimate, row)
-        n = repeats(estimate, row, name)
-        points.append(Point(name, row.compute_seconds / n, row.memory_seconds / n, times[row.index] / n, program.name))
+        found = parts(estimate, row, prepared.hardware)
+        if len(found) == 1:  # several contractions in one kernel: no one class's point (``one_part``)
+            points.append(_point(found[0], times[row.index], program.name))
     return points
 
 

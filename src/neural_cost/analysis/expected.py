@@ -33,7 +33,7 @@ from .rows import split_by_bounds
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 15
+KERNEL_MODEL_REVISION = 16
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -245,7 +245,8 @@ def expected_time(
     unmodeled: list[str] = []
     fresh_bytes = 0
     for row in scored:
-        name = kernel_class(estimate, row)
+        pieces = parts(estimate, row, calibration.hardware)
+        name = pieces[0].kernel_class if len(pieces) == 1 else kernel_class(estimate, row)
         model = class_model(calibration, name)
         if row.unmodeled:
             unmodeled += [u for u in row.unmodeled if u not in unmodeled]
@@ -256,7 +257,7 @@ def expected_time(
             missing[name] = missing.get(name, 0) + 1
         else:
             seconds, basis = 0.0, "model"
-            for part in parts(estimate, row):
+            for part in pieces:
                 found = class_model(calibration, part.kernel_class)
                 if found is None:  # a contraction of a class without a curve in a kernel whose class has one
                     seconds += max(part.compute_seconds, part.memory_seconds)

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import Kernel
+from ..core.units import format_si
 from ..hardware.spec import HardwareSpec, MemoryLevel
 from .rows import as_float, compute_seconds, seconds
 
@@ -110,17 +111,22 @@ class Levels:
     main: str
     main_bandwidth: float
     unmeasured: tuple[str, ...]
+    #: Cache levels measured slower than main memory: no cache's figure (a probe whose working set
+    #: faulted in fresh pages every pass read a 480 MiB "L3" at 3.7 GB/s beside DRAM's 60), not used.
+    implausible: tuple[MemoryLevel, ...] = ()
 
     @classmethod
     def of(cls, hardware: HardwareSpec) -> Levels:
         levels = hardware.memory_levels
         caches = tuple(level for level in levels if _CACHE_NAME.match(level.name))
         mains = [level.name for level in levels if not _CACHE_NAME.match(level.name)]
+        slow = tuple(lv for lv in caches if lv.bandwidth is not None and lv.bandwidth < hardware.memory_bandwidth)
         return cls(
-            tuple(level for level in caches if level.bandwidth is not None),
+            tuple(level for level in caches if level.bandwidth is not None and level not in slow),
             mains[-1] if mains else "main memory",
             hardware.memory_bandwidth,
             tuple(level.name for level in caches if level.bandwidth is None),
+            slow,
         )
 
     def place(self, footprint: int | None) -> tuple[str, float]:
@@ -237,6 +243,12 @@ def kernel_rows(estimate: CostEstimate, hardware: HardwareSpec) -> tuple[tuple[K
                 f"bandwidth: {len(fit)} kernel(s) whose footprint fits there were scored at a farther level "
                 f"(`neural-cost hardware --calibrate` measures the caches)"
             )
+    for level in levels.implausible:
+        notes.append(
+            f"{level.name}'s measured bandwidth ({format_si(level.bandwidth or 0.0, 'B/s')}) is below main memory's "
+            f"({format_si(levels.main_bandwidth, 'B/s')}): no cache's figure, so kernels that fit there were scored at "
+            f"{levels.main} (`neural-cost hardware --calibrate` measures the caches again)"
+        )
     return scored, tuple(notes)
 
 

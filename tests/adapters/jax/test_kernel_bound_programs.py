@@ -266,7 +266,9 @@ def check(report, trace, attempts, what, slow_is_known=False):
         at = next(i for i, level in enumerate(levels) if level.name == row.level)
         if at < len(levels) - 1:  # a cache: it holds the footprint; main memory holds any
             assert row.footprint_bytes <= levels[at].capacity_bytes, (row.name, row.footprint_bytes, row.level)
-        nearer = [lv.name for lv in levels[:at] if lv.bandwidth and row.footprint_bytes <= lv.capacity_bytes]
+        # a cache measured slower than main memory is not used (``Levels.implausible``)
+        usable = [lv for lv in levels[:at] if lv.bandwidth and lv.bandwidth >= report.hardware.memory_bandwidth]
+        nearer = [lv.name for lv in usable if row.footprint_bytes <= lv.capacity_bytes]
         assert not nearer, (row.name, row.level, nearer)  # the nearest measured level that holds it
     assert estimate.compulsory_bytes <= estimate.compiled_bytes <= estimate.bytes
     mapped = 1 - sum(row.flops for row in rows if row.name == UNMAPPED) / estimate.flops

@@ -194,6 +194,25 @@ def _memory_ops(quick: bool) -> Iterator[MicroProgram]:
         yield MicroProgram(f"avg_pool2d {n}x{c}x{hw}", _no_grad(lambda t: F.adaptive_avg_pool2d(t, 1)), (x,))
 
 
+#: (cell, batch, steps, features, hidden): one layer each, a few microseconds to tens of milliseconds,
+#: a step's roofline time from 10 ns to 0.6 ms — densely the 10–200 µs of a step of 128–1,024 hidden
+#: units at batches 1–64, in the powers of two layers have (a step of 160–320 units ran at 0.57–0.71
+#: of its roofline, of 256 at 0.75–0.99: one curve of odd sizes read 256-unit layers 15–25% slow),
+#: seven whose step's weights (4–16 MiB) outgrow a core's cache (``rnn:streamed``); none the shape of
+#: a step of a layer of benchmarks/heldout_models.py at any of its batches (the benchmark's models
+#: stay unseen; ``tests/test_heldout_zoo.py`` checks it).
+RNN_CELLS = (
+    ("lstm", 4, 16, 32, 64), ("lstm", 8, 32, 64, 128), ("lstm", 16, 48, 96, 192), ("gru", 8, 32, 64, 128),
+    ("lstm", 32, 64, 256, 256), ("gru", 16, 48, 96, 192), ("lstm", 1, 8, 16, 16), ("lstm", 2, 16, 32, 32),
+    ("lstm", 4, 32, 64, 64), ("lstm", 8, 64, 128, 128), ("lstm", 4, 64, 64, 128), ("lstm", 16, 32, 256, 512),
+    ("gru", 4, 16, 32, 64), ("lstm", 2, 128, 32, 64), ("lstm", 64, 16, 64, 64),
+    ("lstm", 2, 64, 256, 256), ("lstm", 12, 32, 128, 256), ("lstm", 24, 32, 256, 256), ("lstm", 32, 16, 64, 128),
+    ("lstm", 8, 32, 512, 128), ("lstm", 48, 32, 128, 256), ("lstm", 6, 48, 64, 256), ("lstm", 64, 16, 256, 256),
+    ("lstm", 2, 64, 256, 512), ("lstm", 4, 64, 512, 512), ("lstm", 12, 32, 256, 512), ("lstm", 8, 32, 256, 1024),
+    ("lstm", 1, 48, 128, 512), ("lstm", 16, 16, 512, 1024), ("lstm", 1, 64, 256, 1024),
+)  # fmt: skip
+
+
 def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
     for b, s, h, d in grid.ATTENTION[: 2 if quick else None]:
         q, k, v = _rand(b, h, s, d), _rand(b, h, s, d), _rand(b, h, s, d)
@@ -203,20 +222,11 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
                 _no_grad(lambda q, k, v, c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c)),
                 (q, k, v),
             )
-    # (cell, batch, steps, features, hidden): one layer each, a few microseconds to tens of milliseconds;
-    # none the shape of a layer of benchmarks/heldout_models.py (the benchmark's models stay unseen)
-    cells = (
-        (torch.nn.LSTM, 4, 16, 32, 64), (torch.nn.LSTM, 8, 32, 64, 128), (torch.nn.LSTM, 16, 48, 96, 192),
-        (torch.nn.GRU, 8, 32, 64, 128), (torch.nn.LSTM, 32, 64, 256, 256), (torch.nn.GRU, 16, 48, 96, 192),
-        (torch.nn.LSTM, 1, 8, 16, 16), (torch.nn.LSTM, 2, 16, 32, 32), (torch.nn.LSTM, 4, 32, 64, 64),
-        (torch.nn.LSTM, 8, 64, 128, 128), (torch.nn.LSTM, 4, 64, 64, 128), (torch.nn.LSTM, 16, 32, 256, 512),
-        (torch.nn.GRU, 4, 16, 32, 64), (torch.nn.LSTM, 2, 128, 32, 64), (torch.nn.LSTM, 64, 16, 64, 64),
-    )  # fmt: skip
-    for cell, batch, steps, features, hidden in cells[: 2 if quick else None]:
+    for cell, batch, steps, features, hidden in RNN_CELLS[: 2 if quick else None]:
         torch.manual_seed(0)
-        layer = cell(features, hidden, batch_first=True).eval()
+        layer = (torch.nn.LSTM if cell == "lstm" else torch.nn.GRU)(features, hidden, batch_first=True).eval()
         yield MicroProgram(
-            f"{cell.__name__.lower()} {batch}x{steps}x{features}->{hidden}",
+            f"{cell} {batch}x{steps}x{features}->{hidden}",
             _no_grad(layer),
             (_rand(batch, steps, features),),
         )
