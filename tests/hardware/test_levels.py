@@ -12,6 +12,7 @@ from neural_cost.hardware.host_cache import read_entry, write_entry
 from neural_cost.hardware.level_probes import (
     NUMPY_KERNELS,
     LevelKernels,
+    _marginal,
     check_section,
     measure_level,
     working_set,
@@ -212,3 +213,19 @@ def test_the_compiled_jax_loops_pass_the_same_checks():
     assert np.array_equal(kernels.in_place(x0, 1000), x0 + 1000)  # x·1 + 1, a thousand passes
     figure = measure_level(MemoryLevel("L1d", 48 * KIB, per_core=True), kernels=kernels, max_threads=1, samples=2)
     assert figure["method"].endswith("fori_loop (one compiled call per sample)")
+
+
+def test_a_level_probes_rate_is_its_passes_own_not_its_calls_fixed_cost():
+    """A compiled loop's call copies its buffer in and takes a fresh result: a fixed cost per call.
+    A fake sample of 50 ms per call + 1 ms per pass, 10 passes: 60 ms a sample, which read as the
+    passes' time gives a sixth of their rate. Twice the passes (70 ms) less the fastest at the
+    passes (60 ms) is 10 ms for 10 passes: 1 ms a pass, the fixed cost gone."""
+
+    def sample(passes):
+        return 0.050 + 0.001 * passes
+
+    moved, seconds, passes = _marginal(sample, 4096, 10, [sample(10), sample(10)], "fake")
+    assert (moved, passes) == (4096 * 10, 10)
+    assert seconds == [pytest.approx(0.010), pytest.approx(0.010)]  # 4,096 B a pass ÷ 1 ms: 4.1 MB/s
+    with pytest.raises(MeasurementError, match="20 passes took no longer than 10"):
+        _marginal(lambda passes: 0.05, 4096, 10, [0.05], "fake")  # the passes cost nothing: noise

@@ -281,13 +281,16 @@ def test_a_kernel_that_does_not_add_up_is_refused_naming_the_path(tmp_path, edit
     assert problem(tmp_path, data) == message
 
 
-def test_a_tiny_cache_bandwidth_is_blamed_for_an_infinite_kernel_time(tmp_path):
-    # 8,000 B at L1d's 1e-320 B/s is beyond a float: the level's bandwidth is named, not the samples
+def test_a_tiny_cache_bandwidth_is_not_used_and_is_named(tmp_path):
+    # L1d at 1e-320 B/s, below main memory's 1 GB/s, is no cache's figure (it made fusion.0's 8,000 B
+    # an infinite time): the saved report loads, fusion.0 is scored at the nearest usable level that
+    # holds it (L3, 10,000 B at 10 GB/s), and a note names the level and both figures.
     data = saved(kernel_report())
     data["hardware"]["memory_levels"][0]["bandwidth"] = 1e-320
-    assert problem(tmp_path, data).startswith(
-        "hardware.memory_levels[0].bandwidth: 1e-320 bytes/s makes the memory time of kernel 'fusion.0'"
-    )
+    loaded = load_report(write(tmp_path, data))
+    assert next(row for row in loaded.kernel_rows if row.name == "fusion.0").level == "L3"
+    said = "L1d's measured bandwidth (0.00 B/s) is below main memory's (1.00 GB/s): no cache's figure"
+    assert any(note.startswith(said) for note in loaded.kernel_notes), loaded.kernel_notes
 
 
 def test_version_1_and_pre_kernel_version_2_reports_still_load(tmp_path):
