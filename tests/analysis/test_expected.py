@@ -704,3 +704,27 @@ def test_a_result_written_in_place_lands_on_no_fresh_pages(monkeypatch):
     expected = expected_time(estimate, calibration, machine={})
     assert expected.fresh_page_seconds == pytest.approx(6.7108864e-3)
     assert expected.first_touch_seconds == pytest.approx(6.7108864e-3)
+
+
+def test_a_packed_sequences_steps_are_counted_together_for_its_streamed_weights():
+    """Sequences of lengths 3 and 2 packed (cuDNN's layer; PyTorch's CPU runs a packed LSTM as
+    per-step ops): batch sizes 2, 2, 1 — two per-step matmul records (batch 2 × 2 steps, batch 1 ×
+    1 step), 3 steps in all. W_hh of 512 hidden units is 512 × 2,048 × 4 = 4 MiB (over SPEC's 1 MiB
+    L2): read again at 2 steps, 2 × 4,194,304 B ÷ 100 GB/s = 83.886 µs (one record's count alone
+    would give 1 step)."""
+    from neural_cost import Coverage, Kernel, Operation, Trace
+    from neural_cost.analysis.kernel_classes import parts
+    from neural_cost.analysis.kernels import kernel_rows
+
+    ops = (
+        Operation("l0.input_matmul", "matmul", ((5, 8), (8, 2048)), (5, 2048), "float32"),
+        Operation("l0.hidden_matmul", "matmul", ((2, 512), (512, 2048)), (2, 2048), "float32", count=2),
+        Operation("l0.hidden_matmul", "matmul", ((1, 512), (512, 2048)), (1, 2048), "float32", count=1),
+    )
+    layer = Kernel("lstm/_cudnn_rnn", (0, 1, 2), traffic_bytes=4_300_000, footprint_bytes=4_300_000,
+                   kind="aten._cudnn_rnn.default")  # fmt: skip
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=(layer,), kernel_source="hand-written"))
+    (row,) = kernel_rows(estimate, SPEC)[0]
+    (part,) = parts(estimate, row, SPEC)
+    assert part.kernel_class == "rnn:streamed"
+    assert part.compute_seconds == pytest.approx(max(row.compute_seconds, row.memory_seconds + 2 * 4_194_304 / 100e9))

@@ -273,3 +273,23 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     assert (expected.kernel_class, expected.seconds) == ("conv:wide", pytest.approx(3e-6, rel=1e-5))
     with pytest.raises(NeuralCostError, match="runs 2 contractions one after another"):
         one_part(estimate, row, SPEC)  # a calibration program such a kernel is no one class's point
+
+
+def test_records_before_a_kernels_first_contraction_join_the_first():
+    """A kernel running add (1,024², 1,048,576 FLOPs), then two 64³ matmuls (2·64³ = 524,288 FLOPs
+    each): two parts, the add with the first matmul. At SPEC's 1e12 FLOP/s: 1.572864 µs and
+    0.524288 µs."""
+    from neural_cost import Coverage, Kernel, Operation, Trace
+    from neural_cost.analysis.kernel_classes import parts
+
+    ops = (
+        Operation("big", "elementwise", ((1024, 1024), (1024, 1024)), (1024, 1024), "float32", attrs={"op": "add"}),
+        Operation("mm0", "matmul", ((64, 64), (64, 64)), (64, 64), "float32"),
+        Operation("mm1", "matmul", ((64, 64), (64, 64)), (64, 64), "float32"),
+    )
+    kernels = (Kernel("fusion.0", (0, 1, 2), traffic_bytes=4_300_000, footprint_bytes=4_300_000, kind="fusion"),)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written"))
+    (row,) = kernel_rows(estimate, SPEC)[0]
+    found = parts(estimate, row, SPEC)
+    assert [part.kernel_class for part in found] == ["matmul", "matmul"]
+    assert [part.compute_seconds for part in found] == [pytest.approx(1.572864e-6), pytest.approx(0.524288e-6)]

@@ -227,5 +227,9 @@ def test_a_level_probes_rate_is_its_passes_own_not_its_calls_fixed_cost():
     moved, seconds, passes = _marginal(sample, 4096, 10, [sample(10), sample(10)], "fake")
     assert (moved, passes) == (4096 * 10, 10)
     assert seconds == [pytest.approx(0.010), pytest.approx(0.010)]  # 4,096 B a pass ÷ 1 ms: 4.1 MB/s
-    with pytest.raises(MeasurementError, match="20 passes took no longer than 10"):
-        _marginal(lambda passes: 0.05, 4096, 10, [0.05], "fake")  # the passes cost nothing: noise
+    # 0.1 ms a pass: 10 more passes take 1 ms, under half of MIN_SAMPLE_SECONDS (5 ms), so the passes
+    # double again (40: 3 ms; 80: 70 more passes, 7 ms)
+    moved, seconds, passes = _marginal(lambda p: 0.050 + 0.0001 * p, 4096, 10, [0.051], "fake")
+    assert (moved, passes, seconds) == (4096 * 70, 70, [pytest.approx(0.007)])
+    with pytest.raises(MeasurementError, match="4194304 passes took no longer than 10"):
+        _marginal(lambda passes: 0.05, 4096, 10, [0.05], "fake")  # passes that cost nothing: noise, to the limit

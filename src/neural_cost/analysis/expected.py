@@ -252,8 +252,8 @@ def expected_time(
             unmodeled += [u for u in row.unmodeled if u not in unmodeled]
         if row.executions == 0:
             seconds, basis = 0.0, "model"
-        elif model is None:
-            seconds, basis = row.bound_seconds, "roofline"
+        elif model is None:  # its bound as its parts read it (a streamed layer's weights included)
+            seconds, basis = sum(max(part.compute_seconds, part.memory_seconds) for part in pieces), "roofline"
             missing[name] = missing.get(name, 0) + 1
         else:
             seconds, basis = 0.0, "model"

@@ -137,7 +137,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         else:
             groups[-1].append(cost)
     if groups[0][0].kind not in CONTRACTIONS and len(groups) > 1:  # records before the first contraction
-        groups[1][:0] = groups.pop(0)
+        lead = groups.pop(0)
+        groups[0][:0] = lead
     flops, moved = sum(cost.flops for cost in costs), sum(cost.bytes for cost in costs)
     found = []
     for group in groups:
@@ -306,14 +307,24 @@ def _step_memory(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec
     """
     if row.index is None:
         return row.memory_seconds, False
-    weights = [
-        (dtype_info(cost.operation.input_dtype(1)).nbytes(math.prod(cost.operation.inputs[1])), cost.operation.count)
-        for cost in (estimate.by_operation[i] for i in estimate.kernels[row.index].operations)
-        if cost.kind == "matmul" and cost.operation.count > 1 and len(cost.operation.inputs) > 1
-    ]
-    again = row.executions * sum(size * (count - 1) for size, count in weights)
-    step = max((size for size, _ in weights), default=0)
-    kept = max((level.capacity_bytes for level in hardware.memory_levels if level.per_core), default=0)
-    if not again or step <= kept:
+    # per layer and direction (a record's name less its suffix): its steps (a packed sequence's
+    # batch sizes each a record, counted together) and one step's weights (W_hh, and an LSTM
+    # projection's W_hr), from the per-step matmuls ``ops_rnn`` names
+    layers: dict[str, list[int]] = {}
+    shapes: dict[str, dict[str, int]] = {}
+    for cost in (estimate.by_operation[i] for i in estimate.kernels[row.index].operations):
+        base, _, role = cost.operation.name.rpartition(".")
+        if cost.kind != "matmul" or role not in ("hidden_matmul", "projection") or len(cost.operation.inputs) < 2:
+            continue
+        size = dtype_info(cost.operation.input_dtype(1)).nbytes(math.prod(cost.operation.inputs[1]))
+        shapes.setdefault(base, {})[role] = size
+        if role == "hidden_matmul":
+            layers.setdefault(base, []).append(cost.operation.count)
+    steps = {base: sum(counts) for base, counts in layers.items()}
+    per_step = {base: sum(shapes[base].values()) for base in steps}
+    again = row.executions * sum(per_step[base] * (steps[base] - 1) for base in steps)
+    step = max(per_step.values(), default=0)
+    kept = max((level.capacity_bytes for level in hardware.memory_levels if level.per_core), default=None)
+    if not again or kept is None or step <= kept:  # no per-core level known: as its traffic says, kept
         return row.memory_seconds, False
     return row.memory_seconds + again / Levels.of(hardware).place(step)[1], True

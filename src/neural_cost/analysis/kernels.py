@@ -246,8 +246,8 @@ def kernel_rows(estimate: CostEstimate, hardware: HardwareSpec) -> tuple[tuple[K
     for level in levels.implausible:
         notes.append(
             f"{level.name}'s measured bandwidth ({format_si(level.bandwidth or 0.0, 'B/s')}) is below main memory's "
-            f"({format_si(levels.main_bandwidth, 'B/s')}): no cache's figure, so kernels that fit there were scored at "
-            f"{levels.main} (`neural-cost hardware --calibrate` measures the caches again)"
+            f"({format_si(levels.main_bandwidth, 'B/s')}): no cache's figure, not used (a kernel that fits there is "
+            f"scored at the next level measured; `neural-cost hardware --calibrate` measures the caches again)"
         )
     return scored, tuple(notes)
 

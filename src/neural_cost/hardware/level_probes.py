@@ -116,15 +116,22 @@ def _probe(
 def _marginal(
     sample: Callable[[int], float], pass_bytes: int, passes: int, timed: list[float], method: str
 ) -> tuple[float, list[float], int]:
-    """(bytes, seconds, passes) of the passes alone: as many samples at twice the passes, each less
-    the fastest at the passes, so a call's fixed cost cancels. A compiled loop's call copies its
-    buffer in and takes a fresh result: at a working set of 120 MiB per thread one call cost more
-    than a pass, and with one pass a sample a 480 MiB "L3" read 3.7 GB/s beside DRAM's 60. At
-    the integer limit of the passes (no doubling left) the samples are kept as they are."""
-    more = min(2 * passes, _INTEGER_LIMIT)
+    """(bytes, seconds, passes) of the passes alone: samples at more passes (twice, and doubled
+    again until the extra passes take half of ``MIN_SAMPLE_SECONDS``), each less the fastest at the
+    passes, so a call's fixed cost cancels; the two counts are sampled in turn, so a drift of the
+    machine moves both. A compiled loop's call copies its buffer in and takes a fresh result: at a
+    working set of 120 MiB per thread one call cost more than a pass, and with one pass a sample a
+    480 MiB "L3" read 3.7 GB/s beside DRAM's 60. At the passes' integer limit (no doubling left)
+    the samples are kept as they are."""
+    more, base, extra = passes, list(timed), [0.0]
+    while min(extra) < MIN_SAMPLE_SECONDS / 2 and more < _INTEGER_LIMIT:
+        more, doubled = min(2 * more, _INTEGER_LIMIT), []
+        for _ in timed:
+            doubled.append(sample(more))
+            base.append(sample(passes))
+        extra = [seconds - min(base) for seconds in doubled]
     if more == passes:
         return pass_bytes * passes, timed, passes
-    extra = [sample(more) - min(timed) for _ in timed]
     if min(extra) <= 0:
         raise MeasurementError(
             f"level probe ({method}): {more} passes took no longer than {passes}; the machine is too noisy to "
