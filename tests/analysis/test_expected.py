@@ -728,3 +728,4 @@ def test_a_packed_sequences_steps_are_counted_together_for_its_streamed_weights(
     (part,) = parts(estimate, row, SPEC)
     assert part.kernel_class == "rnn:streamed"
     assert part.compute_seconds == pytest.approx(max(row.compute_seconds, row.memory_seconds + 2 * 4_194_304 / 100e9))
+    assert part.repeats == 3  # its curve is read per step: 2 + 1 steps (the largest count alone read 2)

@@ -236,14 +236,36 @@ def _conv_width(cost: OperationCost) -> str:
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
     """How many times the class's curve is read for one row: its executions, and for a whole
-    recurrent layer (class ``rnn``) times its steps (its records' largest ``count``: one per time
-    step) — a layer's time is its steps one after another, each a small matmul and its gates, so
-    its curve is per step (a 64-step layer at batch 4 is 64 small steps, not one large matmul)."""
-    if name.split("@", 1)[0] != "rnn" or row.index is None:
+    recurrent layer (class ``rnn``) times its steps (``_recurrent``: every layer and direction's
+    steps; a kernel without per-step matmul records, its records' largest ``count``) — a layer's
+    time is its steps one after another, each a small matmul and its gates, so its curve is per
+    step (a 64-step layer at batch 4 is 64 small steps, not one large matmul)."""
+    if name.split("@", 1)[0].split(":", 1)[0] != "rnn" or row.index is None:
         return row.executions
-    operations = estimate.kernels[row.index].operations
-    steps = max((estimate.by_operation[i].operation.count for i in operations), default=1)
-    return row.executions * max(1, steps)
+    steps, _ = _recurrent(estimate, row.index)
+    if not steps:
+        operations = estimate.kernels[row.index].operations
+        return row.executions * max(1, max((estimate.by_operation[i].operation.count for i in operations), default=1))
+    return row.executions * sum(steps.values())
+
+
+def _recurrent(estimate: CostEstimate, index: int) -> tuple[dict[str, int], dict[str, int]]:
+    """A recurrent kernel's steps and one step's weight bytes, per layer and direction (a record's
+    name less its suffix), from the per-step matmuls ``ops_rnn`` names: ``hidden_matmul`` records
+    (a packed sequence's batch sizes each one, their counts together) and W_hh, with an LSTM
+    projection's W_hr."""
+    steps: dict[str, int] = {}
+    weights: dict[tuple[str, str], int] = {}
+    for cost in (estimate.by_operation[i] for i in estimate.kernels[index].operations):
+        base, _, role = cost.operation.name.rpartition(".")
+        if cost.kind != "matmul" or role not in ("hidden_matmul", "projection") or len(cost.operation.inputs) < 2:
+            continue
+        if role == "hidden_matmul":
+            steps[base] = steps.get(base, 0) + cost.operation.count
+        if (base, role) not in weights:  # one step reads each matrix once, whatever its batch size
+            weights[base, role] = dtype_info(cost.operation.input_dtype(1)).nbytes(math.prod(cost.operation.inputs[1]))
+    per_step = {base: sum(size for (layer, _), size in weights.items() if layer == base) for base in steps}
+    return steps, per_step
 
 
 def call_name(kernel: Kernel) -> str:
@@ -307,21 +329,7 @@ def _step_memory(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec
     """
     if row.index is None:
         return row.memory_seconds, False
-    # per layer and direction (a record's name less its suffix): its steps (a packed sequence's
-    # batch sizes each a record, counted together) and one step's weights (W_hh, and an LSTM
-    # projection's W_hr), from the per-step matmuls ``ops_rnn`` names
-    layers: dict[str, list[int]] = {}
-    shapes: dict[str, dict[str, int]] = {}
-    for cost in (estimate.by_operation[i] for i in estimate.kernels[row.index].operations):
-        base, _, role = cost.operation.name.rpartition(".")
-        if cost.kind != "matmul" or role not in ("hidden_matmul", "projection") or len(cost.operation.inputs) < 2:
-            continue
-        size = dtype_info(cost.operation.input_dtype(1)).nbytes(math.prod(cost.operation.inputs[1]))
-        shapes.setdefault(base, {})[role] = size
-        if role == "hidden_matmul":
-            layers.setdefault(base, []).append(cost.operation.count)
-    steps = {base: sum(counts) for base, counts in layers.items()}
-    per_step = {base: sum(shapes[base].values()) for base in steps}
+    steps, per_step = _recurrent(estimate, row.index)
     again = row.executions * sum(per_step[base] * (steps[base] - 1) for base in steps)
     step = max(per_step.values(), default=0)
     kept = max((level.capacity_bytes for level in hardware.memory_levels if level.per_core), default=None)
