@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from neural_cost import Coverage, Kernel, Trace, estimate_trace
+from neural_cost import Coverage, Kernel, Operation, Trace, estimate_trace
 from neural_cost.adapters.base import FrameworkAdapter, MicroProgram
 from neural_cost.analysis.calibrate_kernels import _Pending, _prepare, _profiled_points, _time_once, calibrate_kernels
 from neural_cost.analysis.expected import expected_time, kernel_class
@@ -45,12 +45,15 @@ class _HandAdapter(FrameworkAdapter):
 
     framework = "hand"
 
-    def __init__(self, kernels: tuple[Kernel, ...], per_run: dict[int, list[tuple[float, Any]]]) -> None:
-        self.kernels = kernels
+    def __init__(
+        self, kernels: tuple[Kernel, ...], per_run: dict[int, list[tuple[float, Any]]], ops: tuple[Any, ...] = OPS
+    ) -> None:
+        self.kernels, self.ops = kernels, ops
         self.per_run = per_run  # kernel → its events in one run: (start, duration), seconds from the run's start
 
     def trace(self, model: Any, args: Any = (), kwargs: Any = None, **options: Any) -> Trace:
-        return Trace(OPS, Coverage.full(OPS), kernels=self.kernels, kernel_source="hand-written", framework="hand")
+        ops = self.ops
+        return Trace(ops, Coverage.full(ops), kernels=self.kernels, kernel_source="hand-written", framework="hand")
 
     def benchmark(self, model: Any, *args: Any, warmup: int = 10, repeats: int = 30, **options: Any) -> Measurement:
         return Measurement(samples_seconds=(0.1,) * repeats)
@@ -125,6 +128,15 @@ def test_kernels_timed_apart_are_two_points():
     )
     points = _points(_HandAdapter(kernels, {0: [(0.0, 1 * US)], 1: [(1.5 * US, 1 * US)]}))  # a gap between them
     assert [(p.kernel_class, p.measured_seconds) for p in points] == [("matmul", 1e-6), ("elementwise", 1e-6)]
+
+
+def test_a_program_whose_kernel_runs_two_contractions_is_refused_with_a_reason():
+    """Two 64³ matmuls in one kernel are no one class's point: the program is refused (a note in
+    ``measure_points``), where its point had been dropped without a word."""
+    ops = (OPS[0], Operation("mm2", "matmul", ((64, 64), (64, 64)), (64, 64), "float32"))
+    kernels = (Kernel("fusion.0", (0, 1), traffic_bytes=49_152, footprint_bytes=49_152, kind="fusion"),)
+    with pytest.raises(NeuralCostError, match="runs 2 contractions one after another"):
+        _points(_HandAdapter(kernels, {0: [(0.0, 2 * US)]}, ops))
 
 
 # -- each framework's quick grid ---------------------------------------------------------------

@@ -293,3 +293,47 @@ def test_records_before_a_kernels_first_contraction_join_the_first():
     found = parts(estimate, row, SPEC)
     assert [part.kernel_class for part in found] == ["matmul", "matmul"]
     assert [part.compute_seconds for part in found] == [pytest.approx(1.572864e-6), pytest.approx(0.524288e-6)]
+
+
+def test_a_kernel_lacking_a_class_for_two_of_its_parts_is_one_kernel_in_the_note():
+    """One kernel running two narrow convolutions (3→32 and 32→32 channels: N 32 < 64) and a
+    wide one (64→64), with only ``conv:wide`` calibrated: the narrow parts are priced at their
+    bounds and the note counts one kernel lacking ``conv:narrow``, not its two parts."""
+    from neural_cost import Coverage, Kernel, Operation, Trace
+
+    ops = (
+        Operation("stem", "conv", ((2, 3, 8, 8), (32, 3, 3, 3)), (2, 32, 6, 6), "float32"),
+        Operation("mid", "conv", ((2, 32, 6, 6), (32, 32, 3, 3)), (2, 32, 4, 4), "float32"),
+        Operation("wide", "conv", ((2, 64, 8, 8), (64, 64, 3, 3)), (2, 64, 6, 6), "float32"),
+    )
+    kernels = (Kernel("fusion.0", (0, 1, 2), traffic_bytes=400_000, footprint_bytes=400_000, kind="fusion"),)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written"))
+    (row,) = kernel_rows(estimate, SPEC)[0]
+    from neural_cost.analysis.kernel_classes import parts
+
+    assert [part.kernel_class for part in parts(estimate, row, SPEC)] == ["conv:narrow", "conv:narrow", "conv:wide"]
+    result = expected_time(estimate, _calibration({"conv:wide": _flat("conv:wide", -6.0)}), machine={})
+    assert "no calibration for kernel class(es) conv:narrow (1): scored at their roofline bound" in result.notes
+
+
+def test_a_kernels_compute_time_is_shared_by_each_parts_time_at_its_dtypes_peak():
+    """A bfloat16 64³ matmul then a float32 one in one kernel, each 2·64³ = 524,288 FLOPs, on a
+    device with 4e12 FLOP/s in bfloat16 and 1e12 in float32: the kernel's compute time is
+    524,288/4e12 + 524,288/1e12 = 0.65536 µs, of which the bfloat16 part takes 0.131072 µs and the
+    float32 part 0.524288 µs (by raw FLOPs, half each: 0.32768 µs)."""
+    import dataclasses
+
+    from neural_cost import Coverage, Kernel, Operation, Trace
+    from neural_cost.analysis.kernel_classes import parts
+
+    spec = dataclasses.replace(SPEC, peak_flops_by_dtype={"bfloat16": 4e12, "float32": 1e12})
+    ops = (
+        Operation("mm_bf16", "matmul", ((64, 64), (64, 64)), (64, 64), "bfloat16"),
+        Operation("mm_f32", "matmul", ((64, 64), (64, 64)), (64, 64), "float32"),
+    )
+    kernels = (Kernel("fusion.0", (0, 1), traffic_bytes=65_536, footprint_bytes=65_536, kind="fusion"),)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written"))
+    (row,) = kernel_rows(estimate, spec)[0]
+    assert row.compute_seconds == pytest.approx(0.65536e-6)
+    found = parts(estimate, row, spec)
+    assert [part.compute_seconds for part in found] == [pytest.approx(0.131072e-6), pytest.approx(0.524288e-6)]

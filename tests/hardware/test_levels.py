@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from neural_cost.core.errors import HardwareError, MeasurementError
-from neural_cost.hardware.host_cache import read_entry, write_entry
+from neural_cost.hardware.host_cache import LEVEL_PROBE_REVISION, read_entry, write_entry
 from neural_cost.hardware.level_probes import (
     NUMPY_KERNELS,
     LevelKernels,
@@ -86,6 +86,7 @@ def test_host_levels_end_with_dram_and_attach_measured_figures():
         "samples": 5,
         "spread": 0.031,
         "method": "m",
+        "probe_revision": LEVEL_PROBE_REVISION,
         "date": "2026-12-01",
     }
     levels, notes = host_levels(
@@ -107,6 +108,38 @@ def test_host_levels_end_with_dram_and_attach_measured_figures():
         "DRAM: /proc/meminfo has no MemTotal; the level is left out, never guessed",
     )
     assert with_measured(levels, None) == levels
+
+
+def test_a_level_figure_an_older_probe_measured_is_not_used_and_said():
+    """Revision 1 had read one call's fixed cost into the rate (a VM's L3 at 3.7 GB/s beside
+    main memory's 60): its figures are dropped with a note, and the level reads unmeasured."""
+    figure = {
+        "bytes_per_second": 3.7e9,
+        "pattern": "copy",
+        "threads": 1,
+        "bytes_per_thread": 16 * MIB,
+        "capacity_bytes": 32 * MIB,
+        "samples": 5,
+        "spread": 0.02,
+        "method": "m",
+        "date": "2026-11-30",
+    }  # no probe_revision: written before the field existed
+    levels, notes = host_levels(
+        meminfo_text=MEMINFO,
+        dram_bandwidth=4.2e10,
+        dram_source="measured",
+        logical_cpus=2,
+        measured={"L3": figure, "L2": {**figure, "capacity_bytes": 512 * KIB, "probe_revision": 1}},
+        root=FIXTURES / "sysfs_amd_epyc_2cpu",
+    )
+    assert [lv.bandwidth for lv in levels] == [None, None, None, 4.2e10]
+    assert notes == (
+        f"cached bandwidths of L3 (revision 1), L2 (revision 1) were measured by an older level probe (this is "
+        f"revision {LEVEL_PROBE_REVISION}) and are not used",
+        "no measured bandwidth yet for L1d, L2, L3: `neural-cost hardware --calibrate` measures it",
+    )
+    fresh = {**figure, "probe_revision": LEVEL_PROBE_REVISION}
+    assert with_measured(levels, {"L3": fresh})[2].bandwidth == 3.7e9
 
 
 def test_json_round_trip_is_exact_and_old_specs_still_load():
@@ -195,6 +228,7 @@ def test_a_level_probe_is_verified_and_cached(private_calibration_cache):
     assert figure["bytes_per_thread"] == 24 * KIB and figure["capacity_bytes"] == 48 * KIB
     assert set(figure["rates"]) == {"copy, 1 thread(s)", "in-place, 1 thread(s)"}
     assert figure["samples"] == 2 and check_section({"L1d": figure}) is None
+    assert figure["probe_revision"] == LEVEL_PROBE_REVISION
     key = {"machine": "test"}
     write_entry(key, {"levels": {"L1d": figure}})
     assert read_entry(key).entry["levels"]["L1d"] == figure

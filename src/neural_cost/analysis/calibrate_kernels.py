@@ -217,9 +217,10 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
     """Each kernel's profiled time per run, the smallest over the passes, as a point. A program
     whose profile cannot be read per kernel is refused (NeuralCostError, noted by
     ``measure_points``): when kernels that run none of its records took most of its kernel time,
-    or a kernel measured well under its roofline bound. A program some of whose kernels the
-    profiler timed as one fused op is one pending entry, resolved as a wall-timed program of several
-    kernels is: the main kernel's time is theirs less what the first fit expects of the others."""
+    a kernel measured well under its roofline bound, or a kernel runs several contractions. A
+    program some of whose kernels the profiler timed as one fused op is one pending entry,
+    resolved as a wall-timed program of several kernels is: the main kernel's time is theirs less
+    what the first fit expects of the others."""
     estimate, program, scored, fused = prepared.estimate, prepared.program, prepared.scored, prepared.fused
     unwatched = prepared.unwatched_ratio()
     best = {key: seconds * unwatched for key, seconds in prepared.best.items() if key is not None}
@@ -245,11 +246,9 @@ def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
         rest = tuple(part for row in usable[1:] for part in parts(estimate, row, prepared.hardware))
         return [_Pending(program.name, main, rest, sum(times.values()))]
     points: list[Point | _Pending] = []
-    for row in usable:
+    for row in usable:  # a kernel of several contractions is no one class's point: ``one_part`` refuses it
         assert row.index is not None
-        found = parts(estimate, row, prepared.hardware)
-        if len(found) == 1:  # several contractions in one kernel: no one class's point (``one_part``)
-            points.append(_point(found[0], times[row.index], program.name))
+        points.append(_point(one_part(estimate, row, prepared.hardware), times[row.index], program.name))
     return points
 
 

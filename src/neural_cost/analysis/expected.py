@@ -257,16 +257,22 @@ def expected_time(
             missing[name] = missing.get(name, 0) + 1
         else:
             seconds, basis = 0.0, "model"
+            lacking: set[str] = set()  # a kernel counts once per class it lacks or borrows, whatever its parts
+            borrowing: set[str] = set()
             for part in pieces:
                 found = class_model(calibration, part.kernel_class)
                 if found is None:  # a contraction of a class without a curve in a kernel whose class has one
                     seconds += max(part.compute_seconds, part.memory_seconds)
-                    missing[part.kernel_class] = missing.get(part.kernel_class, 0) + 1
+                    lacking.add(part.kernel_class)
                     continue
                 n = part.repeats
                 seconds += n * found.seconds(part.compute_seconds / n, part.memory_seconds / n)
                 if borrowed_class(calibration, part.kernel_class):
-                    borrowed[part.kernel_class] = borrowed.get(part.kernel_class, 0) + 1
+                    borrowing.add(part.kernel_class)
+            for lacked in lacking:
+                missing[lacked] = missing.get(lacked, 0) + 1
+            for lent in borrowing:
+                borrowed[lent] = borrowed.get(lent, 0) + 1
         if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
             fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
             fresh_bytes += fresh

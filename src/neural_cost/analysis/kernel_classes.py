@@ -39,6 +39,7 @@ from ..core.kernels import Kernel
 from ..hardware.kernel_model import ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .kernels import UNMAPPED, KernelTime, Levels
+from .rows import compute_seconds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
 CLASS_OF_KIND: Mapping[str, str] = {
@@ -115,7 +116,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
     each with the records that follow it up to the next one (its epilogue; records before the
     first join the first), of that contraction's own class (``conv:narrow`` for a 3-channel stem
     beside ``conv:wide`` layers). Each part gets the kernel's roofline compute time in proportion
-    to its records' FLOPs and its memory time in proportion to their bytes. Read as one, a CNN's
+    to its records' (their FLOPs, each at its dtype's peak) and its memory time in proportion to
+    their bytes. Read as one, a CNN's
     three convolutions fused into one kernel were one large convolution: one entry cost, the
     largest layer's efficiency for all (a Flax CNN at batch 1: expected 0.37 ms, ran 0.73 ms)."""
     name = kernel_class(estimate, row)
@@ -139,7 +141,11 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
     if groups[0][0].kind not in CONTRACTIONS and len(groups) > 1:  # records before the first contraction
         lead = groups.pop(0)
         groups[0][:0] = lead
-    flops, moved = sum(cost.flops for cost in costs), sum(cost.bytes for cost in costs)
+
+    def compute(group: list[OperationCost]) -> float:  # each FLOP at its own dtype's peak (bf16 beside f32)
+        return sum(compute_seconds(cost.flops_by_dtype, hardware) for cost in group)
+
+    busy, moved = compute(costs), sum(cost.bytes for cost in costs)
     found = []
     for group in groups:
         head = next(cost for cost in group if cost.kind in CONTRACTIONS)
@@ -148,7 +154,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
             width = _conv_width(head)
             base = f"conv:{width}" if width else "conv"
         share = (
-            sum(cost.flops for cost in group) / flops if flops else 1 / len(groups),
+            compute(group) / busy if busy else 1 / len(groups),
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
         )
         found.append(Part(_suffixed(estimate, row, base), row.compute_seconds * share[0],

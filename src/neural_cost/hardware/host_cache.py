@@ -30,6 +30,11 @@ from .cpuinfo import parse_cpuinfo, parse_meminfo_total
 
 ENV_VAR = "NEURAL_COST_CACHE_DIR"
 SCHEMA = 1
+#: How a cache level's ``levels`` figure was measured (``level_probes.py``): a figure of another
+#: revision is not used (``levels.with_measured``) and ``neural-cost hardware --calibrate`` measures
+#: it again. 2: a sample's rate is its extra passes' own, not one call's (whose fixed cost had read
+#: a VM's L3 at 3.7 GB/s beside main memory's 60).
+LEVEL_PROBE_REVISION = 2
 _SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.errors import MeasurementError
 from .dram import POISON, default_threads, require_positive_int, timed_together
 from .dram import Array as Array  # re-exported: the JAX adapter's loops are typed by it
-from .host_cache import check_section, today  # noqa: F401  (check_section: re-exported)
+from .host_cache import LEVEL_PROBE_REVISION, check_section, today  # noqa: F401  (check_section: re-exported)
 from .spec import MemoryLevel
 
 MIN_SAMPLE_SECONDS = 0.010
@@ -201,6 +201,7 @@ def measure_level(
         "spread": (max(timed) - min(timed)) / min(timed),
         "rates": rates,
         "method": kernels.name,
+        "probe_revision": LEVEL_PROBE_REVISION,
         "date": today(),
     }
 

@@ -23,6 +23,7 @@ from typing import Any
 from ..core.units import format_si
 from .cpuinfo import parse_meminfo_total
 from .dram import _parse_cache_size
+from .host_cache import LEVEL_PROBE_REVISION
 from .spec import MemoryLevel
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
@@ -135,7 +136,8 @@ def dram_level(
 
 def with_measured(levels: tuple[MemoryLevel, ...], section: Mapping[str, Any] | None) -> tuple[MemoryLevel, ...]:
     """Attach the cache entry's ``levels`` figures (by level name) to levels without a bandwidth.
-    A figure measured for another capacity (the machine key changed little) is not attached."""
+    A figure measured for another capacity (the machine key changed little) or by another probe
+    revision (``stale_levels``) is not attached."""
     if not section:
         return levels
     attached = []
@@ -145,6 +147,7 @@ def with_measured(levels: tuple[MemoryLevel, ...], section: Mapping[str, Any] | 
             level.bandwidth is None
             and isinstance(figure, Mapping)
             and figure.get("capacity_bytes") == level.capacity_bytes
+            and figure.get("probe_revision") == LEVEL_PROBE_REVISION
         ):
             attached.append(
                 dataclasses.replace(
@@ -156,6 +159,22 @@ def with_measured(levels: tuple[MemoryLevel, ...], section: Mapping[str, Any] | 
         else:
             attached.append(level)
     return tuple(attached)
+
+
+def stale_levels(section: Mapping[str, Any] | None) -> str | None:
+    """A note naming the cached level figures an older probe measured (none: None); they are not used."""
+    stale = {
+        name: figure.get("probe_revision", 1)
+        for name, figure in (section or {}).items()
+        if isinstance(figure, Mapping) and figure.get("probe_revision") != LEVEL_PROBE_REVISION
+    }
+    if not stale:
+        return None
+    named = ", ".join(f"{name} (revision {revision})" for name, revision in stale.items())
+    return (
+        f"cached bandwidths of {named} were measured by an older level probe (this is revision "
+        f"{LEVEL_PROBE_REVISION}) and are not used"
+    )
 
 
 def level_source(figure: Mapping[str, Any]) -> str:
@@ -184,7 +203,7 @@ def host_levels(
         note, dram = f"DRAM: MemTotal {dram.capacity_bytes} B is smaller than {levels[-1].name}; left out", None
     levels = levels + ((dram,) if dram is not None else ())
     unmeasured = [level.name for level in levels if level.bandwidth is None]
-    extra = [note] if note else []
+    extra = [text for text in (note, stale_levels(measured)) if text]
     if unmeasured:
         extra.append(
             f"no measured bandwidth yet for {', '.join(unmeasured)}: `neural-cost hardware --calibrate` measures it"
