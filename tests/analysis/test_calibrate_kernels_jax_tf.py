@@ -264,6 +264,15 @@ def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_
     assert sorted((name, round(ratio, 12)) for name, ratio in drift.ratios) == [("add 1", 0.5), ("mm 1", 1.5)]
     assert drift.ratio == pytest.approx(1.0)
     assert "2 calibration probes re-run at 1.00× their time at calibration" in drift.note()
+    assert not drift.calibration_slow and "slow spell moves the observed time" in drift.note()
+    # add 1 at 250 µs and mm 1 at 70 µs: median (0.5 + 0.7) / 2 = 0.6 < 0.8, the calibration's own slow spell
+    faster = machine_drift(_WallAdapter({**at_calibration, "mm 1": (mm, 70e-6), "add 1": (add, 250e-6)}), calibration)
+    assert faster is not None and faster.ratio == pytest.approx(0.6) and faster.calibration_slow
+    assert faster.note() == (
+        "machine now: 2 calibration probes re-run at 0.60× their time at calibration (median): the calibration was "
+        "measured in a slow spell and expects this machine too slow; `neural-cost calibrate --kernels --framework "
+        "hand` measures it again"
+    )
     assert machine_drift(later, replace(calibration, probes={})) is None
     loaded = KernelCalibration.from_dict(calibration.to_dict())
     assert dict(loaded.probes) == {"add 1": ("elementwise", 500e-6), "mm 1": ("matmul", 100e-6)}

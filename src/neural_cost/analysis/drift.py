@@ -5,7 +5,10 @@ the shortest program of each kernel class taking 50 µs to 2 ms (up to six), wit
 calibration (the smallest of two passes). ``machine_drift`` re-runs them the same way and gives
 the median of now ÷ then: 1.0 is the machine as calibrated, 1.3 everything 30% slower. The
 expected time is of the machine as calibrated; a shared machine's slow spell moves the observed
-time, and this says which happened.
+time, and this says which happened. A ratio under ``SLOW_CALIBRATION`` says the opposite: the
+calibration itself was measured in a slow spell (on a 2-core VM a TensorFlow calibration's probes
+later ran at 0.54–0.73× their calibrated time, and a Keras CNN was expected 57% too slow), so the
+note names it and the command that measures it again.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
 
 
+#: A drift ratio under this says the calibration ran slower than the machine runs now: it was
+#: measured in a slow spell (a stall never makes a run faster), and its expectations are too slow.
+SLOW_CALIBRATION = 0.8
+
+
 @dataclass(frozen=True, slots=True)
 class Drift:
     """How fast this machine runs the calibration's drift probes now, against their time at calibration."""
@@ -31,11 +39,25 @@ class Drift:
     ratio: float
     #: (program, its time now ÷ its calibrated time), one per probed program.
     ratios: tuple[tuple[str, float], ...]
+    #: The calibration's framework (the command that measures it again names it).
+    framework: str = ""
+
+    @property
+    def calibration_slow(self) -> bool:
+        """The probes run well under their calibrated time: the calibration was measured in a slow spell."""
+        return self.ratio < SLOW_CALIBRATION
 
     def note(self) -> str:
+        probes = f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time"
+        if self.calibration_slow:
+            which = f" --framework {self.framework}" if self.framework else ""
+            return (
+                f"{probes} at calibration (median): the calibration was measured in a slow spell and expects this "
+                f"machine too slow; `neural-cost calibrate --kernels{which}` measures it again"
+            )
         return (
-            f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time "
-            f"at calibration (median; a shared machine's slow spell moves the observed time, not the expected one)"
+            f"{probes} at calibration (median; a shared machine's slow spell moves the observed time, not the "
+            f"expected one)"
         )
 
 
@@ -62,4 +84,4 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
             ratios.append((program.name, point.measured_seconds / seconds))
     if not ratios:
         return None
-    return Drift(statistics.median(ratio for _, ratio in ratios), tuple(ratios))
+    return Drift(statistics.median(ratio for _, ratio in ratios), tuple(ratios), adapter.framework)
