@@ -16,7 +16,7 @@ from neural_cost import estimate_trace
 from neural_cost.analysis.expected import expected_time, installed_versions
 from neural_cost.analysis.kernel_classes import TRAINING_CLASSES, borrowed_class, class_model, kernel_class
 from neural_cost.analysis.kernels import kernel_rows
-from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration
+from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration, family
 from tests.analysis.test_kernel_bound import SPEC
 
 torch = pytest.importorskip("torch")
@@ -56,7 +56,7 @@ def step():
 def test_a_training_steps_own_kernels_have_their_own_classes(step):
     _, classes = step
     assert classes["convolution"] == "conv:narrow"  # the forward: 3 → 4 channels
-    assert classes["convolution_backward"] == "conv_backward"
+    assert classes["convolution_backward"] == "conv_backward:narrow"  # its weight 4 × 3·3·3: N 4, K 27
     assert classes["native_batch_norm"] == "norm_training"  # computes the batch's statistics
     assert classes["native_batch_norm_backward"] == "norm_backward"
     assert classes["native_layer_norm"] == "norm"  # a layer norm is the same kernel in both
@@ -75,13 +75,17 @@ def test_without_their_own_curves_they_are_read_off_their_forward_class_with_a_n
     assert seconds["native_batch_norm_backward"] == pytest.approx(2e-6, rel=1e-5)
     assert seconds["native_layer_norm_backward"] == pytest.approx(2e-6, rel=1e-5)
     note = next(n for n in expected.notes if n.startswith("kernels read off another class's curve"))
-    assert "conv_backward (1) off conv" in note and "norm_training (1) off norm" in note
+    assert "conv_backward:narrow (1) off conv" in note and "norm_training (1) off norm" in note
     assert "norm_backward (2) off norm" in note
 
-    own = _calibration({**forward_only.classes, "conv_backward": _flat("conv_backward", -5.52288)})
-    expected = expected_time(estimate, own, machine={})
+    family = _calibration({**forward_only.classes, "conv_backward": _flat("conv_backward", -5.52288)})
+    expected = expected_time(estimate, family, machine={})
     row = next(r for r in expected.rows if r.name.endswith("convolution_backward"))
-    assert row.seconds == pytest.approx(3e-6, rel=1e-5)
+    assert row.seconds == pytest.approx(3e-6, rel=1e-5)  # the family's curve, said
+    note = next(n for n in expected.notes if n.startswith("kernels read off another class's curve"))
+    assert "conv_backward:narrow (1) off conv_backward" in note
+    own = _calibration({**forward_only.classes, "conv_backward:narrow": _flat("conv_backward:narrow", -5.52288)})
+    expected = expected_time(estimate, own, machine={})
     note = next(n for n in expected.notes if n.startswith("kernels read off another class's curve"))
     assert "conv_backward" not in note
 
@@ -96,6 +100,10 @@ def test_a_borrowed_curve_is_named_and_a_missing_one_is_not_borrowed():
     assert borrowed_class(calibration, "norm_training") is None
     assert borrowed_class(calibration, "conv") is None and borrowed_class(calibration, "conv@loop") is None
     assert TRAINING_CLASSES == {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
+    assert class_model(calibration, "conv_backward:wide") is calibration.classes["conv"]  # family, then forward
+    assert class_model(calibration, "random") is None  # no elementwise curve either
+    with_pointwise = _calibration({"elementwise": _flat("elementwise", -6.0)})
+    assert borrowed_class(with_pointwise, "random") == "elementwise"
 
 
 TRAINING_PROGRAMS = {"convolution_backward", "batch_norm", "native_batch_norm_backward", "native_layer_norm_backward"}
@@ -112,7 +120,8 @@ def test_the_torch_grid_calibrates_every_training_class():
             continue
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         found |= {kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]}
-    assert set(TRAINING_CLASSES) <= found
+    assert set(TRAINING_CLASSES) <= {family(name) or name for name in found}
+    assert "conv_backward:narrow" in found  # the quick grid's two backward convolutions: 16 and 3 channels in
 
 
 def test_a_calibrated_function_is_its_own_transcendental_class_and_falls_back_to_the_family():
@@ -337,3 +346,22 @@ def test_a_kernels_compute_time_is_shared_by_each_parts_time_at_its_dtypes_peak(
     assert row.compute_seconds == pytest.approx(0.65536e-6)
     found = parts(estimate, row, spec)
     assert [part.compute_seconds for part in found] == [pytest.approx(0.131072e-6), pytest.approx(0.524288e-6)]
+
+
+def test_a_dropouts_random_draw_is_its_own_class_read_off_the_pointwise_curve_without_one():
+    """``F.dropout`` in training on a CPU: a ``bernoulli_`` draw (one element at a time on one core,
+    PyTorch's mt19937) and the pointwise scaling. The draw is ``random``; a calibration without
+    that class reads it off ``elementwise``'s curve, noted; the torch grid draws it (``bernoulli_``)."""
+    from neural_cost.adapters import adapter_for
+
+    adapter = adapter_for("torch")
+    estimate = estimate_trace(
+        adapter.trace(lambda x: torch.nn.functional.dropout(x, 0.1, True), (torch.randn(64, 64),))
+    )
+    classes = {row.name.rsplit("/", 1)[-1]: kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]}
+    assert classes["bernoulli_"] == "random"
+    assert set(classes.values()) == {"random", "elementwise"}
+    expected = expected_time(estimate, _calibration({"elementwise": _flat("elementwise", -6.0)}), machine={})
+    assert "random (1) off elementwise" in next(n for n in expected.notes if n.startswith("kernels read off"))
+    drawn = {program.name.split(" ", 1)[0] for program in adapter.microbenchmarks(quick=True)}
+    assert "bernoulli_" in drawn

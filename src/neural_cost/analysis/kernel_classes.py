@@ -22,7 +22,12 @@ step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolutio
 (both gradients in one call), a batch norm that computes its batch's statistics, a norm's
 backward — at the same roofline time each runs slower than its forward class (a training-mode
 batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the
-forward class's curve, noted.
+forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
+``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
+its roofline where the grid's wide ones ran at 0.9–1.1). A kernel drawing random numbers (a
+dropout's ``bernoulli_``) is ``random``: PyTorch's CPU generator runs one element at a time on
+one core, 2–6 ns an element where an add takes a fraction of one; without a curve of its own it
+reads the pointwise ops' (``FALLBACK_CLASSES``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import Kernel
+from ..core.records import Operation
 from ..hardware.kernel_model import ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .kernels import UNMAPPED, KernelTime, Levels
@@ -53,14 +59,14 @@ CLASS_OF_KIND: Mapping[str, str] = {
     "nll_loss_backward": "reduce", "sort": "reduce",
     "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather",
     "grid_sample": "gather", "interpolate": "gather", "interpolate_backward": "gather",
-    "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "elementwise",
+    "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "random",
     "dequantize": "elementwise", "rnn_gate_backward": "elementwise", "qkv_bias_rescale": "elementwise",
     "copy": "copy", "pad_backward": "copy",
     "collective": "collective",
 }  # fmt: skip
 PRIORITY = (
     "rnn", "attention", "conv", "matmul", "norm", "norm_backward", "softmax", "pool", "reduce", "gather",
-    "transcendental", "elementwise", "copy", "collective", "other",
+    "random", "transcendental", "elementwise", "copy", "collective", "other",
 )  # fmt: skip
 #: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates),
 #: matched on the call's own name (``mkldnn_rnn_layer``, ``_thnn_fused_lstm_cell``, ``CudnnRNNV3``),
@@ -164,6 +170,9 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
 
 #: A training step's kernel classes → the forward class a calibration without them reads them off.
 TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
+#: Classes a calibration without them reads off another's curve: the training classes, and random
+#: numbers off the pointwise ops' (how they were read before the grids drew any).
+FALLBACK_CLASSES: Mapping[str, str] = {**TRAINING_CLASSES, "random": "elementwise"}
 
 
 #: Functions whose kernels are a ``transcendental:`` class of their own (``transcendental:tanh``): at
@@ -190,7 +199,7 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
     if family(name):
         return _read(calibration, family(name) or "")
     base, at, suffix = name.partition("@")  # norm_training@xla → norm@xla
-    other = TRAINING_CLASSES.get(base)
+    other = FALLBACK_CLASSES.get(base)
     return _read(calibration, other + at + suffix) if other is not None else None
 
 
@@ -225,6 +234,30 @@ def _width(estimate: CostEstimate, kernel: Kernel) -> str:
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
     return "" if cost is None else _conv_width(cost)
+
+
+def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
+    """``_width`` of the convolution a PyTorch ``convolution_backward`` call differentiates, read
+    off its weight (C_out, C_in/groups, *kernel): the ``grad_input`` record's operand (``ops_conv``;
+    ``""`` when that record is not a transposed convolution, i.e. the layer was one), else — a stem,
+    whose image asks no gradient — the ``grad_weight`` record's output, the weight's shape."""
+    found: dict[str, Operation] = {}
+    for i in kernel.operations:
+        operation = estimate.by_operation[i].operation
+        part = operation.name.rsplit(".", 1)[-1]
+        if operation.kind == "conv" and part in ("grad_input", "grad_weight"):
+            found.setdefault(part, operation)
+    if "grad_input" in found:
+        operation = found["grad_input"]
+        if not operation.attrs.get("transposed"):
+            return ""
+        weight, groups = operation.inputs[1], int(operation.attrs.get("groups", 1))
+    elif "grad_weight" in found:
+        operation = found["grad_weight"]
+        weight, groups = operation.output, int(operation.attrs.get("batch_groups", 1))
+    else:
+        return ""
+    return "narrow" if min(math.prod(weight[1:]), weight[0] // groups) < NARROW else "wide"
 
 
 def _conv_width(cost: OperationCost) -> str:
@@ -295,7 +328,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
     name = min(classes, key=PRIORITY.index)
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
-        return "conv_backward"
+        width = _backward_width(estimate, kernel)
+        return f"conv_backward:{width}" if width else "conv_backward"
     if name == "conv":
         width = _width(estimate, kernel)
         return f"conv:{width}" if width else "conv"

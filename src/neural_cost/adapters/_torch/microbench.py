@@ -7,7 +7,8 @@ ops from 10³ to 10⁷ elements, reductions, softmax, layer and batch norm, copi
 gathers, pooling, scaled dot-product attention, and whole recurrent layers (LSTM, GRU: one
 fused call each, their own class); and a training step's own kernels (``_training``): a
 convolution's backward, a batch norm computing its batch's statistics, batch and layer norm
-backwards, each the one aten call autograd makes. Inputs are fresh random tensors; a pointwise
+backwards, each the one aten call autograd makes (a norm's backward reading cold copies of its
+inputs, ``_cold_inputs``); random draws (a dropout's). Inputs are fresh random tensors; a pointwise
 op's result of 512 KiB or more goes to a buffer other than its last call's, as in a model
 (``_cold_results``); a program is timed with gradients off (a backward is called as the aten op
 it is). ``quick`` keeps every class at a few sizes (for tests).
@@ -16,6 +17,7 @@ it is). ``quick`` keeps every class at a few sizes (for tests).
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -234,17 +236,53 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
 
 #: Convolutions whose backward is calibrated (batch, in, out channels, size, kernel, stride, whether
 #: the input's gradient is asked): grid shapes, a stem (an image needs no gradient), strided ones.
+#: Both widths (``kernel_classes.NARROW``) span 0.1–10 ms of roofline time.
 _BACKWARD_CONVS = (
     (4, 16, 32, 32, 3, 1, True), (8, 3, 32, 56, 3, 1, False), (4, 64, 64, 16, 3, 1, True),
     (8, 32, 32, 32, 1, 1, True), (2, 64, 128, 14, 3, 1, True), (16, 16, 16, 32, 3, 1, True),
     (1, 64, 64, 56, 3, 1, True), (4, 32, 64, 16, 3, 2, True), (4, 64, 128, 16, 1, 2, True),
     (12, 32, 32, 56, 3, 1, True), (6, 96, 96, 28, 3, 1, True), (8, 256, 256, 14, 3, 1, True),
+    (6, 32, 32, 48, 3, 1, True), (2, 32, 32, 96, 3, 1, True), (8, 16, 32, 48, 3, 1, True),
+    (4, 32, 64, 48, 1, 2, True), (16, 8, 16, 48, 3, 1, True), (24, 3, 32, 48, 3, 1, False),
+    (8, 64, 64, 24, 3, 1, True), (4, 128, 128, 24, 3, 1, True), (2, 64, 128, 48, 3, 2, True),
 )  # fmt: skip
 #: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
 _NORM_MAPS = (
     (1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112), (4, 32, 56), (16, 64, 28), (2, 256, 14),
 )  # fmt: skip
 _LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512), (256, 2048), (1024, 512))
+
+
+def _cold_inputs(fn: Callable[..., Any], args: tuple[Any, ...], leading: int) -> Callable[..., Any]:
+    """``fn`` reading its first ``leading`` arguments (a backward's incoming gradient and saved
+    activation) from a different copy at each call, the copies spanning ``_RING_BYTES`` (at most
+    16), when ``args``' hold ``_COLD_FROM`` bytes or more: in a training step a backward reads what
+    the forward wrote long before, from main memory, where a grid program reading the same buffers
+    every call reads its cache (a ResNet step's batch-norm backwards ran 3× their calibrated time
+    per element). The arguments it is called with give the rest."""
+    size = sum(a.numel() * a.element_size() for a in args[:leading])
+    if size < _COLD_FROM:
+        return fn
+    copies = [tuple(a.clone() for a in args[:leading]) for _ in range(min(16, max(2, -(-_RING_BYTES // size))))]
+    turn = itertools.count()
+
+    def run(*given: Any) -> Any:
+        return fn(*copies[next(turn) % len(copies)], *given[leading:])
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+#: Random draws, in place (``kernel_classes``' ``random``): a dropout's ``bernoulli_`` with a float
+#: p (PyTorch's CPU kernel draws a double per element), ``uniform_`` and ``normal_``.
+_RANDOM: dict[str, Callable[..., Any]] = {
+    "bernoulli_": lambda x: x.bernoulli_(0.9), "uniform_": lambda x: x.uniform_(), "normal_": lambda x: x.normal_(),
+}  # fmt: skip
+
+
+def _random(quick: bool) -> Iterator[MicroProgram]:
+    for name, size, shape in grid.pointwise(tuple(_RANDOM), ("bernoulli_",), quick, 8_000_000):
+        yield MicroProgram(f"{name} {size}", _no_grad(_RANDOM[name]), (_rand(*shape),))
 
 
 def _training(quick: bool) -> Iterator[MicroProgram]:
@@ -267,20 +305,22 @@ def _training(quick: bool) -> Iterator[MicroProgram]:
             (x, mean.clone(), var.clone(), w, b),
         )
         _, saved_mean, saved_invstd = aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
+        args = (_rand(n, c, hw, hw), x, w, mean, var, saved_mean, saved_invstd)
         yield MicroProgram(
             f"native_batch_norm_backward {n}x{c}x{hw}x{hw}",
-            _no_grad(lambda g, x, w, m, v, sm, si: aten.native_batch_norm_backward(
-                g, x, w, m, v, sm, si, True, 1e-5, [True, True, True])),
-            (_rand(n, c, hw, hw), x, w, mean, var, saved_mean, saved_invstd),
+            _cold_inputs(_no_grad(lambda g, x, w, m, v, sm, si: aten.native_batch_norm_backward(
+                g, x, w, m, v, sm, si, True, 1e-5, [True, True, True])), args, 2),
+            args,
         )  # fmt: skip
     for rows, width in _LAYER_NORM_ROWS[: 1 if quick else None]:
         x, w, b = _rand(rows, width), _rand(width), _rand(width)
         _, mean, rstd = aten.native_layer_norm(x, [width], w, b, 1e-5)
+        norm_args = (_rand(rows, width), x, mean, rstd, w, b)
         yield MicroProgram(
             f"native_layer_norm_backward {rows}x{width}",
-            _no_grad(lambda g, x, m, r, w, b: aten.native_layer_norm_backward(
-                g, x, [x.shape[-1]], m, r, w, b, [True, True, True])),
-            (_rand(rows, width), x, mean, rstd, w, b),
+            _cold_inputs(_no_grad(lambda g, x, m, r, w, b: aten.native_layer_norm_backward(
+                g, x, [x.shape[-1]], m, r, w, b, [True, True, True])), norm_args, 2),
+            norm_args,
         )  # fmt: skip
 
 
@@ -288,7 +328,7 @@ def torch_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the eager PyTorch calibration (the module docstring)."""
     torch.manual_seed(0)
     programs: list[MicroProgram] = []
-    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory_ops, _attention_rnn, _training):
+    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory_ops, _attention_rnn, _random, _training):
         programs += family(quick)
     return programs
 
