@@ -269,9 +269,9 @@ def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_
     faster = machine_drift(_WallAdapter({**at_calibration, "mm 1": (mm, 70e-6), "add 1": (add, 250e-6)}), calibration)
     assert faster is not None and faster.ratio == pytest.approx(0.6) and faster.calibration_slow
     assert faster.note() == (
-        "machine now: 2 calibration probes re-run at 0.60× their time at calibration (median): the calibration was "
-        "measured in a slow spell and expects this machine too slow; `neural-cost calibrate --kernels --framework "
-        "hand` measures it again"
+        "machine now: 2 calibration probes re-run at 0.60× their time at calibration (median): the calibration looks "
+        "to have been measured in a slow spell and to expect this machine too slow; `neural-cost calibrate --kernels "
+        "--framework hand` measures it again"
     )
     assert machine_drift(later, replace(calibration, probes={})) is None
     loaded = KernelCalibration.from_dict(calibration.to_dict())

@@ -365,3 +365,60 @@ def test_a_dropouts_random_draw_is_its_own_class_read_off_the_pointwise_curve_wi
     assert "random (1) off elementwise" in next(n for n in expected.notes if n.startswith("kernels read off"))
     drawn = {program.name.split(" ", 1)[0] for program in adapter.microbenchmarks(quick=True)}
     assert "bernoulli_" in drawn
+
+
+def test_a_convolution_backward_reads_the_width_of_the_layer_it_differentiates():
+    """The forward view (K = C_in/groups × taps, N = C_out/groups, narrow under 64) read off the
+    backward's records, with and without an input gradient: a 7×7 stem 3 → 64 asks none (K 147,
+    N 64: wide, as its forward); a 128 → 32 layer with none is narrow (N 32); 64 → 64 in 2 groups
+    with one is narrow (K 32 × 9 = 288, N 32); 64 → 128 3×3 wide; a transposed layer's, either
+    way, is the family's."""
+    from neural_cost.adapters import adapter_for
+
+    adapter, aten = adapter_for("torch"), torch.ops.aten
+
+    def backward_class(c_in, c_out, k, groups=1, input_grad=True, transposed=False):
+        x = torch.randn(2, c_in, 8, 8)
+        w = torch.randn(c_in, c_out // groups, k, k) if transposed else torch.randn(c_out, c_in // groups, k, k)
+        with torch.no_grad():
+            y = (torch.nn.functional.conv_transpose2d if transposed else torch.nn.functional.conv2d)(
+                x, w, padding=k // 2, groups=groups
+            )
+
+        def step(g, x, w):
+            return aten.convolution_backward(
+                g, x, w, None, [1, 1], [k // 2, k // 2], [1, 1], transposed, [0, 0], groups, [input_grad, True, False]
+            )
+
+        with torch.no_grad():
+            estimate = estimate_trace(adapter.trace(step, (torch.randn(y.shape), x, w)))
+        (name,) = {kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None}
+        return name
+
+    assert backward_class(3, 64, 7, input_grad=False) == "conv_backward:wide"
+    assert backward_class(128, 32, 3, input_grad=False) == "conv_backward:narrow"
+    assert backward_class(64, 64, 3, groups=2) == "conv_backward:narrow"
+    assert backward_class(64, 128, 3) == "conv_backward:wide"
+    assert backward_class(64, 128, 3, transposed=True) == "conv_backward"
+    assert backward_class(64, 128, 3, transposed=True, input_grad=False) == "conv_backward"
+
+
+def test_random_draws_fused_with_other_work_are_that_works_class():
+    """A kernel that draws and also does other work (XLA fuses a dropout's bits into the fusion
+    that applies them) is the class of that work — a tanh's ``transcendental`` here — never
+    ``random``, which is a kernel that only draws (PyTorch's generator, one element at a time).
+    The records are PyTorch's (a ``rand_like``, a tanh, a multiply) joined by hand into one kernel."""
+    from neural_cost import Coverage, Kernel, Trace
+    from neural_cost.adapters import adapter_for
+
+    traced = adapter_for("torch").trace(lambda x: torch.tanh(x) * torch.rand_like(x), (torch.randn(64, 64),))
+    ops = tuple(record for record in traced.operations if record.kind in ("rng", "elementwise"))
+    assert sorted(op.kind for op in ops) == ["elementwise", "elementwise", "rng"]
+    every = tuple(range(len(ops)))
+    fused = Kernel("fusion.0", every, traffic_bytes=32_768, footprint_bytes=32_768, kind="fusion")
+    alone = Kernel("rng.1", (next(i for i, op in enumerate(ops) if op.kind == "rng"),), traffic_bytes=16_384,
+                   footprint_bytes=16_384)  # fmt: skip
+    for kernel, expected in ((fused, "transcendental"), (alone, "random")):
+        estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=(kernel,), kernel_source="hand-written"))
+        (row,) = [row for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
+        assert kernel_class(estimate, row) == expected

@@ -134,7 +134,7 @@ def test_a_level_figure_an_older_probe_measured_is_not_used_and_said():
     )
     assert [lv.bandwidth for lv in levels] == [None, None, None, 4.2e10]
     assert notes == (
-        f"cached bandwidths of L3 (revision 1), L2 (revision 1) were measured by an older level probe (this is "
+        f"cached bandwidths of L3 (revision 1), L2 (revision 1) were measured by another level probe (this is "
         f"revision {LEVEL_PROBE_REVISION}) and are not used",
         "no measured bandwidth yet for L1d, L2, L3: `neural-cost hardware --calibrate` measures it",
     )

@@ -52,8 +52,8 @@ class Drift:
         if self.calibration_slow:
             which = f" --framework {self.framework}" if self.framework else ""
             return (
-                f"{probes} at calibration (median): the calibration was measured in a slow spell and expects this "
-                f"machine too slow; `neural-cost calibrate --kernels{which}` measures it again"
+                f"{probes} at calibration (median): the calibration looks to have been measured in a slow spell "
+                f"and to expect this machine too slow; `neural-cost calibrate --kernels{which}` measures it again"
             )
         return (
             f"{probes} at calibration (median; a shared machine's slow spell moves the observed time, not the "

@@ -24,10 +24,11 @@ backward — at the same roofline time each runs slower than its forward class (
 batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the
 forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
 ``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
-its roofline where the grid's wide ones ran at 0.9–1.1). A kernel drawing random numbers (a
-dropout's ``bernoulli_``) is ``random``: PyTorch's CPU generator runs one element at a time on
-one core, 2–6 ns an element where an add takes a fraction of one; without a curve of its own it
-reads the pointwise ops' (``FALLBACK_CLASSES``).
+its roofline where the grid's wide ones ran at 0.9–1.1). A kernel that only draws random numbers
+(a dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that
+work's class: PyTorch's CPU generator runs one element at a time on one core, 2–6 ns an element
+where an add takes a fraction of one; without a curve of its own it reads the pointwise ops'
+(``FALLBACK_CLASSES``).
 """
 
 from __future__ import annotations
@@ -237,27 +238,29 @@ def _width(estimate: CostEstimate, kernel: Kernel) -> str:
 
 
 def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
-    """``_width`` of the convolution a PyTorch ``convolution_backward`` call differentiates, read
-    off its weight (C_out, C_in/groups, *kernel): the ``grad_input`` record's operand (``ops_conv``;
-    ``""`` when that record is not a transposed convolution, i.e. the layer was one), else — a stem,
-    whose image asks no gradient — the ``grad_weight`` record's output, the weight's shape."""
+    """``_width`` of the convolution a PyTorch ``convolution_backward`` call differentiates, from
+    its records (``ops_conv``): the ``grad_input`` record's operand is the layer's weight, (C_out,
+    C_in/groups, *kernel); without one (a stem, whose image asks no gradient) the ``grad_weight``
+    record's output is the weight as (C_in/groups, C_out, *kernel). ``""`` for a transposed layer
+    (its ``grad_input`` is no transposed convolution; its ``grad_weight`` is named apart)."""
     found: dict[str, Operation] = {}
     for i in kernel.operations:
         operation = estimate.by_operation[i].operation
-        part = operation.name.rsplit(".", 1)[-1]
-        if operation.kind == "conv" and part in ("grad_input", "grad_weight"):
-            found.setdefault(part, operation)
+        if operation.kind == "conv":
+            found.setdefault(operation.name.rsplit(".", 1)[-1], operation)
     if "grad_input" in found:
         operation = found["grad_input"]
         if not operation.attrs.get("transposed"):
             return ""
         weight, groups = operation.inputs[1], int(operation.attrs.get("groups", 1))
+        taps, outputs = math.prod(weight[1:]), weight[0] // groups
     elif "grad_weight" in found:
         operation = found["grad_weight"]
         weight, groups = operation.output, int(operation.attrs.get("batch_groups", 1))
+        taps, outputs = weight[0] * math.prod(weight[2:]), weight[1] // groups
     else:
         return ""
-    return "narrow" if min(math.prod(weight[1:]), weight[0] // groups) < NARROW else "wide"
+    return "narrow" if min(taps, outputs) < NARROW else "wide"
 
 
 def _conv_width(cost: OperationCost) -> str:
@@ -326,6 +329,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if not kernel.operations:
         return "other"  # runs none of our records (a loop's state copy, an unmodeled call): its bound, noted
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
+    if len(classes) > 1:  # draws fused with other work (XLA's threefry bits in a loop fusion): that work's class
+        classes.discard("random")
     name = min(classes, key=PRIORITY.index)
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
         width = _backward_width(estimate, kernel)

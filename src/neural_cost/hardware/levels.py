@@ -162,7 +162,7 @@ def with_measured(levels: tuple[MemoryLevel, ...], section: Mapping[str, Any] | 
 
 
 def stale_levels(section: Mapping[str, Any] | None) -> str | None:
-    """A note naming the cached level figures an older probe measured (none: None); they are not used."""
+    """A note naming the cached level figures another probe revision measured (none: None); they are not used."""
     stale = {
         name: figure.get("probe_revision", 1)
         for name, figure in (section or {}).items()
@@ -172,7 +172,7 @@ def stale_levels(section: Mapping[str, Any] | None) -> str | None:
         return None
     named = ", ".join(f"{name} (revision {revision})" for name, revision in stale.items())
     return (
-        f"cached bandwidths of {named} were measured by an older level probe (this is revision "
+        f"cached bandwidths of {named} were measured by another level probe (this is revision "
         f"{LEVEL_PROBE_REVISION}) and are not used"
     )
 

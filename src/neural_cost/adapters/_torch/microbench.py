@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from .. import _microgrid as grid
 from ..base import MicroProgram
@@ -106,7 +107,7 @@ _COLD_FROM, _RING_BYTES = 512 * 1024, 64 * 1024 * 1024
 
 class _Ring:
     """Results kept alive, oldest freed first, spanning at least ``_RING_BYTES`` (and at least
-    two): one ring for every program, so the grid holds about 64 MiB."""
+    two): one ring for every program, so the grid holds about 64 MiB (and ``_HELD`` as much again)."""
 
     def __init__(self) -> None:
         self.kept: collections.deque[tuple[Any, int]] = collections.deque()
@@ -253,21 +254,37 @@ _NORM_MAPS = (
 _LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512), (256, 2048), (1024, 512))
 
 
-def _cold_inputs(fn: Callable[..., Any], args: tuple[Any, ...], leading: int) -> Callable[..., Any]:
+class _Held:
+    """The cold copies of one program at a time (the one running), about ``_RING_BYTES``."""
+
+    def __init__(self) -> None:
+        self.owner: object = None
+        self.copies: list[tuple[Any, ...]] = []
+
+
+_HELD = _Held()
+
+
+def _cold_inputs(fn: Callable[..., Any], leading: int) -> Callable[..., Any]:
     """``fn`` reading its first ``leading`` arguments (a backward's incoming gradient and saved
-    activation) from a different copy at each call, the copies spanning ``_RING_BYTES`` (at most
-    16), when ``args``' hold ``_COLD_FROM`` bytes or more: in a training step a backward reads what
-    the forward wrote long before, from main memory, where a grid program reading the same buffers
-    every call reads its cache (a ResNet step's batch-norm backwards ran 3× their calibrated time
-    per element). The arguments it is called with give the rest."""
-    size = sum(a.numel() * a.element_size() for a in args[:leading])
-    if size < _COLD_FROM:
-        return fn
-    copies = [tuple(a.clone() for a in args[:leading]) for _ in range(min(16, max(2, -(-_RING_BYTES // size))))]
+    activation) from a different copy at each call, the copies spanning ``_RING_BYTES``, when
+    they hold ``_COLD_FROM`` bytes or more: in a training step a backward reads what the forward
+    wrote long before, from main memory, where a grid program reading the same buffers every call
+    reads its cache (a ResNet step's batch-norm backwards ran 3× their calibrated time per
+    element). The copies are made at the program's first call after another program's (a pass's
+    untimed warm-up) and only one program's are held (``_HELD``); traced (a dispatch mode
+    active), it runs on the arguments it is given: the same operations on the same shapes."""
     turn = itertools.count()
 
-    def run(*given: Any) -> Any:
-        return fn(*copies[next(turn) % len(copies)], *given[leading:])
+    def run(*args: Any) -> Any:
+        size = sum(a.numel() * a.element_size() for a in args[:leading])
+        if size < _COLD_FROM or _get_current_dispatch_mode() is not None:
+            return fn(*args)
+        if _HELD.owner is not run:
+            _HELD.owner, _HELD.copies = None, []  # the last program's copies go first
+            _HELD.copies = [tuple(a.clone() for a in args[:leading]) for _ in range(max(2, -(-_RING_BYTES // size)))]
+            _HELD.owner = run
+        return fn(*_HELD.copies[next(turn) % len(_HELD.copies)], *args[leading:])
 
     run.__name__ = getattr(fn, "__name__", "op")
     return run
@@ -305,22 +322,20 @@ def _training(quick: bool) -> Iterator[MicroProgram]:
             (x, mean.clone(), var.clone(), w, b),
         )
         _, saved_mean, saved_invstd = aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
-        args = (_rand(n, c, hw, hw), x, w, mean, var, saved_mean, saved_invstd)
         yield MicroProgram(
             f"native_batch_norm_backward {n}x{c}x{hw}x{hw}",
             _cold_inputs(_no_grad(lambda g, x, w, m, v, sm, si: aten.native_batch_norm_backward(
-                g, x, w, m, v, sm, si, True, 1e-5, [True, True, True])), args, 2),
-            args,
+                g, x, w, m, v, sm, si, True, 1e-5, [True, True, True])), 2),
+            (_rand(n, c, hw, hw), x, w, mean, var, saved_mean, saved_invstd),
         )  # fmt: skip
     for rows, width in _LAYER_NORM_ROWS[: 1 if quick else None]:
         x, w, b = _rand(rows, width), _rand(width), _rand(width)
         _, mean, rstd = aten.native_layer_norm(x, [width], w, b, 1e-5)
-        norm_args = (_rand(rows, width), x, mean, rstd, w, b)
         yield MicroProgram(
             f"native_layer_norm_backward {rows}x{width}",
             _cold_inputs(_no_grad(lambda g, x, m, r, w, b: aten.native_layer_norm_backward(
-                g, x, [x.shape[-1]], m, r, w, b, [True, True, True])), norm_args, 2),
-            norm_args,
+                g, x, [x.shape[-1]], m, r, w, b, [True, True, True])), 2),
+            (_rand(rows, width), x, mean, rstd, w, b),
         )  # fmt: skip
 
 

@@ -197,7 +197,8 @@ def _convolution_backward(call: AtenCall, ctx: TorchContext) -> Ops:
         records.append(
             _record(
                 ctx,
-                "convolution_backward.grad_weight",
+                # a transposed layer's is named apart: the record's shapes alone read like a convolution's
+                "convolution_backward.grad_weight" + ("_of_transposed" if transposed else ""),
                 "conv",
                 [(lhs, lhs_dtype), (rhs, rhs_dtype)],
                 (output, ctx.dtype(grad_weight)),
