@@ -6,7 +6,7 @@ calibration (the smallest of two passes). ``machine_drift`` re-runs them the sam
 the median of now ÷ then: 1.0 is the machine as calibrated, 1.3 everything 30% slower. The
 expected time is of the machine as calibrated; a shared machine's slow spell moves the observed
 time, and this says which happened. A ratio under ``SLOW_CALIBRATION`` says the opposite: the
-calibration itself was measured in a slow spell (on a 2-core VM a TensorFlow calibration's probes
+calibration itself looks to have been measured in a slow spell (on a 2-core VM a TensorFlow calibration's probes
 later ran at 0.54–0.73× their calibrated time, and a Keras CNN was expected 57% too slow), so the
 note names it and the command that measures it again.
 """
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
 
 
-#: A drift ratio under this says the calibration ran slower than the machine runs now: it was
-#: measured in a slow spell (a stall never makes a run faster), and its expectations are too slow.
+#: A drift ratio under this says the calibration ran slower than the machine runs now: it looks to
+#: have been measured in a slow spell (a stall never makes a run faster), its expectations too slow.
 SLOW_CALIBRATION = 0.8
 
 
@@ -44,7 +44,7 @@ class Drift:
 
     @property
     def calibration_slow(self) -> bool:
-        """The probes run well under their calibrated time: the calibration was measured in a slow spell."""
+        """The probes run well under their calibrated time: the calibration looks to have run in a slow spell."""
         return self.ratio < SLOW_CALIBRATION
 
     def note(self) -> str:

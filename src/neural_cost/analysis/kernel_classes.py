@@ -260,6 +260,12 @@ def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
         taps, outputs = weight[0] * math.prod(weight[2:]), weight[1] // groups
     else:
         return ""
+    return _view_width(taps, outputs)
+
+
+def _view_width(taps: int, outputs: int) -> str:
+    """``narrow`` when a convolution's matrix-multiply view has K (``taps``: input channels per
+    group × kernel taps) or N (``outputs``: output channels per group) under ``NARROW``, else ``wide``."""
     return "narrow" if min(taps, outputs) < NARROW else "wide"
 
 
@@ -273,7 +279,7 @@ def _conv_width(cost: OperationCost) -> str:
     if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
         return ""
     taps, outputs = math.prod(weight[1:]), weight[0] // int(attrs.get("groups", 1))
-    return "narrow" if min(taps, outputs) < NARROW else "wide"
+    return _view_width(taps, outputs)
 
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
