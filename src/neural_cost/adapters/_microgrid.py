@@ -60,6 +60,16 @@ LARGE_CONVS = (
     (8, 256, 256, 14, 3),
 )  # fmt: skip
 
+#: Strided convolutions (batch, in channels, out channels, size, kernel, stride) every framework runs
+#: (none in the quick grid), for ``kernel_classes.STRIDED``: seven whose stride the kernel spans
+#: (3×3, 7×7 stems), seven 1×1 shortcuts that skip pixels; 0.01–0.7 ms of roofline time.
+STRIDED_CONVS = (
+    (4, 32, 64, 16, 3, 2), (12, 24, 48, 56, 3, 2), (8, 48, 96, 28, 3, 2), (2, 128, 256, 28, 3, 2),
+    (16, 16, 32, 48, 3, 2), (1, 3, 64, 224, 7, 2), (1, 3, 32, 64, 7, 2),
+    (4, 64, 128, 16, 1, 2), (12, 48, 96, 56, 1, 2), (6, 96, 192, 28, 1, 2), (8, 24, 48, 48, 1, 2),
+    (2, 128, 256, 28, 1, 2), (16, 48, 96, 28, 1, 2), (32, 16, 32, 32, 1, 2),
+)  # fmt: skip
+
 #: Pooled feature maps (batch, height = width, channels).
 POOL_MAPS = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
 

@@ -24,7 +24,8 @@ backward — at the same roofline time each runs slower than its forward class (
 batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the
 forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
 ``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
-its roofline where the grid's wide ones ran at 0.9–1.1). A kernel that only draws random numbers
+its roofline where the grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or
+backward, ``:strided`` or ``:subsampled`` (``STRIDED``). A kernel that only draws random numbers
 (a dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that
 work's class: PyTorch's CPU generator runs one element at a time on one core, 2–6 ns an element
 where an add takes a fraction of one; without a curve of its own it reads the pointwise ops'
@@ -35,8 +36,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
@@ -223,15 +225,24 @@ def borrowed_class(calibration: KernelCalibration, name: str) -> str | None:
 #: kernel taps, N = output channels per group) has K or N under this is ``conv:narrow``: a 3×3
 #: convolution of 32 channels on 64² maps ran at half the rate of a 64- or 128-channel one of the
 #: same FLOPs, a 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them
-#: alike. Every other convolution is ``conv:wide``.
+#: alike. Every other convolution of stride 1 is ``conv:wide``.
 NARROW = 64
+#: A convolution of stride above 1 is ``conv:strided`` whatever its width, or ``conv:subsampled``
+#: when the stride steps past the kernel (``_stride_kind``), and so is its backward
+#: (``conv_backward:strided``...): PyTorch's oneDNN calls ran a 1×1 stride-2 shortcut's backward at
+#: 7–12× its roofline bound and a 3×3 stride-2 layer's at 1.3–2× where stride-1 layers of the same
+#: FLOPs ran at 0.9–1.1× (this CPU); read off the width curves they were expected at a tenth and
+#: half of their time. A calibration without them (JAX's and TensorFlow's grids have no strided
+#: convolution) reads them off the family's curve, noted.
+STRIDED = ("strided", "subsampled")
 
 
 def _width(estimate: CostEstimate, kernel: Kernel) -> str:
-    """``narrow`` or ``wide`` (``NARROW``) for the kernel's heaviest convolution, read off its
-    canonical weight (C_out, C_in/groups, *kernel; ``costs/conv.py``): K = its elements after the
-    first, N = C_out ÷ groups. ``""`` where that view does not hold: a transposed convolution (its
-    weight is laid out the other way) or an input-dilated or batch-grouped one (XLA's gradients)."""
+    """``narrow`` or ``wide`` (``NARROW``), or ``strided`` or ``subsampled`` (``STRIDED``), for the
+    kernel's heaviest convolution, read off its canonical weight (C_out, C_in/groups, *kernel;
+    ``costs/conv.py``): K = its elements after the first, N = C_out ÷ groups. ``""`` where that
+    view does not hold: a transposed convolution (its weight is laid out the other way) or an
+    input-dilated or batch-grouped one (XLA's gradients)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
     return "" if cost is None else _conv_width(cost)
@@ -254,13 +265,30 @@ def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
             return ""
         weight, groups = operation.inputs[1], int(operation.attrs.get("groups", 1))
         taps, outputs = math.prod(weight[1:]), weight[0] // groups
-    elif "grad_weight" in found:
+        stride, dilation = operation.attrs.get("stride", 1), operation.attrs.get("dilation", 1)
+    elif "grad_weight" in found:  # its stride is the layer's dilation, its dilation the layer's stride
         operation = found["grad_weight"]
         weight, groups = operation.output, int(operation.attrs.get("batch_groups", 1))
         taps, outputs = weight[0] * math.prod(weight[2:]), weight[1] // groups
+        stride, dilation = operation.attrs.get("dilation", 1), operation.attrs.get("stride", 1)
     else:
         return ""
-    return _view_width(taps, outputs)
+    return _stride_kind(stride, dilation, weight[2:]) or _view_width(taps, outputs)
+
+
+def _per_dim(value: Any, ndim: int) -> tuple[int, ...]:
+    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),) * ndim
+
+
+def _stride_kind(stride: Any, dilation: Any, kernel: Sequence[int]) -> str:
+    """``subsampled`` when a convolution's stride steps past its (dilated) kernel's extent in a
+    spatial dim — input pixels no tap reads (a ResNet's 1×1 stride-2 shortcut) — else ``strided``
+    for a stride above 1 in any dim; ``""`` for stride 1 (``STRIDED``)."""
+    strides, dilations = _per_dim(stride, len(kernel)), _per_dim(dilation, len(kernel))
+    if max(strides, default=1) <= 1:
+        return ""
+    extents = [d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=False)]
+    return "subsampled" if any(s > e for s, e in zip(strides, extents, strict=False)) else "strided"
 
 
 def _view_width(taps: int, outputs: int) -> str:
@@ -279,7 +307,7 @@ def _conv_width(cost: OperationCost) -> str:
     if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
         return ""
     taps, outputs = math.prod(weight[1:]), weight[0] // int(attrs.get("groups", 1))
-    return _view_width(taps, outputs)
+    return _stride_kind(attrs.get("stride", 1), attrs.get("dilation", 1), weight[2:]) or _view_width(taps, outputs)
 
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:

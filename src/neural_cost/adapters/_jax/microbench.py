@@ -54,9 +54,9 @@ def _dots(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield MicroProgram(f"batched dot {batch}x{m}x{k}x{n}", fn, (rand(batch, m, k), rand(batch, k, n, k=1)))
 
 
-def _conv(x: jax.Array, w: jax.Array, layout: str) -> jax.Array:
+def _conv(x: jax.Array, w: jax.Array, layout: str, stride: int = 1) -> jax.Array:
     spec = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
-    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=spec)
+    return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=spec)
 
 
 #: The shared convolutions then JAX's own (batch, in channels, out channels, size, kernel); the
@@ -67,15 +67,19 @@ _NCHW = {1, 5, 9}
 
 
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    convs = [("NCHW" if i in _NCHW else "NHWC", *conv) for i, conv in enumerate(_CONVS)]
-    convs = convs[::4] if quick else convs + [("NHWC", *conv) for conv in grid.LARGE_CONVS]  # quick: NHWC ones
-    for layout, n, c_in, c_out, size, k in convs:
+    convs = [("NCHW" if i in _NCHW else "NHWC", *conv, 1) for i, conv in enumerate(_CONVS)]
+    if quick:  # NHWC ones
+        convs = convs[::4]
+    else:
+        convs += [("NHWC", *conv, 1) for conv in grid.LARGE_CONVS] + [("NHWC", *c) for c in grid.STRIDED_CONVS]
+    for layout, n, c_in, c_out, size, k, stride in convs:
         if layout == "NHWC":
             x, w = rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)
         else:
             x, w = rand(n, c_in, size, size), rand(c_out, c_in, k, k, k=1)
-        fn = _named(lambda x, w, layout=layout: _conv(x, w, layout), "conv")
-        yield MicroProgram(f"conv {layout} {n}x{c_in}x{size}x{size}->{c_out} k{k}", fn, (x, w))
+        fn = _named(lambda x, w, layout=layout, s=stride: _conv(x, w, layout, s), "conv")
+        strided = f" s{stride}" if stride > 1 else ""
+        yield MicroProgram(f"conv {layout} {n}x{c_in}x{size}x{size}->{c_out} k{k}{strided}", fn, (x, w))
 
 
 #: Elementwise chains: each one loop fusion (one kernel) reading one or two arrays.

@@ -63,8 +63,10 @@ _CONVS = (
 
 
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for n, c_in, c_out, size, k in _CONVS[: 3 if quick else None]:
-        yield _program(f"Conv2D {n}x{size}x{size}x{c_in}->{c_out} k{k}", lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"),
+    convs = [(*conv, 1) for conv in _CONVS[: 3 if quick else None]] + ([] if quick else list(grid.STRIDED_CONVS))
+    for n, c_in, c_out, size, k, stride in convs:
+        yield _program(f"Conv2D {n}x{size}x{size}x{c_in}->{c_out} k{k}" + (f" s{stride}" if stride > 1 else ""),
+                       lambda x, w, s=stride: tf.nn.conv2d(x, w, s, "SAME"),
                        rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1))  # fmt: skip
     for n, c_in, c_out, size in ((2, 16, 32, 32), (4, 64, 64, 16), (1, 32, 64, 56))[: 1 if quick else None]:
         layer = tf.keras.layers.Conv2D(c_out, 3, padding="same", activation="relu")

@@ -72,15 +72,12 @@ def _matmuls(quick: bool) -> Iterator[MicroProgram]:
 
 def _convs(quick: bool) -> Iterator[MicroProgram]:
     # (batch, in channels, out channels, size, kernel, stride): the shared ones at stride 1, then
-    # small to mid, 1×1, 3×3, a 7×7 stem, strided
+    # small to mid, 1×1, 3×3, a stem on a large map, then the shared large and strided ones
     convs = [(*conv, 1) for conv in grid.CONVS] + [
         (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1), (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1),
-        (4, 32, 64, 16, 3, 2), (1, 3, 32, 64, 7, 2), (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1),
-        (2, 64, 64, 28, 3, 1), (16, 3, 16, 64, 3, 1), (4, 64, 128, 16, 1, 2), (1, 256, 256, 14, 3, 1),
-    ] + [(*conv, 1) for conv in grid.LARGE_CONVS] + [
-        # strided and stem layers on large maps (downsampling shortcuts, first layers)
-        (12, 48, 96, 56, 1, 2), (6, 96, 192, 28, 1, 2), (12, 24, 48, 56, 3, 2), (2, 3, 48, 112, 3, 1),
-    ]  # fmt: skip
+        (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1), (2, 64, 64, 28, 3, 1), (16, 3, 16, 64, 3, 1),
+        (1, 256, 256, 14, 3, 1), (2, 3, 48, 112, 3, 1),
+    ] + [(*conv, 1) for conv in grid.LARGE_CONVS] + list(grid.STRIDED_CONVS)  # fmt: skip
     for n, c_in, c_out, size, k, stride in convs[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
         yield MicroProgram(
@@ -237,7 +234,8 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
 
 #: Convolutions whose backward is calibrated (batch, in, out channels, size, kernel, stride, whether
 #: the input's gradient is asked): grid shapes, a stem (an image needs no gradient), strided ones.
-#: Both widths (``kernel_classes.NARROW``) span 0.1–10 ms of roofline time.
+#: Both widths (``kernel_classes.NARROW``) span 0.1–10 ms of roofline time; the stride classes
+#: (``kernel_classes.STRIDED``: 8 strided, 7 subsampled) 0.02–3 ms.
 _BACKWARD_CONVS = (
     (4, 16, 32, 32, 3, 1, True), (8, 3, 32, 56, 3, 1, False), (4, 64, 64, 16, 3, 1, True),
     (8, 32, 32, 32, 1, 1, True), (2, 64, 128, 14, 3, 1, True), (16, 16, 16, 32, 3, 1, True),
@@ -246,6 +244,10 @@ _BACKWARD_CONVS = (
     (6, 32, 32, 48, 3, 1, True), (2, 32, 32, 96, 3, 1, True), (8, 16, 32, 48, 3, 1, True),
     (4, 32, 64, 48, 1, 2, True), (16, 8, 16, 48, 3, 1, True), (24, 3, 32, 48, 3, 1, False),
     (8, 64, 64, 24, 3, 1, True), (4, 128, 128, 24, 3, 1, True), (2, 64, 128, 48, 3, 2, True),
+    (8, 48, 96, 28, 3, 2, True), (12, 24, 48, 56, 3, 2, True), (4, 128, 256, 14, 3, 2, True),
+    (16, 16, 32, 48, 3, 2, True), (2, 64, 64, 56, 3, 2, True), (8, 3, 32, 96, 7, 2, False),
+    (8, 24, 48, 48, 1, 2, True), (12, 48, 96, 56, 1, 2, True), (2, 128, 256, 28, 1, 2, True),
+    (16, 48, 96, 28, 1, 2, True), (32, 16, 32, 32, 1, 2, True),
 )  # fmt: skip
 #: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
 _NORM_MAPS = (

@@ -1,0 +1,138 @@
+"""Strided convolutions are classes of their own (``kernel_classes.STRIDED``), forward and backward.
+
+Measured before (PyTorch on a 2-core AMD EPYC VM, hot buffers, one process): the backward of a
+1×1 stride-2 shortcut, 16×32×64² → 64, ran 3.8–4.7 ms against a roofline bound of 0.40 ms, where
+the ``conv_backward:narrow`` curve it was read off expected 0.76 ms; a 3×3 stride-2 layer's
+backward ran at 1.3–2.3× its bound where stride-1 layers of the same FLOPs ran at 0.9–1.1×. JAX's
+compiled 1×1 stride-2 convolution ran at 8.3× its bound, a stride-1 one at 3.7×.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from neural_cost import estimate_trace
+from neural_cost.analysis.expected import expected_time
+from neural_cost.analysis.kernel_classes import STRIDED, borrowed_class, kernel_class
+from neural_cost.analysis.kernels import kernel_rows
+from tests.analysis.test_kernel_bound import SPEC
+from tests.analysis.test_kernel_classes import _calibration, _flat
+
+torch = pytest.importorskip("torch")
+
+
+def _classes(adapter, fn, *args):
+    with torch.no_grad():
+        estimate = estimate_trace(adapter.trace(fn, args))
+    return [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
+
+
+def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
+    """The stride against the kernel's dilated extent d·(k−1)+1, per spatial dim: 3×3 stride 2
+    (extent 3 ≥ 2) strided whatever its width (32→64: K 288, N 64 would be wide; 3→16: narrow);
+    1×1 stride 2 (extent 1 < 2) subsampled; a 3×3 of dilation 2 at stride 4 (extent 5 ≥ 4)
+    strided, at stride 6 (extent 5 < 6) subsampled; stride (2, 1) on a 1×1 subsampled in one dim
+    is subsampled; stride 1 keeps its width."""
+    from neural_cost.adapters import adapter_for
+
+    adapter = adapter_for("torch")
+
+    def forward(c_in, c_out, k, stride, dilation=1):
+        x, w = torch.randn(2, c_in, 24, 24), torch.randn(c_out, c_in, k, k)
+        return _classes(adapter, lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, dilation=dilation), x, w)
+
+    assert forward(32, 64, 3, 2) == ["conv:strided"]
+    assert forward(3, 16, 3, 2) == ["conv:strided"]
+    assert forward(32, 64, 1, 2) == ["conv:subsampled"]
+    assert forward(8, 8, 3, 4, dilation=2) == ["conv:strided"]
+    assert forward(8, 8, 3, 6, dilation=2) == ["conv:subsampled"]
+    assert forward(32, 64, 1, (2, 1)) == ["conv:subsampled"]
+    assert forward(64, 64, 3, 1) == ["conv:wide"]
+    assert set(STRIDED) == {"strided", "subsampled"}
+
+    jax = pytest.importorskip("jax")
+    jax_adapter = adapter_for("jax", cross_check=True)  # its compiled kernels, as predict and the benchmark read
+    for k, expected in ((3, "conv:strided"), (1, "conv:subsampled")):
+        x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((k, k, 32, 64))
+
+        def conv(x, w):
+            return jax.lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+        assert _classes(jax_adapter, jax.jit(conv), x, w) == [expected]
+
+
+def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
+    """The stride of the layer a ``convolution_backward`` differentiates: off its ``grad_input``
+    record (whose stride is the layer's), or without one (a stem: the image asks no gradient) off
+    its ``grad_weight`` record, whose dilation is the layer's stride. A transposed layer's stays
+    the family's."""
+    from neural_cost.adapters import adapter_for
+
+    adapter, aten = adapter_for("torch"), torch.ops.aten
+
+    def backward(c_in, c_out, k, stride, input_grad=True, transposed=False):
+        x = torch.randn(2, c_in, 16, 16)
+        w = torch.randn(c_in, c_out, k, k) if transposed else torch.randn(c_out, c_in, k, k)
+        layer = torch.nn.functional.conv_transpose2d if transposed else torch.nn.functional.conv2d
+        with torch.no_grad():
+            y = layer(x, w, stride=stride, padding=k // 2)
+
+        def step(g, x, w):
+            return aten.convolution_backward(g, x, w, None, [stride] * 2, [k // 2] * 2, [1, 1], transposed, [0, 0], 1,
+                                             [input_grad, True, False])  # fmt: skip
+
+        (name,) = set(_classes(adapter, step, torch.randn(y.shape), x, w))
+        return name
+
+    assert backward(32, 64, 3, 2) == "conv_backward:strided"
+    assert backward(32, 64, 1, 2) == "conv_backward:subsampled"
+    assert backward(3, 64, 7, 2, input_grad=False) == "conv_backward:strided"
+    assert backward(32, 64, 1, 2, input_grad=False) == "conv_backward:subsampled"
+    assert backward(64, 64, 3, 1, input_grad=False) == "conv_backward:wide"
+    assert backward(64, 32, 3, 2, transposed=True) == "conv_backward"
+
+
+def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_note():
+    """A calibration without the stride classes (one made before them) reads a strided layer off
+    the family's ``conv`` curve and says so; with neither, its roofline bound, said too. Flat
+    curves: ``conv`` 2 µs, ``conv:strided`` 5 µs (10^-5.30103)."""
+    from neural_cost.adapters import adapter_for
+
+    with torch.no_grad():
+        x, w = torch.randn(2, 32, 16, 16), torch.randn(64, 32, 3, 3)
+        traced = adapter_for("torch").trace(lambda x, w: torch.nn.functional.conv2d(x, w, stride=2), (x, w))
+    estimate = estimate_trace(traced)
+    family_only = _calibration({"conv": _flat("conv", -5.69897), "conv:wide": _flat("conv:wide", -6.0)})
+    assert borrowed_class(family_only, "conv:strided") == "conv"
+    read = expected_time(estimate, family_only, machine={})
+    assert read.rows[0].kernel_class == "conv:strided" and read.rows[0].seconds == pytest.approx(2e-6, rel=1e-5)
+    assert any("conv:strided (1) off conv" in note for note in read.notes)
+    own = expected_time(estimate, _calibration({"conv:strided": _flat("conv:strided", -5.30103)}), machine={})
+    assert own.rows[0].seconds == pytest.approx(5e-6, rel=1e-5) and not any("off" in note for note in own.notes)
+    none = expected_time(estimate, _calibration({"conv:wide": _flat("conv:wide", -6.0)}), machine={})
+    assert none.rows[0].basis == "roofline"
+    assert any("conv:strided (1): scored at their roofline bound" in note for note in none.notes)
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_every_frameworks_grid_calibrates_both_stride_classes(framework, monkeypatch):
+    """The full grids' strided programs (named ``s2``) land in both classes, forward (and for
+    PyTorch backward): seven of each forward (``_microgrid.STRIDED_CONVS``)."""
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.workload import trace_workload
+
+    adapter = adapter_for(framework, cross_check=True) if framework == "jax" else adapter_for(framework)
+    found: dict[str, int] = {}
+    for program in adapter.microbenchmarks(quick=False):
+        if not program.name.endswith(" s2"):
+            continue
+        estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
+        for row in kernel_rows(estimate, SPEC)[0]:
+            name = kernel_class(estimate, row)
+            if name.split(":", 1)[-1] in STRIDED:
+                found[name] = found.get(name, 0) + 1
+    assert found["conv:strided"] == 7 and found["conv:subsampled"] == 7
+    if framework == "torch":  # 8 and 7 backward cells (microbench._BACKWARD_CONVS)
+        assert found["conv_backward:strided"] == 8 and found["conv_backward:subsampled"] == 7
