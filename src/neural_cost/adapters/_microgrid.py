@@ -70,6 +70,14 @@ STRIDED_CONVS = (
     (2, 128, 256, 28, 1, 2), (16, 48, 96, 28, 1, 2), (32, 16, 32, 32, 1, 2),
 )  # fmt: skip
 
+#: Depthwise convolutions (batch, channels, size, kernel, stride) every framework runs (none in the
+#: quick grid), for ``kernel_classes.DEPTHWISE``: 3×3 at strides 1 and 2, 5×5 and 7×7 (MobileNet's,
+#: EfficientNet's, ConvNeXt's), 0.005–0.3 ms of roofline time.
+DEPTHWISE_CONVS = (
+    (4, 64, 56, 3, 1), (8, 128, 28, 3, 1), (2, 256, 14, 3, 1), (16, 32, 56, 3, 1), (1, 512, 7, 3, 1),
+    (4, 96, 56, 3, 2), (8, 192, 28, 3, 2), (2, 96, 56, 7, 1), (4, 384, 14, 7, 1), (8, 240, 14, 5, 1),
+)  # fmt: skip
+
 #: Pooled feature maps (batch, height = width, channels).
 POOL_MAPS = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
 

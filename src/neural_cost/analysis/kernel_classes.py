@@ -25,11 +25,11 @@ batch norm 6× an inference one in a ResNet step); a calibration without them re
 forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
 ``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
 its roofline where the grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or
-backward, ``:strided`` or ``:subsampled`` (``STRIDED``). A kernel that only draws random numbers
-(a dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that
-work's class: PyTorch's CPU generator runs one element at a time on one core, 2–6 ns an element
-where an add takes a fraction of one; without a curve of its own it reads the pointwise ops'
-(``FALLBACK_CLASSES``).
+backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one ``depthwise_conv``. A
+kernel that only draws random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside
+a fusion with other work, it is that work's class: PyTorch's CPU generator runs one element at a
+time on one core, 2–6 ns an element where an add takes a fraction of one; without a curve of its
+own it reads the pointwise ops' (``FALLBACK_CLASSES``).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         member = name.replace("rnn", "rnn:streamed" if streamed else "rnn:kept", 1)
         return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
     whole = (Part(name, row.compute_seconds, row.memory_seconds, n),)
-    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in ("conv", "matmul"):
+    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in ("conv", "matmul", "depthwise_conv"):
         return whole
     costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
     if sum(cost.kind in CONTRACTIONS for cost in costs) < 2:
@@ -160,8 +160,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         head = next(cost for cost in group if cost.kind in CONTRACTIONS)
         base = CLASS_OF_KIND[head.kind]
         if base == "conv":
-            width = _conv_width(head)
-            base = f"conv:{width}" if width else "conv"
+            base = _conv_class(_conv_width(head))
         share = (
             compute(group) / busy if busy else 1 / len(groups),
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
@@ -174,8 +173,11 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
 #: A training step's kernel classes → the forward class a calibration without them reads them off.
 TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
 #: Classes a calibration without them reads off another's curve: the training classes, and random
-#: numbers off the pointwise ops' (how they were read before the grids drew any).
-FALLBACK_CLASSES: Mapping[str, str] = {**TRAINING_CLASSES, "random": "elementwise"}
+#: numbers off the pointwise ops' (how they were read before the grids drew any), depthwise
+#: convolutions off the family's (``DEPTHWISE``: no member of it, their curves would bend its own).
+FALLBACK_CLASSES: Mapping[str, str] = {
+    **TRAINING_CLASSES, "random": "elementwise", "depthwise_conv": "conv", "depthwise_conv_backward": "depthwise_conv",
+}  # fmt: skip
 
 
 #: Functions whose kernels are a ``transcendental:`` class of their own (``transcendental:tanh``): at
@@ -231,18 +233,25 @@ NARROW = 64
 #: when the stride steps past the kernel (``_stride_kind``), and so is its backward
 #: (``conv_backward:strided``...): PyTorch's oneDNN calls ran a 1×1 stride-2 shortcut's backward at
 #: 7–12× its roofline bound and a 3×3 stride-2 layer's at 1.3–2× where stride-1 layers of the same
-#: FLOPs ran at 0.9–1.1× (this CPU); read off the width curves they were expected at a tenth and
-#: half of their time. A calibration without them (JAX's and TensorFlow's grids have no strided
-#: convolution) reads them off the family's curve, noted.
+#: FLOPs ran at 0.9–1.1× (this CPU); read off the width curves they were expected at a sixth and
+#: half of their time. A calibration without them reads them off the family's curve, noted. A
+#: depthwise convolution (one input channel per group: MobileNet's, ConvNeXt's) is
+#: ``depthwise_conv`` whatever its stride, its backward ``depthwise_conv_backward``: PyTorch ran
+#: them at 5–20× their roofline bound where the narrow curve that read them expected about 2× (a
+#: MobileNetV2's depthwise and strided layers ran 2.7–5× their expectation). They are no members
+#: of the ``conv`` family: their memory-bound points would bend the curve the family's transposed
+#: and input-dilated convolutions read (JAX's family curve went from 37% to 256% median error).
 STRIDED = ("strided", "subsampled")
+DEPTHWISE = "depthwise"
 
 
 def _width(estimate: CostEstimate, kernel: Kernel) -> str:
-    """``narrow`` or ``wide`` (``NARROW``), or ``strided`` or ``subsampled`` (``STRIDED``), for the
-    kernel's heaviest convolution, read off its canonical weight (C_out, C_in/groups, *kernel;
-    ``costs/conv.py``): K = its elements after the first, N = C_out ÷ groups. ``""`` where that
-    view does not hold: a transposed convolution (its weight is laid out the other way) or an
-    input-dilated or batch-grouped one (XLA's gradients)."""
+    """``narrow`` or ``wide`` (``NARROW``), ``strided`` or ``subsampled`` (``STRIDED``), or
+    ``depthwise`` (``DEPTHWISE``, whatever its stride) for the kernel's heaviest convolution, read
+    off its canonical weight (C_out, C_in/groups, *kernel; ``costs/conv.py``): K = its elements
+    after the first, N = C_out ÷ groups. ``""`` where that view does not hold: a transposed
+    convolution (its weight is laid out the other way) or an input-dilated or batch-grouped one
+    (XLA's gradients)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
     return "" if cost is None else _conv_width(cost)
@@ -264,16 +273,26 @@ def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
         if not operation.attrs.get("transposed"):
             return ""
         weight, groups = operation.inputs[1], int(operation.attrs.get("groups", 1))
-        taps, outputs = math.prod(weight[1:]), weight[0] // groups
+        taps, outputs, per_group = math.prod(weight[1:]), weight[0] // groups, weight[1]
         stride, dilation = operation.attrs.get("stride", 1), operation.attrs.get("dilation", 1)
     elif "grad_weight" in found:  # its stride is the layer's dilation, its dilation the layer's stride
         operation = found["grad_weight"]
         weight, groups = operation.output, int(operation.attrs.get("batch_groups", 1))
-        taps, outputs = weight[0] * math.prod(weight[2:]), weight[1] // groups
+        taps, outputs, per_group = weight[0] * math.prod(weight[2:]), weight[1] // groups, weight[0]
         stride, dilation = operation.attrs.get("dilation", 1), operation.attrs.get("stride", 1)
     else:
         return ""
+    if groups > 1 and per_group == 1:
+        return DEPTHWISE
     return _stride_kind(stride, dilation, weight[2:]) or _view_width(taps, outputs)
+
+
+def _conv_class(view: str, family: str = "conv") -> str:
+    """A convolution's class from its view (``_width``): ``conv:narrow``..., ``depthwise_conv``
+    (``conv_backward`` family: ``depthwise_conv_backward``), or the family's for none."""
+    if view == DEPTHWISE:
+        return family.replace("conv", "depthwise_conv", 1)
+    return f"{family}:{view}" if view else family
 
 
 def _per_dim(value: Any, ndim: int) -> tuple[int, ...]:
@@ -306,7 +325,10 @@ def _conv_width(cost: OperationCost) -> str:
     dilated = tuple(dilated) if isinstance(dilated, (tuple, list)) else (dilated,)
     if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
         return ""
-    taps, outputs = math.prod(weight[1:]), weight[0] // int(attrs.get("groups", 1))
+    groups = int(attrs.get("groups", 1))
+    if groups > 1 and weight[1] == 1:
+        return DEPTHWISE
+    taps, outputs = math.prod(weight[1:]), weight[0] // groups
     return _stride_kind(attrs.get("stride", 1), attrs.get("dilation", 1), weight[2:]) or _view_width(taps, outputs)
 
 
@@ -367,11 +389,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         classes.discard("random")
     name = min(classes, key=PRIORITY.index)
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
-        width = _backward_width(estimate, kernel)
-        return f"conv_backward:{width}" if width else "conv_backward"
+        return _conv_class(_backward_width(estimate, kernel), "conv_backward")
     if name == "conv":
-        width = _width(estimate, kernel)
-        return f"conv:{width}" if width else "conv"
+        return _conv_class(_width(estimate, kernel))
     records = [estimate.by_operation[i].operation for i in kernel.operations]
     if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
         return "norm_training"

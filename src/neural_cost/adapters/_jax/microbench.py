@@ -54,9 +54,9 @@ def _dots(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield MicroProgram(f"batched dot {batch}x{m}x{k}x{n}", fn, (rand(batch, m, k), rand(batch, k, n, k=1)))
 
 
-def _conv(x: jax.Array, w: jax.Array, layout: str, stride: int = 1) -> jax.Array:
+def _conv(x: jax.Array, w: jax.Array, layout: str, stride: int = 1, groups: int = 1) -> jax.Array:
     spec = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
-    return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=spec)
+    return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=spec, feature_group_count=groups)
 
 
 #: The shared convolutions then JAX's own (batch, in channels, out channels, size, kernel); the
@@ -80,6 +80,10 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         fn = _named(lambda x, w, layout=layout, s=stride: _conv(x, w, layout, s), "conv")
         strided = f" s{stride}" if stride > 1 else ""
         yield MicroProgram(f"conv {layout} {n}x{c_in}x{size}x{size}->{c_out} k{k}{strided}", fn, (x, w))
+    for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
+        fn = _named(lambda x, w, s=stride, g=c: _conv(x, w, "NHWC", s, g), "conv")
+        yield MicroProgram(f"conv depthwise NHWC {n}x{c}x{size}x{size} k{k} s{stride}", fn,
+                           (rand(n, size, size, c), rand(k, k, 1, c, k=1)))  # fmt: skip
 
 
 #: Elementwise chains: each one loop fusion (one kernel) reading one or two arrays.

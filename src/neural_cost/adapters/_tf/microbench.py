@@ -68,6 +68,10 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield _program(f"Conv2D {n}x{size}x{size}x{c_in}->{c_out} k{k}" + (f" s{stride}" if stride > 1 else ""),
                        lambda x, w, s=stride: tf.nn.conv2d(x, w, s, "SAME"),
                        rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1))  # fmt: skip
+    for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
+        yield _program(f"DepthwiseConv2dNative {n}x{size}x{size}x{c} k{k} s{stride}",
+                       lambda x, w, s=stride: tf.nn.depthwise_conv2d(x, w, (1, s, s, 1), "SAME"),
+                       rand(n, size, size, c), rand(k, k, c, 1, k=1))  # fmt: skip
     for n, c_in, c_out, size in ((2, 16, 32, 32), (4, 64, 64, 16), (1, 32, 64, 56))[: 1 if quick else None]:
         layer = tf.keras.layers.Conv2D(c_out, 3, padding="same", activation="relu")
         layer.build((n, size, size, c_in))

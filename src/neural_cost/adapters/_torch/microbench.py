@@ -85,6 +85,12 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
             _no_grad(lambda x, w, b, p=k // 2, s=stride: F.conv2d(x, w, b, stride=s, padding=p)),
             (_rand(n, c_in, size, size), weight, bias),
         )
+    for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
+        yield MicroProgram(
+            f"conv2d depthwise {n}x{c}x{size}x{size} k{k} s{stride}",
+            _no_grad(lambda x, w, p=k // 2, s=stride, g=c: F.conv2d(x, w, stride=s, padding=p, groups=g)),
+            (_rand(n, c, size, size), _rand(c, 1, k, k)),
+        )
 
 
 _POINTWISE: dict[str, Callable[..., Any]] = {
@@ -249,6 +255,9 @@ _BACKWARD_CONVS = (
     (8, 24, 48, 48, 1, 2, True), (12, 48, 96, 56, 1, 2, True), (2, 128, 256, 28, 1, 2, True),
     (16, 48, 96, 28, 1, 2, True), (32, 16, 32, 32, 1, 2, True),
 )  # fmt: skip
+#: Depthwise convolutions whose backward is calibrated (batch, channels, size, kernel, stride), both
+#: gradients asked: seven of the forward grid's (``_microgrid.DEPTHWISE_CONVS``).
+_BACKWARD_DEPTHWISE = tuple(grid.DEPTHWISE_CONVS[i] for i in (0, 1, 3, 4, 5, 7, 9))
 #: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
 _NORM_MAPS = (
     (1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112), (4, 32, 56), (16, 64, 28), (2, 256, 14),
@@ -315,6 +324,14 @@ def _training(quick: bool) -> Iterator[MicroProgram]:
             _no_grad(lambda g, x, w, s=stride, p=k // 2, m=mask: aten.convolution_backward(
                 g, x, w, None, [s, s], [p, p], [1, 1], False, [0, 0], 1, m)),
             (_rand(n, c_out, side, side), _rand(n, c_in, size, size), _rand(c_out, c_in, k, k)),
+        )  # fmt: skip
+    for n, c, size, k, stride in () if quick else _BACKWARD_DEPTHWISE:
+        side = (size + 2 * (k // 2) - k) // stride + 1
+        yield MicroProgram(
+            f"convolution_backward depthwise {n}x{c}x{size}x{size} k{k} s{stride}",
+            _no_grad(lambda g, x, w, s=stride, p=k // 2, groups=c: aten.convolution_backward(
+                g, x, w, None, [s, s], [p, p], [1, 1], False, [0, 0], groups, [True, True, False])),
+            (_rand(n, c, side, side), _rand(n, c, size, size), _rand(c, 1, k, k)),
         )  # fmt: skip
     for n, c, hw in _NORM_MAPS[: 2 if quick else None]:
         x, w, b, mean, var = _rand(n, c, hw, hw), _rand(c), _rand(c), _rand(c), torch.rand(c) + 0.5

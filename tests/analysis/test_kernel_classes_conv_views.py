@@ -1,10 +1,12 @@
-"""Strided convolutions are classes of their own (``kernel_classes.STRIDED``), forward and backward.
+"""Strided and depthwise convolutions are classes of their own (``kernel_classes.STRIDED``,
+``DEPTHWISE``), forward and backward.
 
 Measured before (PyTorch on a 2-core AMD EPYC VM, hot buffers, one process): the backward of a
 1×1 stride-2 shortcut, 16×32×64² → 64, ran 3.8–4.7 ms against a roofline bound of 0.40 ms, where
 the ``conv_backward:narrow`` curve it was read off expected 0.76 ms; a 3×3 stride-2 layer's
 backward ran at 1.3–2.3× its bound where stride-1 layers of the same FLOPs ran at 0.9–1.1×. JAX's
-compiled 1×1 stride-2 convolution ran at 8.3× its bound, a stride-1 one at 3.7×.
+compiled 1×1 stride-2 convolution ran at 8.3× its bound, a stride-1 one at 3.7×. PyTorch's
+depthwise 3×3 convolutions ran at 5–20× their bound, where the narrow curve read them at about 2×.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pytest
 
 from neural_cost import estimate_trace
 from neural_cost.analysis.expected import expected_time
-from neural_cost.analysis.kernel_classes import STRIDED, borrowed_class, kernel_class
+from neural_cost.analysis.kernel_classes import DEPTHWISE, STRIDED, borrowed_class, kernel_class
 from neural_cost.analysis.kernels import kernel_rows
 from tests.analysis.test_kernel_bound import SPEC
 from tests.analysis.test_kernel_classes import _calibration, _flat
@@ -61,6 +63,42 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
         assert _classes(jax_adapter, jax.jit(conv), x, w) == [expected]
 
 
+def test_one_input_channel_per_group_is_depthwise_whatever_the_stride():
+    """Canonical weight (C_out, C_in/groups, *kernel) with C_in/groups = 1 and groups > 1:
+    ``depthwise_conv`` — at stride 1 or 2, with a channel multiplier of 2 (64 groups, 128 outputs); two
+    channels per group is a grouped convolution (K 18: narrow); one group of one channel is no
+    depthwise layer (a 1-channel image's stem: K 9, narrow). JAX's ``feature_group_count`` and
+    TensorFlow's ``DepthwiseConv2dNative`` read the same."""
+    from neural_cost.adapters import adapter_for
+
+    adapter = adapter_for("torch")
+
+    def forward(c_in, c_out, groups, stride=1):
+        x, w = torch.randn(2, c_in, 16, 16), torch.randn(c_out, c_in // groups, 3, 3)
+        fn = lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=1, groups=groups)  # noqa: E731
+        return _classes(adapter, fn, x, w)
+
+    assert forward(64, 64, 64) == ["depthwise_conv"]
+    assert forward(64, 64, 64, stride=2) == ["depthwise_conv"]
+    assert forward(64, 128, 64) == ["depthwise_conv"]
+    assert forward(64, 64, 32) == ["conv:narrow"]
+    assert forward(1, 16, 1) == ["conv:narrow"]
+
+    jax = pytest.importorskip("jax")
+    x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((3, 3, 1, 32))
+
+    def depthwise(x, w):
+        return jax.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=32
+        )
+
+    assert _classes(adapter_for("jax", cross_check=True), jax.jit(depthwise), x, w) == ["depthwise_conv"]
+    tf = pytest.importorskip("tensorflow")
+    found = _classes(adapter_for("tensorflow"), lambda x, w: tf.nn.depthwise_conv2d(x, w, (1, 1, 1, 1), "SAME"),
+                     tf.ones((2, 16, 16, 32)), tf.ones((3, 3, 32, 1)))  # fmt: skip
+    assert found == ["depthwise_conv"]
+
+
 def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
     """The stride of the layer a ``convolution_backward`` differentiates: off its ``grad_input``
     record (whose stride is the layer's), or without one (a stem: the image asks no gradient) off
@@ -70,16 +108,16 @@ def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
 
     adapter, aten = adapter_for("torch"), torch.ops.aten
 
-    def backward(c_in, c_out, k, stride, input_grad=True, transposed=False):
+    def backward(c_in, c_out, k, stride, input_grad=True, transposed=False, groups=1):
         x = torch.randn(2, c_in, 16, 16)
-        w = torch.randn(c_in, c_out, k, k) if transposed else torch.randn(c_out, c_in, k, k)
+        w = torch.randn(c_in, c_out, k, k) if transposed else torch.randn(c_out, c_in // groups, k, k)
         layer = torch.nn.functional.conv_transpose2d if transposed else torch.nn.functional.conv2d
         with torch.no_grad():
-            y = layer(x, w, stride=stride, padding=k // 2)
+            y = layer(x, w, stride=stride, padding=k // 2, groups=groups)
 
         def step(g, x, w):
-            return aten.convolution_backward(g, x, w, None, [stride] * 2, [k // 2] * 2, [1, 1], transposed, [0, 0], 1,
-                                             [input_grad, True, False])  # fmt: skip
+            return aten.convolution_backward(g, x, w, None, [stride] * 2, [k // 2] * 2, [1, 1], transposed, [0, 0],
+                                             groups, [input_grad, True, False])  # fmt: skip
 
         (name,) = set(_classes(adapter, step, torch.randn(y.shape), x, w))
         return name
@@ -90,6 +128,10 @@ def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
     assert backward(32, 64, 1, 2, input_grad=False) == "conv_backward:subsampled"
     assert backward(64, 64, 3, 1, input_grad=False) == "conv_backward:wide"
     assert backward(64, 32, 3, 2, transposed=True) == "conv_backward"
+    # depthwise, read off the grad_input record's (C_out, 1, k, k) or the grad_weight record's (1, C_out, k, k)
+    assert backward(32, 32, 3, 1, groups=32) == "depthwise_conv_backward"
+    assert backward(32, 32, 3, 2, groups=32, input_grad=False) == "depthwise_conv_backward"
+    assert backward(32, 32, 3, 1, groups=16) == "conv_backward:narrow"
 
 
 def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_note():
@@ -115,9 +157,10 @@ def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_n
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
-def test_every_frameworks_grid_calibrates_both_stride_classes(framework, monkeypatch):
-    """The full grids' strided programs (named ``s2``) land in both classes, forward (and for
-    PyTorch backward): seven of each forward (``_microgrid.STRIDED_CONVS``)."""
+def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(framework, monkeypatch):
+    """The full grids' strided and depthwise programs (named ``s2``, ``depthwise``) land in their
+    classes, forward (and for PyTorch backward): seven of each stride class and ten depthwise
+    forward (``_microgrid.STRIDED_CONVS``, ``DEPTHWISE_CONVS``); 8, 7 and 7 backward."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -126,13 +169,37 @@ def test_every_frameworks_grid_calibrates_both_stride_classes(framework, monkeyp
     adapter = adapter_for(framework, cross_check=True) if framework == "jax" else adapter_for(framework)
     found: dict[str, int] = {}
     for program in adapter.microbenchmarks(quick=False):
-        if not program.name.endswith(" s2"):
+        if not (program.name.endswith(" s2") or "depthwise" in program.name.lower()):
             continue
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         for row in kernel_rows(estimate, SPEC)[0]:
             name = kernel_class(estimate, row)
-            if name.split(":", 1)[-1] in STRIDED:
+            if name.split(":", 1)[-1] in STRIDED or name.startswith(DEPTHWISE):
                 found[name] = found.get(name, 0) + 1
-    assert found["conv:strided"] == 7 and found["conv:subsampled"] == 7
-    if framework == "torch":  # 8 and 7 backward cells (microbench._BACKWARD_CONVS)
+    assert (found["conv:strided"], found["conv:subsampled"], found["depthwise_conv"]) == (7, 7, 10)
+    if framework == "torch":  # 8, 7 and 7 backward cells (microbench._BACKWARD_CONVS, _BACKWARD_DEPTHWISE)
         assert found["conv_backward:strided"] == 8 and found["conv_backward:subsampled"] == 7
+        assert found["depthwise_conv_backward"] == 7
+
+
+def test_depthwise_points_stay_out_of_the_conv_familys_curve():
+    """The family's curve serves transposed and input-dilated convolutions (XLA's gradients); a
+    depthwise layer runs memory-bound at many times its bound, so its points fit a class of its
+    own, not the family (whose median error went from 37% to 256% on JAX's grid with them in).
+    Dense convolutions at 2× their compute time; depthwise ones at 200× their memory time, which
+    would have made the family a memory curve that reads a dense layer at 10× its time."""
+    from neural_cost.hardware.kernel_model import Point, fit_calibration
+
+    dense = [Point("conv:wide", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4, 8)]
+    depthwise = [Point("depthwise_conv", 1e-6 * k, 1e-5 * k, 2e-3 * k) for k in (1, 2, 4, 8)]
+    calibration = fit_calibration("torch", SPEC, dense + depthwise)
+    assert calibration.classes["conv"].points == 4 and calibration.classes["conv"].memory is None
+    assert calibration.classes["depthwise_conv"].points == 4
+    # Four points make one knot (POINTS_PER_KNOT 3), at the medians in log space: roofline
+    # √(2e-4 · 4e-4) = 2.8284e-4 s, measured √(4e-4 · 8e-4) = 5.6569e-4 s. A dense layer there,
+    # 2.8284e-5 s of memory time, reads 5.6569e-4 s off the family; with the depthwise points in,
+    # their memory curve (knot 2.8284e-5 → 5.6569e-3) would read it at 5.6569e-3 s.
+    knot = 2e-4 * 2**0.5
+    assert calibration.classes["conv"].seconds(knot, knot / 10) == pytest.approx(2 * knot, rel=1e-6)
+    own = _calibration({"conv": _flat("conv", -5.69897)})
+    assert borrowed_class(own, "depthwise_conv") == "conv" and borrowed_class(own, "depthwise_conv_backward") == "conv"
