@@ -240,11 +240,12 @@ class _WallAdapter(FrameworkAdapter):
         return Measurement(samples_seconds=(self._program(model)[1],) * repeats)
 
 
-def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_are_re_run():
-    """The quick grid: mm 1 (matmul, 100 µs now), mm 2 (matmul, 1 ms), add 1 (elementwise,
-    500 µs), mm 3 (matmul, 10 ms: outside 50 µs–2 ms). The probes are the shortest in range of each
-    class: add 1 at 500 µs and mm 1 at 100 µs. Later the machine runs add 1 in 250 µs (0.5×) and
-    mm 1 in 150 µs (1.5×): the drift is their median, 1.0×. A calibration without probes gives None."""
+def test_drift_probes_are_the_longest_quick_program_of_each_class_in_range_and_are_re_run():
+    """The quick grid: mm 1 (matmul, 1 ms), mm 2 (matmul, 100 µs), add 1 (elementwise,
+    500 µs), mm 3 (matmul, 10 ms: outside 50 µs–2 ms). The probes are the longest in range of each
+    class (the short ones read the clock's noise): add 1 at 500 µs and mm 1 at 1 ms. Later the
+    machine runs add 1 in 250 µs (0.5×) and mm 1 in 1.5 ms (1.5×): the drift is their median,
+    1.0×. A calibration without probes gives None."""
     from dataclasses import replace
 
     from neural_cost.analysis.calibrate_kernels import probe_times
@@ -252,21 +253,21 @@ def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_
     from neural_cost.hardware.kernel_model import KernelCalibration
 
     mm, add = OPS[0], OPS[1]
-    at_calibration = {"mm 1": (mm, 100e-6), "mm 2": (mm, 1e-3), "add 1": (add, 500e-6), "mm 3": (mm, 10e-3)}
+    at_calibration = {"mm 1": (mm, 1e-3), "mm 2": (mm, 100e-6), "add 1": (add, 500e-6), "mm 3": (mm, 10e-3)}
     probes = probe_times(_WallAdapter(at_calibration), SPEC)
-    assert probes == {"add 1": ("elementwise", pytest.approx(500e-6)), "mm 1": ("matmul", pytest.approx(100e-6))}
+    assert probes == {"add 1": ("elementwise", pytest.approx(500e-6)), "mm 1": ("matmul", pytest.approx(1e-3))}
     # families in their order, matmul first: one probe is a matmul, never the alphabet's first class
     assert list(probe_times(_WallAdapter(at_calibration), SPEC, count=1)) == ["mm 1"]
     calibration = KernelCalibration("hand", SPEC, {}, probes=probes)
-    later = _WallAdapter({**at_calibration, "mm 1": (mm, 150e-6), "add 1": (add, 250e-6)})
+    later = _WallAdapter({**at_calibration, "mm 1": (mm, 1.5e-3), "add 1": (add, 250e-6)})
     drift = machine_drift(later, calibration)
     assert drift is not None
     assert sorted((name, round(ratio, 12)) for name, ratio in drift.ratios) == [("add 1", 0.5), ("mm 1", 1.5)]
     assert drift.ratio == pytest.approx(1.0)
     assert "2 calibration probes re-run at 1.00× their time at calibration" in drift.note()
     assert not drift.calibration_slow and "slow spell moves the observed time" in drift.note()
-    # add 1 at 250 µs and mm 1 at 70 µs: median (0.5 + 0.7) / 2 = 0.6 < 0.8, the calibration's own slow spell
-    faster = machine_drift(_WallAdapter({**at_calibration, "mm 1": (mm, 70e-6), "add 1": (add, 250e-6)}), calibration)
+    # add 1 at 250 µs and mm 1 at 700 µs: median (0.5 + 0.7) / 2 = 0.6 < 0.8, the calibration's own slow spell
+    faster = machine_drift(_WallAdapter({**at_calibration, "mm 1": (mm, 700e-6), "add 1": (add, 250e-6)}), calibration)
     assert faster is not None and faster.ratio == pytest.approx(0.6) and faster.calibration_slow
     assert faster.note() == (
         "machine now: 2 calibration probes re-run at 0.60× their time at calibration (median): the calibration looks "
@@ -275,7 +276,7 @@ def test_drift_probes_are_the_shortest_quick_program_of_each_class_in_range_and_
     )
     assert machine_drift(later, replace(calibration, probes={})) is None
     loaded = KernelCalibration.from_dict(calibration.to_dict())
-    assert dict(loaded.probes) == {"add 1": ("elementwise", 500e-6), "mm 1": ("matmul", 100e-6)}
+    assert dict(loaded.probes) == {"add 1": ("elementwise", 500e-6), "mm 1": ("matmul", 1e-3)}
 
 
 def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(monkeypatch):
