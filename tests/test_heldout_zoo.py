@@ -114,14 +114,21 @@ def test_no_calibration_convolution_has_a_held_out_layers_shape():
 
     held = _held_out_convolutions()
     stride_1 = {(c_in, c_out, size, k, 1) for _, c_in, c_out, size, k in (*JAX_CONVS, *TF_CONVS, *grid.LARGE_CONVS)}
+    shared = {(c_in, c_out, size, k, s) for _, c_in, c_out, size, k, s in grid.STRIDED_CONVS}
+    shared |= {(c, c, size, k, s) for _, c, size, k, s in grid.DEPTHWISE_CONVS}  # JAX's and TensorFlow's too
     torch_grid = set()
     backward = [program for program in _training(False) if program.name.startswith("convolution_backward")]
-    for program in [*_convs(False), *backward]:  # conv2d (or convolution_backward) NxCxHxW->Cout kK sS
-        _, shape, c_out, kernel, stride = program.name.replace("->", " ").split()  # conv2d NxCxHxW Cout kK sS
+    for program in [*_convs(False), *backward]:  # conv2d (or convolution_backward) [depthwise] NxCxHxW[->Cout] kK sS
+        words = program.name.replace("->", " ").split()
+        if words[1] == "depthwise":  # conv2d depthwise NxCxHxW kK sS: C → C
+            _, _, shape, kernel, stride = words
+            c_out = shape.split("x")[1]
+        else:
+            _, shape, c_out, kernel, stride = words  # conv2d NxCxHxW Cout kK sS
         _, c_in, size, _ = (int(v) for v in shape.split("x"))
         torch_grid.add((c_in, int(c_out), size, int(kernel[1:]), int(stride[1:])))
-    assert len(torch_grid) > 20 and len(stride_1) > 20
-    assert not held & (stride_1 | torch_grid), held & (stride_1 | torch_grid)
+    assert len(torch_grid) > 50 and len(stride_1) > 20 and len(shared) == 24
+    assert not held & (stride_1 | shared | torch_grid), held & (stride_1 | shared | torch_grid)
 
 
 def test_no_calibration_contraction_has_a_held_out_linear_layers_shape():
