@@ -286,6 +286,24 @@ def test_past_the_last_knot_an_overhead_point_is_not_stretched():
     assert curve(1e-3) == pytest.approx(1e-6 + (1e-3 - 1e-9))
 
 
+def test_below_a_curves_first_knot_a_two_curve_class_falls_with_the_work_to_its_floor():
+    """TensorFlow's depthwise class: compute-side points only at its large end (one knot, 100 µs of
+    roofline time measured 571 µs), memory-side ones from 10 µs (100 µs) to 100 µs (500 µs). A
+    layer of 40 µs compute and 20 µs memory time read the compute curve's flat 571 µs before; now
+    the compute side falls with the work, 571 µs × 40/100 = 228.4 µs, above the class's floor
+    (100 µs, the smaller first time) and the memory side's 10^(−4 + log10 2 · log10 5) = 162.3 µs.
+    A tiny layer (1 µs each side) reads the floor, 100 µs, not 571 µs."""
+    model = ClassModel(
+        "depthwise_conv", Curve((-4.0,), (math.log10(571e-6),)), Curve((-5.0, -4.0), (-4.0, math.log10(5e-4))), 20
+    )
+    assert model.seconds(40e-6, 20e-6) == pytest.approx(228.4e-6)
+    assert model.memory(20e-6) == pytest.approx(10 ** (-4 + math.log10(2) * math.log10(5)))
+    assert model.seconds(1e-6, 1e-6) == pytest.approx(100e-6)
+    assert model.seconds(1e-4, 0.0) == pytest.approx(571e-6)  # at the knot: its time
+    one_sided = ClassModel("matmul", Curve((-4.0,), (math.log10(571e-6),)), None, 3)
+    assert one_sided.seconds(1e-6, 1e-6) == pytest.approx(571e-6)  # one curve: flat below its knot, as before
+
+
 def test_a_loop_kernel_has_its_own_class_and_falls_back_to_its_base():
     """fusion.0 run 5 times per run is ``matmul@loop``: per execution compute 528.384 ns (its
     records' FLOPs are already over all executions: 528,384 / 5 per execution → 105.677 ns).

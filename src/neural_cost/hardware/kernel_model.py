@@ -11,7 +11,10 @@ of the peak that grows with its size. So per *kernel class* (matmul, conv, eleme
 ``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against
 roofline time — fitted by isotonic regression over the calibration's micro-benchmarks, each
 point on the side (compute or memory) its roofline says dominates. Below the smallest point a
-curve is flat (the overhead floor); above the largest, time grows by the last segment's marginal cost
+curve is flat (the overhead floor) — but in a class with both curves it falls with the work down
+to the class's floor, the smaller of their first times (``Curve.scaled``): TensorFlow's depthwise
+class had compute-side points only above 89 µs of roofline time and read their 571 µs for every
+smaller layer. Above the largest, time grows by the last segment's marginal cost
 (between the peak and the last knot's slowdown: ``Curve._beyond``).
 Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
 or more bytes never predict less time within a class. A class with points on one side only uses
@@ -39,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HardwareError
+from ._isotonic import median as _median
+from ._isotonic import pava as _pava
+from ._isotonic import percentile as _percentile
 from .spec import HardwareSpec
 
 SCHEMA = 1
@@ -115,6 +121,12 @@ class Curve:
                 return float(10 ** (ys[i - 1] + t * (ys[i] - ys[i - 1])))
         raise AssertionError("unreachable")
 
+    def scaled(self, roofline_seconds: float, floor: float) -> float:
+        """As ``__call__``, but below the first knot in proportion to the work, down to ``floor``."""
+        if roofline_seconds < 10 ** self.xs[0]:
+            return max(floor, 10 ** self.ys[0] * max(roofline_seconds, 0.0) / 10 ** self.xs[0])
+        return self(roofline_seconds)
+
     def _beyond(self, roofline_seconds: float) -> float:
         """Past the last knot, time grows by the last segment's marginal cost per roofline second,
         kept between min(1, ratio) and the ratio (measured ÷ roofline) at the last knot: a curve
@@ -157,10 +169,12 @@ class ClassModel:
 
     def seconds(self, compute_seconds: float, memory_seconds: float) -> float:
         """Expected seconds of one execution with these roofline times."""
-        compute = self.compute or self.memory
-        memory = self.memory or self.compute
-        assert compute is not None and memory is not None
-        return max(compute(compute_seconds), memory(memory_seconds))
+        if self.compute is not None and self.memory is not None:
+            floor = 10 ** min(self.compute.ys[0], self.memory.ys[0])
+            return max(self.compute.scaled(compute_seconds, floor), self.memory.scaled(memory_seconds, floor))
+        curve = self.compute or self.memory
+        assert curve is not None
+        return max(curve(compute_seconds), curve(memory_seconds))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,33 +195,6 @@ class ClassModel:
             data.get("median_error"),
             data.get("p90_error"),
         )
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
-def _pava(values: Sequence[float], weights: Sequence[float]) -> list[float]:
-    """Weighted least-squares nondecreasing fit (pool adjacent violators)."""
-    blocks: list[list[float]] = []  # [weighted sum, weight, members]
-    for value, weight in zip(values, weights, strict=True):
-        blocks.append([value * weight, weight, 1.0])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            total, weight_sum, members = blocks.pop()
-            blocks[-1][0] += total
-            blocks[-1][1] += weight_sum
-            blocks[-1][2] += members
-    fitted: list[float] = []
-    for total, weight_sum, members in blocks:
-        fitted += [total / weight_sum] * int(members)
-    return fitted
 
 
 def fit_curve(pairs: Iterable[tuple[float, float]]) -> Curve | None:
