@@ -300,6 +300,8 @@ def test_below_a_curves_first_knot_a_two_curve_class_falls_with_the_work_to_its_
     assert model.memory(20e-6) == pytest.approx(10 ** (-4 + math.log10(2) * math.log10(5)))
     assert model.seconds(1e-6, 1e-6) == pytest.approx(100e-6)
     assert model.seconds(1e-4, 0.0) == pytest.approx(571e-6)  # at the knot: its time
+    assert model.seconds(1e-4 * (1 - 1e-9), 0.0) == pytest.approx(571e-6)  # just below it: no step
+    assert model.seconds(0.0, 0.0) == pytest.approx(100e-6)  # no work on either side: the floor
     one_sided = ClassModel("matmul", Curve((-4.0,), (math.log10(571e-6),)), None, 3)
     assert one_sided.seconds(1e-6, 1e-6) == pytest.approx(571e-6)  # one curve: flat below its knot, as before
 

@@ -159,8 +159,9 @@ def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_n
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(framework, monkeypatch):
     """The full grids' strided and depthwise programs (named ``s2``, ``depthwise``) land in their
-    classes, forward (and for PyTorch backward): seven of each stride class and ten depthwise
-    forward (``_microgrid.STRIDED_CONVS``, ``DEPTHWISE_CONVS``); 8, 7 and 7 backward."""
+    classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
+    kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
+    every ``DEPTHWISE_CONVS`` one depthwise (10); PyTorch's backwards the same way (8, 7 and 7)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -176,10 +177,21 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
             name = kernel_class(estimate, row)
             if name.split(":", 1)[-1] in STRIDED or name.startswith(DEPTHWISE):
                 found[name] = found.get(name, 0) + 1
-    assert (found["conv:strided"], found["conv:subsampled"], found["depthwise_conv"]) == (7, 7, 10)
-    if framework == "torch":  # 8, 7 and 7 backward cells (microbench._BACKWARD_CONVS, _BACKWARD_DEPTHWISE)
-        assert found["conv_backward:strided"] == 8 and found["conv_backward:subsampled"] == 7
-        assert found["depthwise_conv_backward"] == 7
+    from neural_cost.adapters import _microgrid as grid
+
+    def kinds(convs):  # (strided, subsampled) among (..., kernel, stride[, input grad])
+        spans = [conv[4] >= conv[5] for conv in convs if conv[5] > 1]
+        return spans.count(True), spans.count(False)
+
+    assert kinds(grid.STRIDED_CONVS) == (7, 7) and len(grid.DEPTHWISE_CONVS) == 10
+    assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
+    assert found["depthwise_conv"] == len(grid.DEPTHWISE_CONVS)
+    if framework == "torch":
+        from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
+
+        assert kinds(_BACKWARD_CONVS) == (8, 7) and len(_BACKWARD_DEPTHWISE) == 7
+        assert (found["conv_backward:strided"], found["conv_backward:subsampled"]) == kinds(_BACKWARD_CONVS)
+        assert found["depthwise_conv_backward"] == len(_BACKWARD_DEPTHWISE)
 
 
 def test_depthwise_points_stay_out_of_the_conv_familys_curve():

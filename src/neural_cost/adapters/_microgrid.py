@@ -47,7 +47,7 @@ DOT_WIDTHS_QUICK = ((64, 64), (512, 512))
 BATCHED_DOTS = ((8, 64, 64, 64), (16, 128, 64, 128), (32, 256, 64, 256), (8, 512, 512, 512))
 
 #: Convolutions (batch, in channels, out channels, size, kernel) every framework runs; each adds
-#: its own points after these (and JAX a layout, PyTorch a stride).
+#: its own points after these (and JAX a layout); the strided and depthwise ones are below.
 CONVS = (
     (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 14, 3),
     (8, 3, 32, 56, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),

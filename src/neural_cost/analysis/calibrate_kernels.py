@@ -373,9 +373,9 @@ def calibrate_kernels(
 
 
 #: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
-#: enough to take a second or two in all), the longest of each family, these first: JAX's
-#: probes of 50–160 µs re-ran at 0.3–0.7× (a median of 0.42–0.81 over six) minutes after their
-#: calibration in a fresh process, while its 260 µs convolution re-ran at 1.0–1.7×.
+#: enough to take a second or two in all), the longest of each family, these first: of JAX's six
+#: probes of 50–260 µs, the add, softmax and sum re-ran at 0.3–0.7× minutes after their
+#: calibration in a fresh process (a median of 0.42–0.81 over six), its 260 µs convolution at 1.0–1.7×.
 _PROBE_RANGE = (50e-6, 2e-3)
 _PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
 

@@ -7,8 +7,9 @@ fused with its bias and activation is a matmul, a loop fusion of pointwise ops e
 element that the FLOP count calls one: at the same roofline time such kernels run several times
 longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
 (``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
-or output channels (per group) are under 64 is ``conv:narrow`` (``NARROW``), another ``conv:wide``;
-both fall back to the family's ``conv``, which a transposed or input-dilated convolution reads. A
+or output channels (per group) are under 64 is ``conv:narrow`` (``NARROW``), another of stride 1
+``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); all fall back
+to the family's ``conv``, which a transposed or input-dilated convolution reads. A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
@@ -25,7 +26,8 @@ batch norm 6× an inference one in a ResNet step); a calibration without them re
 forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
 ``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
 its roofline where the grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or
-backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one ``depthwise_conv``. A
+backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one's
+``depthwise_conv_backward`` (``DEPTHWISE``). A
 kernel that only draws random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside
 a fusion with other work, it is that work's class: PyTorch's CPU generator runs one element at a
 time on one core, 2–6 ns an element where an add takes a fraction of one; without a curve of its
@@ -174,7 +176,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
 TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
 #: Classes a calibration without them reads off another's curve: the training classes, and random
 #: numbers off the pointwise ops' (how they were read before the grids drew any), depthwise
-#: convolutions off the family's (``DEPTHWISE``: no member of it, their curves would bend its own).
+#: convolutions off the family's (``DEPTHWISE``: no member of it, their curves would bend its own)
+#: and a depthwise backward off the depthwise forward's, the nearer kernel (not ``conv_backward``).
 FALLBACK_CLASSES: Mapping[str, str] = {
     **TRAINING_CLASSES, "random": "elementwise", "depthwise_conv": "conv", "depthwise_conv_backward": "depthwise_conv",
 }  # fmt: skip
@@ -232,7 +235,7 @@ NARROW = 64
 #: A convolution of stride above 1 is ``conv:strided`` whatever its width, or ``conv:subsampled``
 #: when the stride steps past the kernel (``_stride_kind``), and so is its backward
 #: (``conv_backward:strided``...): PyTorch's oneDNN calls ran a 1×1 stride-2 shortcut's backward at
-#: 7–12× its roofline bound and a 3×3 stride-2 layer's at 1.3–2× where stride-1 layers of the same
+#: 7–12× its roofline bound and a 3×3 stride-2 layer's at 1.3–2.3× where stride-1 layers of the same
 #: FLOPs ran at 0.9–1.1× (this CPU); read off the width curves they were expected at a sixth and
 #: half of their time. A calibration without them reads them off the family's curve, noted. A
 #: depthwise convolution (one input channel per group: MobileNet's, ConvNeXt's) is
@@ -282,17 +285,25 @@ def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
         stride, dilation = operation.attrs.get("dilation", 1), operation.attrs.get("stride", 1)
     else:
         return ""
+    return _view(groups, per_group, taps, outputs, stride, dilation, weight[2:])
+
+
+def _view(
+    groups: int, per_group: int, taps: int, outputs: int, stride: Any, dilation: Any, kernel: Sequence[int]
+) -> str:
+    """``depthwise`` (one input channel per group, ``DEPTHWISE``), else the stride's class
+    (``_stride_kind``), else the width (``_view_width``)."""
     if groups > 1 and per_group == 1:
         return DEPTHWISE
-    return _stride_kind(stride, dilation, weight[2:]) or _view_width(taps, outputs)
+    return _stride_kind(stride, dilation, kernel) or _view_width(taps, outputs)
 
 
-def _conv_class(view: str, family: str = "conv") -> str:
+def _conv_class(view: str, base: str = "conv") -> str:
     """A convolution's class from its view (``_width``): ``conv:narrow``..., ``depthwise_conv``
-    (``conv_backward`` family: ``depthwise_conv_backward``), or the family's for none."""
+    (``conv_backward`` base: ``depthwise_conv_backward``), or the base for none."""
     if view == DEPTHWISE:
-        return family.replace("conv", "depthwise_conv", 1)
-    return f"{family}:{view}" if view else family
+        return base.replace("conv", "depthwise_conv", 1)
+    return f"{base}:{view}" if view else base
 
 
 def _per_dim(value: Any, ndim: int) -> tuple[int, ...]:
@@ -321,15 +332,12 @@ def _conv_width(cost: OperationCost) -> str:
     if len(cost.operation.inputs) < 2:
         return ""
     attrs, weight = cost.operation.attrs, cost.operation.inputs[1]
-    dilated = attrs.get("lhs_dilation", 1)
-    dilated = tuple(dilated) if isinstance(dilated, (tuple, list)) else (dilated,)
+    dilated = _per_dim(attrs.get("lhs_dilation", 1), 1)
     if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
         return ""
     groups = int(attrs.get("groups", 1))
-    if groups > 1 and weight[1] == 1:
-        return DEPTHWISE
     taps, outputs = math.prod(weight[1:]), weight[0] // groups
-    return _stride_kind(attrs.get("stride", 1), attrs.get("dilation", 1), weight[2:]) or _view_width(taps, outputs)
+    return _view(groups, weight[1], taps, outputs, attrs.get("stride", 1), attrs.get("dilation", 1), weight[2:])
 
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:

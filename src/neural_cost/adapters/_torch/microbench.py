@@ -313,11 +313,16 @@ def _random(quick: bool) -> Iterator[MicroProgram]:
         yield MicroProgram(f"{name} {size}", _no_grad(_RANDOM[name]), (_rand(*shape),))
 
 
+def _output_side(size: int, kernel: int, stride: int) -> int:
+    """A padded (``kernel // 2``) convolution's output side."""
+    return (size + 2 * (kernel // 2) - kernel) // stride + 1
+
+
 def _training(quick: bool) -> Iterator[MicroProgram]:
     """A training step's own kernels, each the one aten call autograd makes (``kernel_classes.TRAINING_CLASSES``)."""
     aten = torch.ops.aten
     for n, c_in, c_out, size, k, stride, input_grad in _BACKWARD_CONVS[: 2 if quick else None]:
-        side = (size + 2 * (k // 2) - k) // stride + 1
+        side = _output_side(size, k, stride)
         mask = [input_grad, True, False]
         yield MicroProgram(
             f"convolution_backward {n}x{c_in}x{size}x{size}->{c_out} k{k} s{stride}",
@@ -326,7 +331,7 @@ def _training(quick: bool) -> Iterator[MicroProgram]:
             (_rand(n, c_out, side, side), _rand(n, c_in, size, size), _rand(c_out, c_in, k, k)),
         )  # fmt: skip
     for n, c, size, k, stride in () if quick else _BACKWARD_DEPTHWISE:
-        side = (size + 2 * (k // 2) - k) // stride + 1
+        side = _output_side(size, k, stride)
         yield MicroProgram(
             f"convolution_backward depthwise {n}x{c}x{size}x{size} k{k} s{stride}",
             _no_grad(lambda g, x, w, s=stride, p=k // 2, groups=c: aten.convolution_backward(
