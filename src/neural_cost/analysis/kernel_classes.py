@@ -47,6 +47,7 @@ from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import Kernel
 from ..core.records import Operation
+from ..costs.registry import spatial
 from ..hardware.kernel_model import ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .kernels import UNMAPPED, KernelTime, Levels
@@ -285,17 +286,17 @@ def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
         stride, dilation = operation.attrs.get("dilation", 1), operation.attrs.get("stride", 1)
     else:
         return ""
-    return _view(groups, per_group, taps, outputs, stride, dilation, weight[2:])
+    return _view(operation, groups, per_group, taps, outputs, (stride, dilation), weight[2:])
 
 
 def _view(
-    groups: int, per_group: int, taps: int, outputs: int, stride: Any, dilation: Any, kernel: Sequence[int]
+    op: Operation, groups: int, per_group: int, taps: int, outputs: int, steps: tuple[Any, Any], kernel: Sequence[int]
 ) -> str:
     """``depthwise`` (one input channel per group, ``DEPTHWISE``), else the stride's class
-    (``_stride_kind``), else the width (``_view_width``)."""
+    (``_stride_kind``: ``steps`` is the layer's (stride, dilation)), else the width (``_view_width``)."""
     if groups > 1 and per_group == 1:
         return DEPTHWISE
-    return _stride_kind(stride, dilation, kernel) or _view_width(taps, outputs)
+    return _stride_kind(op, *steps, kernel) or _view_width(taps, outputs)
 
 
 def _conv_class(view: str, base: str = "conv") -> str:
@@ -306,15 +307,11 @@ def _conv_class(view: str, base: str = "conv") -> str:
     return f"{base}:{view}" if view else base
 
 
-def _per_dim(value: Any, ndim: int) -> tuple[int, ...]:
-    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),) * ndim
-
-
-def _stride_kind(stride: Any, dilation: Any, kernel: Sequence[int]) -> str:
+def _stride_kind(op: Operation, stride: Any, dilation: Any, kernel: Sequence[int]) -> str:
     """``subsampled`` when a convolution's stride steps past its (dilated) kernel's extent in a
     spatial dim — input pixels no tap reads (a ResNet's 1×1 stride-2 shortcut) — else ``strided``
     for a stride above 1 in any dim; ``""`` for stride 1 (``STRIDED``)."""
-    strides, dilations = _per_dim(stride, len(kernel)), _per_dim(dilation, len(kernel))
+    strides, dilations = spatial(op, "stride", stride, len(kernel)), spatial(op, "dilation", dilation, len(kernel))
     if max(strides, default=1) <= 1:
         return ""
     extents = [d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=False)]
@@ -332,12 +329,13 @@ def _conv_width(cost: OperationCost) -> str:
     if len(cost.operation.inputs) < 2:
         return ""
     attrs, weight = cost.operation.attrs, cost.operation.inputs[1]
-    dilated = _per_dim(attrs.get("lhs_dilation", 1), 1)
+    dilated = spatial(cost.operation, "lhs_dilation", attrs.get("lhs_dilation", 1), len(weight) - 2)
     if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
         return ""
     groups = int(attrs.get("groups", 1))
     taps, outputs = math.prod(weight[1:]), weight[0] // groups
-    return _view(groups, weight[1], taps, outputs, attrs.get("stride", 1), attrs.get("dilation", 1), weight[2:])
+    steps = (attrs.get("stride", 1), attrs.get("dilation", 1))
+    return _view(cost.operation, groups, weight[1], taps, outputs, steps, weight[2:])
 
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
