@@ -99,8 +99,11 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
         spec = hardware
         if args.expected and spec is None:  # the device the expectation is checked against
             spec = adapter.hardware(args.device or adapter.device_of(fn, inputs, kwargs))
+        # the calibration, the floor and the drift probes run on an adapter of their own: their
+        # programs would push the timed executable out of this one's cache (JAX keeps four), and
+        # the trace below reads its kernels from it
         calibration, floor, floor_note = _expectation(
-            args, build, adapter, framework, training, progress, workload, spec
+            args, build, _adapter(framework, args), framework, training, progress, workload, spec
         )
         progress.stage("tracing")  # and then, with --profile, the profiled runs
         return analyze_workload(
