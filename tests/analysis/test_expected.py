@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -749,3 +750,39 @@ def test_a_packed_sequences_steps_are_counted_together_for_its_streamed_weights(
     assert part.kernel_class == "rnn:streamed"
     assert part.compute_seconds == pytest.approx(max(row.compute_seconds, row.memory_seconds + 2 * 4_194_304 / 100e9))
     assert part.repeats == 3  # its curve is read per step: 2 + 1 steps (the largest count alone read 2)
+
+
+def test_below_its_first_knots_a_two_curve_class_falls_to_its_quickest_point():
+    """JAX's depthwise class: its first knots are medians of its smallest points (compute 100 µs of
+    roofline → 10 ms, memory 10 µs → 2.4 ms), its quickest point took 500 µs. A layer of 2 µs
+    compute and 3 µs memory roofline time reads, in proportion to its work, compute
+    10 ms × 2/100 = 200 µs and memory 2.4 ms × 3/10 = 720 µs: 720 µs, not the knot's 2.4 ms; a
+    layer of 1 µs each side reads 240 µs on the memory side, below the quickest point: 500 µs."""
+    depthwise = ClassModel(
+        "depthwise_conv", Curve((-4.0,), (-2.0,)), Curve((-5.0, -4.0), (math.log10(2.4e-3), -1.5)), 10
+    )
+    points = (
+        Point("depthwise_conv", 1e-6, 2e-6, 5e-4),
+        Point("depthwise_conv", 2e-5, 1e-5, 3e-3),
+        Point("elementwise", 0.0, 1e-7, 1e-6),  # another class's quicker kernel is not this class's floor
+    )
+    calibration = replace(_calibration({"depthwise_conv": depthwise}), points=points)
+    assert calibration.floors() == {"depthwise_conv": 5e-4, "elementwise": 1e-6}
+    floor = calibration.floors()["depthwise_conv"]
+    assert depthwise.seconds(2e-6, 3e-6, floor) == pytest.approx(720e-6)
+    assert depthwise.seconds(1e-6, 1e-6, floor) == pytest.approx(500e-6)
+    assert depthwise.seconds(2e-6, 3e-6) == pytest.approx(2.4e-3)  # no points: its first time, as before
+    assert depthwise.seconds(2e-6, 3e-6, 1.0) == pytest.approx(2.4e-3)  # a floor above its first time: unused
+
+
+def test_expected_time_reads_a_two_curve_class_down_to_its_quickest_point():
+    """fusion.0 (compute 528.384 ns, memory 98.304 ns: the module docstring) in a matmul class
+    whose first knots are compute 10 µs → 1 ms and memory 1 µs → 100 µs and whose quickest point
+    took 20 µs: in proportion, compute 1 ms × 528.384/10,000 = 52.8384 µs and memory
+    100 µs × 98.304/1,000 = 9.8304 µs → 52.8384 µs (the class's first time, 100 µs, without points)."""
+    matmul = ClassModel("matmul", Curve((-5.0,), (-3.0,)), Curve((-6.0,), (-4.0,)), points=9)
+    points = (Point("matmul", 1e-7, 1e-7, 2e-5),)
+    expected = expected_time(_estimate(), replace(_calibration({"matmul": matmul}), points=points), machine={})
+    assert next(row for row in expected.rows if row.name == "fusion.0").seconds == pytest.approx(52.8384e-6)
+    alone = expected_time(_estimate(), _calibration({"matmul": matmul}), machine={})
+    assert next(row for row in alone.rows if row.name == "fusion.0").seconds == pytest.approx(100e-6)

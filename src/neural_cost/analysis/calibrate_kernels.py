@@ -164,12 +164,17 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
     kernels' expected time by the first fit (their bound where it has no class); a program whose
     other kernels would take most of its time gives none (its main kernel's share is too uncertain)."""
     points, notes = [], []
+    floors = first.floors()
     for item in pending:
         others = 0.0
         for part in item.others:
             model, n = class_model(first, part.kernel_class), part.repeats
             bound = max(part.compute_seconds, part.memory_seconds)
-            others += n * model.seconds(part.compute_seconds / n, part.memory_seconds / n) if model else bound
+            others += (
+                n * model.seconds(part.compute_seconds / n, part.memory_seconds / n, floors.get(model.name))
+                if model
+                else bound
+            )
         left = item.seconds - others
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")

@@ -244,6 +244,7 @@ def expected_time(
     borrowed: dict[str, int] = {}
     unmodeled: list[str] = []
     fresh_bytes = 0
+    floors = calibration.floors()  # where a two-curve class falls to below its first knots
     for row in scored:
         pieces = parts(estimate, row, calibration.hardware)
         name = pieces[0].kernel_class if len(pieces) == 1 else kernel_class(estimate, row)
@@ -266,7 +267,7 @@ def expected_time(
                     lacking.add(part.kernel_class)
                     continue
                 n = part.repeats
-                seconds += n * found.seconds(part.compute_seconds / n, part.memory_seconds / n)
+                seconds += n * found.seconds(part.compute_seconds / n, part.memory_seconds / n, floors.get(found.name))
                 if borrowed_class(calibration, part.kernel_class):
                     borrowing.add(part.kernel_class)
             for lacked in lacking:
