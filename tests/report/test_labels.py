@@ -97,6 +97,31 @@ def test_batch_from_the_first_input_when_nothing_tells_them_apart():
     assert _inputs_line(report) == "inputs: a (8, 1024), b (1024, 64) · batch 8 (leading dim of a)"
 
 
+def test_no_batch_is_claimed_when_no_input_keeps_the_outputs_leading_dim():
+    # a time-major scan, fn(b, wh, xs), nothing marked a parameter: its output (16, 512) keeps no
+    # input's leading dim — xs is (64 steps, 16, 256) — so no batch is claimed (it read b's 512)
+    boundary = (
+        TensorSpec("b", (512,), "float32", "input"),
+        TensorSpec("wh", (512, 512), "float32", "input"),
+        TensorSpec("xs", (64, 16, 256), "float32", "input"),
+        TensorSpec("out0", (16, 512), "float32", "output"),
+    )
+    shapes = (("b", (512,)), ("wh", (512, 512)), ("xs", (64, 16, 256)))
+    report = _report(MM, input_shapes=shapes, boundary=boundary)
+    assert _inputs_line(report) == "inputs: b (512,), wh (512, 512), xs (64, 16, 256)"
+
+
+def test_a_pytree_of_many_parameters_is_counted_not_listed():
+    # 7 parameter leaves then the batch x: five named, x first, then the 3 others counted
+    weights = [TensorSpec(f"w{i}", (64, 64), "float32", "parameter") for i in range(7)]
+    shapes = (*((w.name, w.shape) for w in weights), ("x", (8, 1024)))
+    report = _report(MM, input_shapes=shapes, boundary=(*weights, X))
+    assert _inputs_line(report) == (
+        "inputs: x (8, 1024), w0 (64, 64), w1 (64, 64), w2 (64, 64), w3 (64, 64) and 3 more arrays "
+        "(--json lists every input) · batch 8 (leading dim of x)"
+    )
+
+
 def test_labels_survive_a_json_round_trip(tmp_path):
     report = _report()
     path = tmp_path / "report.json"

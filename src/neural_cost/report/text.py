@@ -120,12 +120,22 @@ def _device_line(report: GapReport) -> str:
     return f"device: ran on {ran} · " + peaks_text(report.hardware, report.estimate.flops_by_dtype)
 
 
+#: Inputs the text names one by one; past that, the batch's first, then a count (the JSON has all).
+LISTED_INPUTS = 6
+
+
 def _inputs_line(report: GapReport) -> str:
     shapes = report.estimate.input_shapes
     if not shapes:
         return "inputs: not recorded"
-    listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes)
     source = batch_input(report.estimate)
+    shown = list(shapes)
+    if len(shown) > LISTED_INPUTS:  # a model's parameters passed as a pytree: hundreds of leaves
+        shown.sort(key=lambda item: source is None or item[0] != source[0])  # stable: the batch first
+        shown = shown[: LISTED_INPUTS - 1]
+    listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shown)
+    if len(shown) < len(shapes):
+        listed += f" and {len(shapes) - len(shown)} more arrays (--json lists every input)"
     batch = f" · batch {source[1][0]} (leading dim of {source[0]})" if source else ""
     return f"inputs: {listed}{batch}"
 
