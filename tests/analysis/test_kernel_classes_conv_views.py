@@ -63,12 +63,12 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
         assert _classes(jax_adapter, jax.jit(conv), x, w) == [expected]
 
 
-def test_one_input_channel_per_group_is_depthwise_whatever_the_stride():
+def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
     """Canonical weight (C_out, C_in/groups, *kernel) with C_in/groups = 1 and groups > 1:
-    ``depthwise_conv`` — at stride 1 or 2, with a channel multiplier of 2 (64 groups, 128 outputs); two
-    channels per group is a grouped convolution (K 18: narrow); one group of one channel is no
-    depthwise layer (a 1-channel image's stem: K 9, narrow). JAX's ``feature_group_count`` and
-    TensorFlow's ``DepthwiseConv2dNative`` read the same."""
+    ``depthwise_conv`` — with a channel multiplier of 2 too (64 groups, 128 outputs) — and at stride 2
+    ``depthwise_conv:strided``; two channels per group is a grouped convolution (K 18: narrow); one
+    group of one channel is no depthwise layer (a 1-channel image's stem: K 9, narrow). JAX's
+    ``feature_group_count`` and TensorFlow's ``DepthwiseConv2dNative`` read the same."""
     from neural_cost.adapters import adapter_for
 
     adapter = adapter_for("torch")
@@ -79,7 +79,7 @@ def test_one_input_channel_per_group_is_depthwise_whatever_the_stride():
         return _classes(adapter, fn, x, w)
 
     assert forward(64, 64, 64) == ["depthwise_conv"]
-    assert forward(64, 64, 64, stride=2) == ["depthwise_conv"]
+    assert forward(64, 64, 64, stride=2) == ["depthwise_conv:strided"]
     assert forward(64, 128, 64) == ["depthwise_conv"]
     assert forward(64, 64, 32) == ["conv:narrow"]
     assert forward(1, 16, 1) == ["conv:narrow"]
@@ -87,16 +87,20 @@ def test_one_input_channel_per_group_is_depthwise_whatever_the_stride():
     jax = pytest.importorskip("jax")
     x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((3, 3, 1, 32))
 
-    def depthwise(x, w):
+    def depthwise(x, w, s=1):
         return jax.lax.conv_general_dilated(
-            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=32
+            x, w, (s, s), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=32
         )
 
-    assert _classes(adapter_for("jax", cross_check=True), jax.jit(depthwise), x, w) == ["depthwise_conv"]
+    jax_adapter = adapter_for("jax", cross_check=True)
+    assert _classes(jax_adapter, jax.jit(depthwise), x, w) == ["depthwise_conv"]
+    strided = jax.jit(lambda x, w: depthwise(x, w, 2))
+    assert _classes(jax_adapter, strided, x, w) == ["depthwise_conv:strided"]
     tf = pytest.importorskip("tensorflow")
-    found = _classes(adapter_for("tensorflow"), lambda x, w: tf.nn.depthwise_conv2d(x, w, (1, 1, 1, 1), "SAME"),
-                     tf.ones((2, 16, 16, 32)), tf.ones((3, 3, 32, 1)))  # fmt: skip
-    assert found == ["depthwise_conv"]
+    for s, expected in ((1, "depthwise_conv"), (2, "depthwise_conv:strided")):
+        layer = lambda x, w, s=s: tf.nn.depthwise_conv2d(x, w, (1, s, s, 1), "SAME")  # noqa: E731
+        found = _classes(adapter_for("tensorflow"), layer, tf.ones((2, 16, 16, 32)), tf.ones((3, 3, 32, 1)))
+        assert found == [expected]
 
 
 def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
@@ -130,7 +134,8 @@ def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
     assert backward(64, 32, 3, 2, transposed=True) == "conv_backward"
     # depthwise, read off the grad_input record's (C_out, 1, k, k) or the grad_weight record's (1, C_out, k, k)
     assert backward(32, 32, 3, 1, groups=32) == "depthwise_conv_backward"
-    assert backward(32, 32, 3, 2, groups=32, input_grad=False) == "depthwise_conv_backward"
+    assert backward(32, 32, 3, 2, groups=32, input_grad=False) == "depthwise_conv_backward:strided"
+    assert backward(32, 32, 3, 2, groups=32) == "depthwise_conv_backward:strided"
     assert backward(32, 32, 3, 1, groups=16) == "conv_backward:narrow"
 
 
@@ -161,7 +166,8 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     """The full grids' strided and depthwise programs (named ``s2``, ``depthwise``) land in their
     classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
-    every ``DEPTHWISE_CONVS`` one depthwise (10); PyTorch's backwards the same way (8, 7 and 7)."""
+    every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8) or 2 (7, ``depthwise_conv:strided``);
+    PyTorch's backwards the same way (8, 7; depthwise 6 and 1)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -183,15 +189,20 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
         spans = [conv[4] >= conv[5] for conv in convs if conv[5] > 1]
         return spans.count(True), spans.count(False)
 
-    assert kinds(grid.STRIDED_CONVS) == (7, 7) and len(grid.DEPTHWISE_CONVS) == 10
+    def depthwise(convs):  # (stride 1, stride above 1) among (batch, channels, size, kernel, stride)
+        strides = [conv[4] for conv in convs]
+        return strides.count(1), len(strides) - strides.count(1)
+
+    assert kinds(grid.STRIDED_CONVS) == (7, 7) and depthwise(grid.DEPTHWISE_CONVS) == (8, 7)
     assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
-    assert found["depthwise_conv"] == len(grid.DEPTHWISE_CONVS)
+    assert (found["depthwise_conv"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 
-        assert kinds(_BACKWARD_CONVS) == (8, 7) and len(_BACKWARD_DEPTHWISE) == 7
+        assert kinds(_BACKWARD_CONVS) == (8, 7) and depthwise(_BACKWARD_DEPTHWISE) == (6, 1)
         assert (found["conv_backward:strided"], found["conv_backward:subsampled"]) == kinds(_BACKWARD_CONVS)
-        assert found["depthwise_conv_backward"] == len(_BACKWARD_DEPTHWISE)
+        counted = (found["depthwise_conv_backward"], found["depthwise_conv_backward:strided"])
+        assert counted == depthwise(_BACKWARD_DEPTHWISE)
 
 
 def test_depthwise_points_stay_out_of_the_conv_familys_curve():
@@ -215,3 +226,24 @@ def test_depthwise_points_stay_out_of_the_conv_familys_curve():
     assert calibration.classes["conv"].seconds(knot, knot / 10) == pytest.approx(2 * knot, rel=1e-6)
     own = _calibration({"conv": _flat("conv", -5.69897)})
     assert borrowed_class(own, "depthwise_conv") == "conv" and borrowed_class(own, "depthwise_conv_backward") == "conv"
+
+
+def test_a_strided_depthwise_layer_has_its_own_curve_and_falls_back_to_the_depthwise_familys():
+    """``depthwise_conv:strided`` is a member of the depthwise family: its points are the family's
+    too, so a calibration with few of them reads the family's curve, noted, and one without any
+    depthwise curve reads ``conv``'s. Three strided points at 100× their memory time, three of
+    stride 1 at 300×: the member's one knot is its points' medians (memory 2e-5 → 2e-3 s); the
+    family's six points, ordered, make two bins of three, knots (1e-5 → 2e-3) and (4e-5 → 6e-3) s, and
+    at 2e-5, halfway between them in log, it reads 2e-3 · √3 = 3.4641e-3 s."""
+    from neural_cost.hardware.kernel_model import Point, fit_calibration
+
+    strided = [Point("depthwise_conv:strided", 1e-7, 1e-5 * k, 1e-3 * k) for k in (1, 2, 4)]
+    plain = [Point("depthwise_conv", 1e-7, 1e-5 * k, 3e-3 * k) for k in (1, 2, 4)]
+    calibration = fit_calibration("jax", SPEC, strided + plain)
+    member, whole = calibration.classes["depthwise_conv:strided"], calibration.classes["depthwise_conv"]
+    assert (member.points, whole.points) == (3, 6)
+    assert member.seconds(0.0, 2e-5) == pytest.approx(2e-3, rel=1e-6)
+    assert whole.seconds(0.0, 2e-5) == pytest.approx(2e-3 * 3**0.5, rel=1e-6)
+    few = fit_calibration("jax", SPEC, strided[:2] + plain)  # two points: no curve of its own
+    assert borrowed_class(few, "depthwise_conv:strided") == "depthwise_conv"
+    assert borrowed_class(_calibration({"conv": _flat("conv", -5.69897)}), "depthwise_conv:strided") == "conv"

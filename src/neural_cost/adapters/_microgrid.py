@@ -72,10 +72,12 @@ STRIDED_CONVS = (
 
 #: Depthwise convolutions (batch, channels, size, kernel, stride) every framework runs (none in the
 #: quick grid), for ``kernel_classes.DEPTHWISE``: 3×3 at strides 1 and 2, 5×5 and 7×7 (MobileNet's,
-#: EfficientNet's, ConvNeXt's), 0.005–0.3 ms of roofline time.
+#: EfficientNet's, ConvNeXt's), 0.005–0.3 ms of roofline time; seven of stride 2, enough for
+#: ``depthwise_conv:strided``'s own curve (the last five added for it).
 DEPTHWISE_CONVS = (
     (4, 64, 56, 3, 1), (8, 128, 28, 3, 1), (2, 256, 14, 3, 1), (16, 32, 56, 3, 1), (1, 512, 7, 3, 1),
     (4, 96, 56, 3, 2), (8, 192, 28, 3, 2), (2, 96, 56, 7, 1), (4, 384, 14, 7, 1), (8, 240, 14, 5, 1),
+    (2, 32, 112, 3, 2), (4, 144, 56, 3, 2), (8, 576, 14, 3, 2), (4, 240, 28, 5, 2), (1, 672, 14, 5, 2),
 )  # fmt: skip
 
 #: Pooled feature maps (batch, height = width, channels).

@@ -170,11 +170,8 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
         for part in item.others:
             model, n = class_model(first, part.kernel_class), part.repeats
             bound = max(part.compute_seconds, part.memory_seconds)
-            others += (
-                n * model.seconds(part.compute_seconds / n, part.memory_seconds / n, floors.get(model.name))
-                if model
-                else bound
-            )
+            floor = floors.get(model.name) if model else None
+            others += n * model.seconds(part.compute_seconds / n, part.memory_seconds / n, floor) if model else bound
         left = item.seconds - others
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")

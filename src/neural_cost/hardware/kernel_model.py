@@ -13,11 +13,9 @@ roofline time — fitted by isotonic regression over the calibration's micro-ben
 point on the side (compute or memory) its roofline says dominates. Below the smallest point a
 curve is flat (the overhead floor) — but in a class with both curves it falls with the work down
 to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``): TensorFlow's
-depthwise class had compute-side points only above 89 µs of roofline time and read their 571 µs
-for every smaller layer; JAX's first memory knot, the median of its three smallest points, is
-2.4 ms at 7.3 µs, and XLA ran a MobileNetV2's layers of 2.8 and 6.1 µs in 0.9 and 1.9 ms, about
-in proportion (the class's quickest point: 0.93 ms at 2.0 µs). Above the largest, time grows by
-the last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``).
+depthwise class read the 571 µs of its first compute knot for every smaller layer, JAX's the
+2.4 ms of its first memory knot for layers XLA ran in 0.9–1.9 ms. Above the largest, time grows
+by the last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``).
 Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
 or more bytes never predict less time within a class. A class with points on one side only uses
 that curve for both. No neural network, nothing hidden: the curves are printed by
@@ -243,14 +241,6 @@ def fit_class(name: str, points: Sequence[Point]) -> ClassModel | None:
     return ClassModel(name, compute, memory, len(points))
 
 
-def quickest(points: Iterable[Point]) -> dict[str, float]:
-    """The smallest measured time of each class's points."""
-    found: dict[str, float] = {}
-    for p in points:
-        found[p.kernel_class] = min(p.measured_seconds, found.get(p.kernel_class, p.measured_seconds))
-    return found
-
-
 def relative_error(predicted: float, measured: float) -> float:
     return abs(predicted - measured) / measured
 
@@ -307,7 +297,10 @@ class KernelCalibration:
 
     def floors(self) -> dict[str, float]:
         """Each class's quickest measured point (``ClassModel.seconds``' floor); none without points."""
-        return quickest(self.points)
+        found: dict[str, float] = {}
+        for p in self.points:
+            found[p.kernel_class] = min(p.measured_seconds, found.get(p.kernel_class, math.inf))
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {
