@@ -757,7 +757,8 @@ def test_below_its_first_knots_a_two_curve_class_falls_to_its_quickest_point():
     roofline → 10 ms, memory 10 µs → 2.4 ms), its quickest point took 500 µs. A layer of 2 µs
     compute and 3 µs memory roofline time reads, in proportion to its work, compute
     10 ms × 2/100 = 200 µs and memory 2.4 ms × 3/10 = 720 µs: 720 µs, not the knot's 2.4 ms; a
-    layer of 1 µs each side reads 240 µs on the memory side, below the quickest point: 500 µs."""
+    layer of 1 µs each side reads 240 µs on the memory side, below the quickest point: 500 µs. A
+    one-curve class reads its curve on both sides, in proportion too."""
     depthwise = ClassModel(
         "depthwise_conv", Curve((-4.0,), (-2.0,)), Curve((-5.0, -4.0), (math.log10(2.4e-3), -1.5)), 10
     )
@@ -773,6 +774,11 @@ def test_below_its_first_knots_a_two_curve_class_falls_to_its_quickest_point():
     assert depthwise.seconds(1e-6, 1e-6, floor) == pytest.approx(500e-6)
     assert depthwise.seconds(2e-6, 3e-6) == pytest.approx(2.4e-3)  # no points: its first time, as before
     assert depthwise.seconds(2e-6, 3e-6, 1.0) == pytest.approx(2.4e-3)  # a floor above its first time: unused
+    # one curve (a memory-only class, read on both sides) falls the same way: 2.4 ms × 4/10 = 960 µs
+    strided = ClassModel("depthwise_conv:strided", None, Curve((-5.0,), (math.log10(2.4e-3),)), 3)
+    assert strided.seconds(1e-6, 4e-6, floor) == pytest.approx(960e-6)
+    assert strided.seconds(1e-6, 1e-6, floor) == pytest.approx(500e-6)
+    assert strided.seconds(1e-6, 4e-6) == pytest.approx(2.4e-3)  # no points: flat below its knot, as before
 
 
 def test_expected_time_reads_a_two_curve_class_down_to_its_quickest_point():

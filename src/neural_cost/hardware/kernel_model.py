@@ -10,11 +10,11 @@ of the peak that grows with its size. So per *kernel class* (matmul, conv, eleme
 
 ``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against
 roofline time — fitted by isotonic regression over the calibration's micro-benchmarks, each
-point on the side (compute or memory) its roofline says dominates. Below the smallest point a
-curve is flat (the overhead floor) — but in a class with both curves it falls with the work down
-to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``): TensorFlow's
-depthwise class read the 571 µs of its first compute knot for every smaller layer, JAX's the
-2.4 ms of its first memory knot for layers XLA ran in 0.9–1.9 ms. Above the largest, time grows
+point on the side (compute or memory) its roofline says dominates. Below its first knot (the
+median of a few smallest points) a curve falls with the work down to the class's quickest point
+(``Curve.scaled``, ``KernelCalibration.floors``; flat where that is the knot's time, an overhead):
+read flat, TensorFlow's depthwise class put its first knot's 571 µs on every smaller layer, and
+JAX's its 2.4 ms on layers XLA ran in 0.9–1.9 ms. Above the largest, time grows
 by the last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``).
 Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
 or more bytes never predict less time within a class. A class with points on one side only uses
@@ -170,15 +170,16 @@ class ClassModel:
     def seconds(self, compute_seconds: float, memory_seconds: float, floor: float | None = None) -> float:
         """Expected seconds of one execution with these roofline times. ``floor``: the quickest
         point of this class the calibration measured (``KernelCalibration.floors``): below its
-        first knots (each the median of a few of its smallest points) a two-curve class falls with
-        the work down to it, where it is less than their first times."""
-        if self.compute is not None and self.memory is not None:
-            own = 10 ** min(self.compute.ys[0], self.memory.ys[0])
-            lowest = own if floor is None else min(own, floor)
-            return max(self.compute.scaled(compute_seconds, lowest), self.memory.scaled(memory_seconds, lowest))
-        curve = self.compute or self.memory
-        assert curve is not None
-        return max(curve(compute_seconds), curve(memory_seconds))
+        first knot (the median of a few of its smallest points) a curve falls with the work down
+        to it, where it is less than the knot's time. Without one, a two-curve class falls to its
+        smaller first time and a one-curve class is flat there (a calibration without points)."""
+        compute, memory = self.compute or self.memory, self.memory or self.compute
+        assert compute is not None and memory is not None
+        own = 10 ** min(compute.ys[0], memory.ys[0])
+        if floor is None and compute is memory:
+            return max(compute(compute_seconds), memory(memory_seconds))
+        lowest = own if floor is None else min(own, floor)
+        return max(compute.scaled(compute_seconds, lowest), memory.scaled(memory_seconds, lowest))
 
     def to_dict(self) -> dict[str, Any]:
         return {
