@@ -65,8 +65,8 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
 
 def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
     """Canonical weight (C_out, C_in/groups, *kernel) with C_in/groups = 1 and groups > 1:
-    ``depthwise_conv`` — with a channel multiplier of 2 too (64 groups, 128 outputs) — and at stride 2
-    ``depthwise_conv:strided``; two channels per group is a grouped convolution (K 18: narrow); one
+    ``depthwise_conv:stride1`` — with a channel multiplier of 2 too (64 groups, 128 outputs) — and at
+    stride 2 ``depthwise_conv:strided``; two channels per group is a grouped convolution (K 18: narrow); one
     group of one channel is no depthwise layer (a 1-channel image's stem: K 9, narrow). JAX's
     ``feature_group_count`` and TensorFlow's ``DepthwiseConv2dNative`` read the same."""
     from neural_cost.adapters import adapter_for
@@ -78,9 +78,9 @@ def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
         fn = lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=1, groups=groups)  # noqa: E731
         return _classes(adapter, fn, x, w)
 
-    assert forward(64, 64, 64) == ["depthwise_conv"]
+    assert forward(64, 64, 64) == ["depthwise_conv:stride1"]
     assert forward(64, 64, 64, stride=2) == ["depthwise_conv:strided"]
-    assert forward(64, 128, 64) == ["depthwise_conv"]
+    assert forward(64, 128, 64) == ["depthwise_conv:stride1"]
     assert forward(64, 64, 32) == ["conv:narrow"]
     assert forward(1, 16, 1) == ["conv:narrow"]
 
@@ -93,11 +93,11 @@ def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
         )
 
     jax_adapter = adapter_for("jax", cross_check=True)
-    assert _classes(jax_adapter, jax.jit(depthwise), x, w) == ["depthwise_conv"]
+    assert _classes(jax_adapter, jax.jit(depthwise), x, w) == ["depthwise_conv:stride1"]
     strided = jax.jit(lambda x, w: depthwise(x, w, 2))
     assert _classes(jax_adapter, strided, x, w) == ["depthwise_conv:strided"]
     tf = pytest.importorskip("tensorflow")
-    for s, expected in ((1, "depthwise_conv"), (2, "depthwise_conv:strided")):
+    for s, expected in ((1, "depthwise_conv:stride1"), (2, "depthwise_conv:strided")):
         layer = lambda x, w, s=s: tf.nn.depthwise_conv2d(x, w, (1, s, s, 1), "SAME")  # noqa: E731
         found = _classes(adapter_for("tensorflow"), layer, tf.ones((2, 16, 16, 32)), tf.ones((3, 3, 32, 1)))
         assert found == [expected]
@@ -133,7 +133,7 @@ def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
     assert backward(64, 64, 3, 1, input_grad=False) == "conv_backward:wide"
     assert backward(64, 32, 3, 2, transposed=True) == "conv_backward"
     # depthwise, read off the grad_input record's (C_out, 1, k, k) or the grad_weight record's (1, C_out, k, k)
-    assert backward(32, 32, 3, 1, groups=32) == "depthwise_conv_backward"
+    assert backward(32, 32, 3, 1, groups=32) == "depthwise_conv_backward:stride1"
     assert backward(32, 32, 3, 2, groups=32, input_grad=False) == "depthwise_conv_backward:strided"
     assert backward(32, 32, 3, 2, groups=32) == "depthwise_conv_backward:strided"
     assert backward(32, 32, 3, 1, groups=16) == "conv_backward:narrow"
@@ -166,7 +166,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     """The full grids' strided and depthwise programs (named ``s2``, ``depthwise``) land in their
     classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
-    every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8) or 2 (7, ``depthwise_conv:strided``);
+    every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
     PyTorch's backwards the same way (8, 7; depthwise 6 and 1)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
@@ -195,13 +195,13 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
 
     assert kinds(grid.STRIDED_CONVS) == (7, 7) and depthwise(grid.DEPTHWISE_CONVS) == (8, 7)
     assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
-    assert (found["depthwise_conv"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
+    assert (found["depthwise_conv:stride1"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 
         assert kinds(_BACKWARD_CONVS) == (8, 7) and depthwise(_BACKWARD_DEPTHWISE) == (6, 1)
         assert (found["conv_backward:strided"], found["conv_backward:subsampled"]) == kinds(_BACKWARD_CONVS)
-        counted = (found["depthwise_conv_backward"], found["depthwise_conv_backward:strided"])
+        counted = (found["depthwise_conv_backward:stride1"], found["depthwise_conv_backward:strided"])
         assert counted == depthwise(_BACKWARD_DEPTHWISE)
 
 
@@ -228,22 +228,27 @@ def test_depthwise_points_stay_out_of_the_conv_familys_curve():
     assert borrowed_class(own, "depthwise_conv") == "conv" and borrowed_class(own, "depthwise_conv_backward") == "conv"
 
 
-def test_a_strided_depthwise_layer_has_its_own_curve_and_falls_back_to_the_depthwise_familys():
-    """``depthwise_conv:strided`` is a member of the depthwise family: its points are the family's
-    too, so a calibration with few of them reads the family's curve, noted, and one without any
-    depthwise curve reads ``conv``'s. Three strided points at 100× their memory time, three of
-    stride 1 at 300×: the member's one knot is its points' medians (memory 2e-5 → 2e-3 s); the
-    family's six points, ordered, make two bins of three, knots (1e-5 → 2e-3) and (4e-5 → 6e-3) s, and
-    at 2e-5, halfway between them in log, it reads 2e-3 · √3 = 3.4641e-3 s."""
+def test_each_stride_of_a_depthwise_layer_has_its_own_curve_and_falls_back_to_the_familys():
+    """``depthwise_conv:stride1`` and ``depthwise_conv:strided`` are members of the depthwise family:
+    each fits its own points (read together, the strided ones pulled the curve the stride-1 layers
+    read under half their time), a calibration with too few of a member's reads the family's curve,
+    noted, and one without any depthwise curve reads ``conv``'s. Three strided points at 100× their
+    memory time, three of stride 1 at 300×: each member's one knot is its points' medians (memory
+    2e-5 → 2e-3 s and 6e-3 s); the family's six points, ordered, make two bins of three, knots
+    (1e-5 → 2e-3) and (4e-5 → 6e-3) s, and at 2e-5, halfway between them in log, it reads
+    2e-3 · √3 = 3.4641e-3 s."""
     from neural_cost.hardware.kernel_model import Point, fit_calibration
 
     strided = [Point("depthwise_conv:strided", 1e-7, 1e-5 * k, 1e-3 * k) for k in (1, 2, 4)]
-    plain = [Point("depthwise_conv", 1e-7, 1e-5 * k, 3e-3 * k) for k in (1, 2, 4)]
+    plain = [Point("depthwise_conv:stride1", 1e-7, 1e-5 * k, 3e-3 * k) for k in (1, 2, 4)]
     calibration = fit_calibration("jax", SPEC, strided + plain)
-    member, whole = calibration.classes["depthwise_conv:strided"], calibration.classes["depthwise_conv"]
-    assert (member.points, whole.points) == (3, 6)
-    assert member.seconds(0.0, 2e-5) == pytest.approx(2e-3, rel=1e-6)
-    assert whole.seconds(0.0, 2e-5) == pytest.approx(2e-3 * 3**0.5, rel=1e-6)
+    classes = calibration.classes
+    assert [classes[name].points for name in ("depthwise_conv:strided", "depthwise_conv:stride1")] == [3, 3]
+    assert classes["depthwise_conv:strided"].seconds(0.0, 2e-5) == pytest.approx(2e-3, rel=1e-6)
+    assert classes["depthwise_conv:stride1"].seconds(0.0, 2e-5) == pytest.approx(6e-3, rel=1e-6)
+    assert classes["depthwise_conv"].points == 6
+    assert classes["depthwise_conv"].seconds(0.0, 2e-5) == pytest.approx(2e-3 * 3**0.5, rel=1e-6)
     few = fit_calibration("jax", SPEC, strided[:2] + plain)  # two points: no curve of its own
     assert borrowed_class(few, "depthwise_conv:strided") == "depthwise_conv"
+    assert borrowed_class(few, "depthwise_conv:stride1") is None  # its own
     assert borrowed_class(_calibration({"conv": _flat("conv", -5.69897)}), "depthwise_conv:strided") == "conv"

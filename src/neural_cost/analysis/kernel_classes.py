@@ -27,7 +27,7 @@ forward class's curve, noted. A convolution's backward is ``conv_backward:narrow
 ``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
 its roofline where the grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or
 backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one's
-``depthwise_conv_backward`` (``DEPTHWISE``; a strided one's ``depthwise_conv_backward:strided``). A
+``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A
 kernel that only draws random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside
 a fusion with other work, it is that work's class: PyTorch's CPU generator runs one element at a
 time on one core, 2–6 ns an element where an add takes a fraction of one; without a curve of its
@@ -239,16 +239,16 @@ NARROW = 64
 #: 7–12× its roofline bound and a 3×3 stride-2 layer's at 1.3–2.3× where stride-1 layers of the same
 #: FLOPs ran at 0.9–1.1× (this CPU); read off the width curves they were expected at a sixth and
 #: half of their time. A calibration without them reads them off the family's curve, noted. A
-#: depthwise convolution (one input channel per group: MobileNet's, ConvNeXt's) is
-#: ``depthwise_conv``, its backward ``depthwise_conv_backward``: PyTorch ran them at 5–20× their
-#: roofline bound where the narrow curve that read them expected about 2× (a MobileNetV2's
-#: depthwise and strided layers ran 2.7–5× their expectation). They are no members of the
-#: ``conv`` family: their memory-bound points would bend the curve the family's transposed and
-#: input-dilated convolutions read (JAX's family curve went from 37% to 256% median error). A
-#: strided one is ``depthwise_conv:strided`` (``depthwise_conv_backward:strided``), a member of
-#: the depthwise family: XLA's CPU depthwise convolutions take a time in proportion to their
-#: outputs, and a stride-2 layer, which reads four times the input per output, ran at half the
-#: time the stride-1 curve read off its traffic (a Keras MobileNetV2's first: 7.4 ms, 14.2 ms).
+#: depthwise convolution (one input channel per group: MobileNet's, ConvNeXt's) is of the
+#: ``depthwise_conv`` family, its backward of ``depthwise_conv_backward``: PyTorch ran them
+#: at 5–20× their roofline bound where the narrow curve that read them expected about 2× (a
+#: MobileNetV2's depthwise and strided layers ran 2.7–5× their expectation). They are no members
+#: of the ``conv`` family: their memory-bound points would bend the curve the family's transposed
+#: and input-dilated convolutions read (JAX's family curve went from 37% to 256% median error).
+#: ``:stride1`` or ``:strided`` by the stride: XLA's CPU depthwise convolutions take a time in
+#: proportion to their outputs, and a stride-2 layer, which reads four times the input per
+#: output, ran at half the time a curve of both read off its traffic (a Keras MobileNetV2's
+#: first: 7.4 ms, 14.2 ms), and with the strided points in read stride-1 layers at under half.
 STRIDED = ("strided", "subsampled")
 DEPTHWISE = "depthwise"
 
@@ -296,19 +296,19 @@ def _backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
 def _view(
     op: Operation, groups: int, per_group: int, taps: int, outputs: int, steps: tuple[Any, Any], kernel: Sequence[int]
 ) -> str:
-    """``depthwise`` (one input channel per group, ``DEPTHWISE``; ``depthwise:strided`` for a
-    stride above 1), else the stride's class (``_stride_kind``: ``steps`` is the layer's (stride,
-    dilation)), else the width (``_view_width``)."""
+    """``depthwise:stride1`` or ``depthwise:strided`` (one input channel per group, ``DEPTHWISE``),
+    else the stride's class (``_stride_kind``: ``steps`` is the layer's (stride, dilation)), else
+    the width (``_view_width``)."""
     stride = _stride_kind(op, *steps, kernel)
     if groups > 1 and per_group == 1:
-        return f"{DEPTHWISE}:strided" if stride else DEPTHWISE
+        return f"{DEPTHWISE}:{'strided' if stride else 'stride1'}"
     return stride or _view_width(taps, outputs)
 
 
 def _conv_class(view: str, base: str = "conv") -> str:
-    """A convolution's class from its view (``_width``): ``conv:narrow``..., ``depthwise_conv`` or
-    ``depthwise_conv:strided`` (``conv_backward`` base: ``depthwise_conv_backward``...), or the
-    base for none."""
+    """A convolution's class from its view (``_width``): ``conv:narrow``..., ``depthwise_conv:stride1``
+    or ``depthwise_conv:strided`` (``conv_backward`` base: ``depthwise_conv_backward:stride1``...),
+    or the base for none."""
     if view.split(":", 1)[0] == DEPTHWISE:
         return base.replace("conv", "depthwise_conv", 1) + view[len(DEPTHWISE) :]
     return f"{base}:{view}" if view else base
