@@ -210,15 +210,19 @@ def test_a_curve_with_a_nan_knot_is_refused():
 )
 def test_more_work_never_predicts_less_time(raw, compute, memory, factor):
     """Whatever the measurements, a fitted class is monotone: more FLOPs (or bytes) never
-    predicts less time."""
-    points = [Point("matmul", c, m, t) for c, m, t in raw]
+    predicts less time — read as expected_time reads it (down to the class's quickest point below
+    its first knots), as a calibration without points reads it, and a member's family the same."""
+    points = [Point("conv:wide" if i % 2 else "conv:narrow", c, m, t) for i, (c, m, t) in enumerate(raw)]
     calibration = fit_calibration("torch", SPEC, points)
-    model = calibration.classes.get("matmul")
-    if model is None:
-        return
-    base = model.seconds(compute, memory)
-    assert model.seconds(compute * factor, memory) >= base * (1 - 1e-12)
-    assert model.seconds(compute, memory * factor) >= base * (1 - 1e-12)
+    floors = calibration.floors()
+    for name in ("conv:wide", "conv:narrow", "conv"):
+        model = calibration.classes.get(name)
+        if model is None:
+            continue
+        for floor in (floors[name], None):
+            base = model.seconds(compute, memory, floor)
+            assert model.seconds(compute * factor, memory, floor) >= base * (1 - 1e-12)
+            assert model.seconds(compute, memory * factor, floor) >= base * (1 - 1e-12)
 
 
 def test_fit_is_robust_to_a_stalled_run():
@@ -756,9 +760,11 @@ def test_below_its_first_knots_a_two_curve_class_falls_to_its_quickest_point():
     """JAX's depthwise class: its first knots are medians of its smallest points (compute 100 µs of
     roofline → 10 ms, memory 10 µs → 2.4 ms), its quickest point took 500 µs. A layer of 2 µs
     compute and 3 µs memory roofline time reads, in proportion to its work, compute
-    10 ms × 2/100 = 200 µs and memory 2.4 ms × 3/10 = 720 µs: 720 µs, not the knot's 2.4 ms; a
-    layer of 1 µs each side reads 240 µs on the memory side, below the quickest point: 500 µs. A
-    one-curve class reads its curve on both sides, in proportion too."""
+    10 ms × 2/100 = 200 µs (held at the floor, 500 µs) and memory 2.4 ms × 3/10 = 720 µs: 720 µs,
+    not the knot's 2.4 ms; a layer of 1 µs each side reads 240 µs on the memory side, below the
+    quickest point: 500 µs. A one-curve class reads its curve on both sides, in proportion too.
+    A family's quickest point is its members' (``fit_calibration`` fits it on theirs); a point of
+    no time, which no curve fits, is no floor."""
     depthwise = ClassModel(
         "depthwise_conv", Curve((-4.0,), (-2.0,)), Curve((-5.0, -4.0), (math.log10(2.4e-3), -1.5)), 10
     )
@@ -779,13 +785,18 @@ def test_below_its_first_knots_a_two_curve_class_falls_to_its_quickest_point():
     assert strided.seconds(1e-6, 4e-6, floor) == pytest.approx(960e-6)
     assert strided.seconds(1e-6, 1e-6, floor) == pytest.approx(500e-6)
     assert strided.seconds(1e-6, 4e-6) == pytest.approx(2.4e-3)  # no points: flat below its knot, as before
+    members = (Point("depthwise_conv:strided", 1e-6, 2e-6, 3e-4), Point("depthwise_conv:stride1", 1e-6, 2e-6, 0.0))
+    assert replace(calibration, points=members).floors() == {"depthwise_conv:strided": 3e-4, "depthwise_conv": 3e-4}
+    assert strided.memory is not None  # a floor above the knot's time is not read: no step down at the knot
+    assert strided.memory.scaled(1e-9, 1.0) == pytest.approx(2.4e-3)
 
 
 def test_expected_time_reads_a_two_curve_class_down_to_its_quickest_point():
     """fusion.0 (compute 528.384 ns, memory 98.304 ns: the module docstring) in a matmul class
     whose first knots are compute 10 µs → 1 ms and memory 1 µs → 100 µs and whose quickest point
     took 20 µs: in proportion, compute 1 ms × 528.384/10,000 = 52.8384 µs and memory
-    100 µs × 98.304/1,000 = 9.8304 µs → 52.8384 µs (the class's first time, 100 µs, without points)."""
+    100 µs × 98.304/1,000 = 9.8304 µs (held at the floor, 20 µs) → 52.8384 µs (the class's first
+    time, 100 µs, without points)."""
     matmul = ClassModel("matmul", Curve((-5.0,), (-3.0,)), Curve((-6.0,), (-4.0,)), points=9)
     points = (Point("matmul", 1e-7, 1e-7, 2e-5),)
     expected = expected_time(_estimate(), replace(_calibration({"matmul": matmul}), points=points), machine={})

@@ -167,7 +167,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
     every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
-    PyTorch's backwards the same way (8, 7; depthwise 6 and 1)."""
+    PyTorch's backwards the same way (8, 7; depthwise 6 and 7)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -199,7 +199,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 
-        assert kinds(_BACKWARD_CONVS) == (8, 7) and depthwise(_BACKWARD_DEPTHWISE) == (6, 1)
+        assert kinds(_BACKWARD_CONVS) == (8, 7) and depthwise(_BACKWARD_DEPTHWISE) == (6, 7)
         assert (found["conv_backward:strided"], found["conv_backward:subsampled"]) == kinds(_BACKWARD_CONVS)
         counted = (found["depthwise_conv_backward:stride1"], found["depthwise_conv_backward:strided"])
         assert counted == depthwise(_BACKWARD_DEPTHWISE)

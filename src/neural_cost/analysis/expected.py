@@ -33,7 +33,7 @@ from .rows import split_by_bounds
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 23
+KERNEL_MODEL_REVISION = 24
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -244,7 +244,7 @@ def expected_time(
     borrowed: dict[str, int] = {}
     unmodeled: list[str] = []
     fresh_bytes = 0
-    floors = calibration.floors()  # where a two-curve class falls to below its first knots
+    floors = calibration.floors()  # where a curve falls to below its first knot
     for row in scored:
         pieces = parts(estimate, row, calibration.hardware)
         name = pieces[0].kernel_class if len(pieces) == 1 else kernel_class(estimate, row)

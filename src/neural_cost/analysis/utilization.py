@@ -241,13 +241,14 @@ def utilization(report: GapReport, devices: int | None = None) -> Utilization | 
 
 
 def batch_input(estimate: CostEstimate) -> tuple[str, tuple[int, ...]] | None:
-    """The input the batch size is read from: never a parameter (a weight matrix's leading dim
-    is no batch). The first input the boundary does not mark as a parameter — and, where no
-    parameter is marked at all (a JAX ``fn(w, x)`` traced without ``param_argnums``), the first
-    whose leading dim is the first output's, as a batch is — else the first input when every
-    input's leading dim is the same (a training step's ``(x, labels)``, handing back its weights)
-    and None when they differ (a time-major scan's ``(steps, batch, features)`` beside its weights:
-    no leading dim there is the batch); else the first input."""
+    """The input the batch size is read from: never a parameter (a weight matrix's leading dim is no
+    batch). The first input the boundary does not mark as a parameter — and, where no parameter is
+    marked at all (a JAX ``fn(w, x)`` traced without ``param_argnums``), the first whose leading dim is
+    the first output's, as a batch is (a weight handed back first, as a step returning ``(w_new,
+    loss)``, matches itself: mark it) — else the first input when every input's leading dim is the same
+    (a training step's ``(x, labels)`` beside the state it hands back, which is no input) and None when
+    they differ (a time-major scan's ``(steps, batch, features)`` beside its weights: no leading dim
+    there is the batch); else the first input."""
     boundary = estimate.boundary
     parameters = {t.name for t in boundary if t.role == "parameter"}
     inputs = [(name, shape) for name, shape in estimate.input_shapes if shape and name not in parameters]

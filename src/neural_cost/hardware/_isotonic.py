@@ -32,3 +32,8 @@ def pava(values: Sequence[float], weights: Sequence[float]) -> list[float]:
     for total, weight_sum, members in blocks:
         fitted += [total / weight_sum] * int(members)
     return fitted
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    """|predicted − measured| / measured."""
+    return abs(predicted - measured) / measured

@@ -1,33 +1,31 @@
 """A calibrated model of how long a kernel takes on this device: fitted curves per kernel class.
 
-The roofline gives each kernel a compute time (its FLOPs at the dtype's peak) and a memory time
-(its traffic at the bandwidth of the level its footprint fits, ``analysis/kernels.py``). Real
-kernels reach neither: a small one pays a fixed overhead, a mid-sized matmul runs at a fraction
-of the peak that grows with its size. So per *kernel class* (matmul, conv, elementwise, norm...,
-``analysis/expected.py`` names them) the model holds two curves measured on this device:
+The roofline gives each kernel a compute time (its FLOPs at the dtype's peak) and a memory time (its traffic at
+the bandwidth of the level its footprint fits, ``analysis/kernels.py``). Real kernels reach neither: a small one
+pays a fixed overhead, a mid-sized matmul runs at a fraction of the peak that grows with its size. So per
+*kernel class* (matmul, conv, elementwise, norm..., ``analysis/expected.py`` names them) the model holds two
+curves measured on this device:
 
     expected seconds per execution = max(C(compute seconds), M(memory seconds))
 
-``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against
-roofline time — fitted by isotonic regression over the calibration's micro-benchmarks, each
-point on the side (compute or memory) its roofline says dominates. Below its first knot (the
-median of a few smallest points) a curve falls with the work down to the class's quickest point
-(``Curve.scaled``, ``KernelCalibration.floors``; flat where that is the knot's time, an overhead):
-read flat, TensorFlow's depthwise class put its first knot's 571 µs on every smaller layer, and
-JAX's its 2.4 ms on layers XLA ran in 0.9–1.9 ms. Above the largest, time grows
-by the last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``).
-Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
-or more bytes never predict less time within a class. A class with points on one side only uses
-that curve for both. No neural network, nothing hidden: the curves are printed by
-``neural-cost calibrate --kernels`` and saved as numbers.
+``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against roofline time —
+fitted by isotonic regression over the calibration's micro-benchmarks, each point on the side (compute or
+memory) its roofline says dominates. Below its first knot (the median of a few smallest points) a curve falls
+with the work down to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; flat where
+that is the knot's time, an overhead): read flat, TensorFlow's depthwise class put its first knot's 571 µs on
+every smaller layer, and JAX's its 2.4 ms on layers XLA ran in 0.9–1.9 ms. Above the largest, time grows by the
+last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``). Each curve is
+monotone in its argument, and the max of the two is monotone in both: more FLOPs or more bytes never predict
+less time within a class. A class with points on one side only uses that curve for both. No neural network,
+nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.
 
-The fit's quality is k-fold cross-validated over the calibration points: the median and p90 of
-|predicted − measured| / measured on points the fold did not see, per class and overall.
+The fit's quality is k-fold cross-validated over the calibration points: the median and p90 of |predicted −
+measured| / measured on points the fold did not see, per class and overall.
 
-A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on
-(the calibrating machine's peaks and levels: a prediction scores kernels on that spec, so a
-calibration file brought from another machine predicts for that machine), the machine key, the
-framework and its version, the date, and the fit quality.
+A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on (the calibrating
+machine's peaks and levels: a prediction scores kernels on that spec, so a calibration file brought from another
+machine predicts for that machine), the machine key, the framework and its version, the date, and the fit
+quality.
 """
 
 from __future__ import annotations
@@ -45,6 +43,7 @@ from ..core.errors import HardwareError
 from ._isotonic import median as _median
 from ._isotonic import pava as _pava
 from ._isotonic import percentile as _percentile
+from ._isotonic import relative_error
 from .spec import HardwareSpec
 
 SCHEMA = 1
@@ -123,8 +122,9 @@ class Curve:
 
     def scaled(self, roofline_seconds: float, floor: float) -> float:
         """As ``__call__``, but below the first knot in proportion to the work, down to ``floor``."""
-        if roofline_seconds < 10 ** self.xs[0]:
-            return max(floor, 10 ** self.ys[0] * max(roofline_seconds, 0.0) / 10 ** self.xs[0])
+        if roofline_seconds < 10 ** self.xs[0]:  # a floor above the knot's time would step down at it
+            lowest = min(floor, 10 ** self.ys[0])
+            return max(lowest, 10 ** self.ys[0] * max(roofline_seconds, 0.0) / 10 ** self.xs[0])
         return self(roofline_seconds)
 
     def _beyond(self, roofline_seconds: float) -> float:
@@ -176,7 +176,7 @@ class ClassModel:
         compute, memory = self.compute or self.memory, self.memory or self.compute
         assert compute is not None and memory is not None
         own = 10 ** min(compute.ys[0], memory.ys[0])
-        if floor is None and compute is memory:
+        if floor is None and (self.compute is None or self.memory is None):
             return max(compute(compute_seconds), memory(memory_seconds))
         lowest = own if floor is None else min(own, floor)
         return max(compute.scaled(compute_seconds, lowest), memory.scaled(memory_seconds, lowest))
@@ -242,10 +242,6 @@ def fit_class(name: str, points: Sequence[Point]) -> ClassModel | None:
     return ClassModel(name, compute, memory, len(points))
 
 
-def relative_error(predicted: float, measured: float) -> float:
-    return abs(predicted - measured) / measured
-
-
 def cross_validate(points: Sequence[Point], folds: int = FOLDS) -> dict[str, list[float]]:
     """Each point's relative error when predicted by a fit that did not see it, by class
     (k folds, point i in fold i mod k after ordering by class and roofline time)."""
@@ -262,7 +258,7 @@ def cross_validate(points: Sequence[Point], folds: int = FOLDS) -> dict[str, lis
             model = fit_class(name, seen)
             if model is None:
                 continue
-            floor = min(p.measured_seconds for p in seen)
+            floor = min((p.measured_seconds for p in seen if p.measured_seconds > 0), default=None)
             found += [
                 relative_error(model.seconds(p.compute_seconds, p.memory_seconds, floor), p.measured_seconds)
                 for p in held
@@ -297,10 +293,14 @@ class KernelCalibration:
     probes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
 
     def floors(self) -> dict[str, float]:
-        """Each class's quickest measured point (``ClassModel.seconds``' floor); none without points."""
+        """Each class's quickest measured point, a family's over its members' (``ClassModel.seconds``'
+        floor; a time of 0 or less, which no curve fits, is none); none without points."""
         found: dict[str, float] = {}
         for p in self.points:
-            found[p.kernel_class] = min(p.measured_seconds, found.get(p.kernel_class, math.inf))
+            if p.measured_seconds > 0:  # NaN too: no comparison holds
+                for name in (p.kernel_class, family(p.kernel_class)):
+                    if name is not None:
+                        found[name] = min(p.measured_seconds, found.get(name, math.inf))
         return found
 
     def to_dict(self) -> dict[str, Any]:

@@ -256,8 +256,9 @@ _BACKWARD_CONVS = (
     (16, 48, 96, 28, 1, 2, True), (32, 16, 32, 32, 1, 2, True),
 )  # fmt: skip
 #: Depthwise convolutions whose backward is calibrated (batch, channels, size, kernel, stride), both
-#: gradients asked: seven of the forward grid's (``_microgrid.DEPTHWISE_CONVS``).
-_BACKWARD_DEPTHWISE = tuple(grid.DEPTHWISE_CONVS[i] for i in (0, 1, 3, 4, 5, 7, 9))
+#: gradients asked: thirteen of the forward grid's (``_microgrid.DEPTHWISE_CONVS``), six of stride 1
+#: and its seven of stride 2 (``depthwise_conv_backward:stride1`` and ``:strided``).
+_BACKWARD_DEPTHWISE = tuple(conv for i, conv in enumerate(grid.DEPTHWISE_CONVS) if i not in (2, 8))
 #: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
 _NORM_MAPS = (
     (1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112), (4, 32, 56), (16, 64, 28), (2, 256, 14),
