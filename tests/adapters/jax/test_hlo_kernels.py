@@ -199,6 +199,50 @@ def test_gradient_flops_are_kept_to_the_flop():
     assert_partition(trace, result)
 
 
+def dense_pair_loss(params, x):
+    h = jnp.tanh(jnp.einsum("btd,df->btf", x, params["w1"]) + params["b1"])
+    y = jnp.einsum("btf,fd->btd", h, params["w2"]) + params["b2"]
+    return jnp.square(x + y).sum()
+
+
+DENSE_PAIR_ARGS = (
+    {
+        "w1": jax.ShapeDtypeStruct((64, 256), jnp.float32),
+        "b1": jax.ShapeDtypeStruct((256,), jnp.float32),
+        "w2": jax.ShapeDtypeStruct((256, 64), jnp.float32),
+        "b2": jax.ShapeDtypeStruct((64,), jnp.float32),
+    },
+    jax.ShapeDtypeStruct((4, 32, 64), jnp.float32),
+)
+
+
+def test_each_matmul_of_a_gradient_sits_in_the_kernel_that_runs_it():
+    """Two dense layers on (batch, time, features) inputs and their weight gradients, as a Flax
+    ``Dense`` stack's training step has them. XLA folds each weight gradient's transpose into its
+    dot and names the dot after the transpose (``.../transpose``), and the bias-add fusions
+    bitcast the forward dots' results under the dots' names. Records were given in program order
+    to whatever carried their key: both weight-gradient dots read 0 FLOPs (their transposes'
+    records), while the forward kernels and a bias-add held two matmuls each (a Flax transformer's
+    weight-gradient dots read 117× their bound). Now a bitcast never takes a contraction's
+    record, and a dot holds the dot's key before the one it was named by."""
+
+    def step(params, x):
+        return jax.grad(dense_pair_loss)(params, x)
+
+    _compiled, trace, result = kernels_of(step, DENSE_PAIR_ARGS)
+    names = [[trace.operations[i].name for i in k.operations] for k in result.kernels]
+    holding = [k for k, held in zip(result.kernels, names, strict=True) if "dot_general" in held]
+    # five matmuls: two forward, the hidden layer's input gradient, two weight gradients (x was
+    # not differentiated); each (4·32)×64×256 = 2·128·64·256 = 4,194,304 FLOPs, one per kernel
+    assert [held.count("dot_general") for held in names if "dot_general" in held] == [1] * 5
+    assert all(k.flops == 4_194_304 for k in holding)
+    # each runs a contraction: XLA:CPU's dot instruction, or its YNNPACK fusion of one
+    assert all(k.kind == "dot" or k.name.startswith("ynn_fusion") for k in holding)
+    assert all(k.flops for k in result.kernels if k.kind == "dot")
+    assert mapped_flops(trace, result) == total_flops(trace)
+    assert_partition(trace, result)
+
+
 def test_flax_convnet_gradient_maps_nearly_all_flops_to_named_kernels():
     nn = pytest.importorskip("flax.linen")
 

@@ -41,7 +41,16 @@ from typing import Any
 from ...core.errors import AdapterError
 from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
-from .hlo_map import MARKER_OPCODES, Mark, Site, assign, element_counts, in_shard_map, parse_op_name
+from .hlo_map import (
+    CONTRACTION_OPCODES,
+    MARKER_OPCODES,
+    Mark,
+    Site,
+    assign,
+    element_counts,
+    in_shard_map,
+    parse_op_name,
+)
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays, parse_hlo
 from .ops_collectives import COLLECTIVES
 from .sharded import mesh_of
@@ -261,6 +270,9 @@ class _Walk:
         parts = op_name.split(";") if self.parse is parse_op_name else [op_name]  # TF's parser reads its own
         parts = [part for part in parts if part] or [""]
         found = [self.parse(part) if part else (None, ()) for part in parts]
+        # a dot XLA named after the transpose it folded in still computes a dot_general first
+        computed = CONTRACTION_OPCODES.get(instruction.opcode, ()) if self.parse is parse_op_name else ()
+        found = [(scope, (*[n for n in computed if n not in names], *names)) for scope, names in found]
         operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
         sizes = element_counts([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
         source = self.module.source(instruction)

@@ -19,9 +19,13 @@ line (``source``, which a record whose name another shares
 carries), then by its count against the kernel's executions (a function called before a loop
 and inside it makes records of one key that run once and ``trips`` times). (1) Each kernel
 claims, per ``(scope, name)``, for every instruction of that key that computes (a broadcast or
-constant carrying the key marks it present: at most one), the best-fitting record of that key
+constant carrying the key marks it present: at most one, never a ``dot_general`` or convolution,
+whose results later fusions bitcast under their names), the best-fitting record of that key
 of the instruction's size, if any (XLA split ``x / y`` into ``1 / y`` and a multiply: the small
-divide claims nothing, the multiply the record). (2) Records left over whose
+divide claims nothing, the multiply the record). An instruction's key is the first of its names
+that a record has at its scope; a ``dot`` or ``convolution`` instruction's names start with the
+primitive it computes (a weight gradient's dot is named after the transpose XLA folded into it),
+and it holds its other names' keys too, for pass 2. (2) Records left over whose
 key some kernel holds go to a kernel XLA made without metadata that computes the same thing
 (a convolution or dot of the record's output size), else to the best-fitting kernel holding
 the key, the first of equals (XLA duplicated a producer into several fusions, or folded two
@@ -53,6 +57,8 @@ from ...core.records import Operation
 from .sharded import holds_share
 
 __all__ = [
+    "CONTRACTIONS",
+    "CONTRACTION_OPCODES",
     "MARKER_OPCODES",
     "Mark",
     "Site",
@@ -80,8 +86,12 @@ _CONTROL = frozenset(
 )
 #: How far down a key's queue a record of the instruction's size is looked for.
 _LOOKAHEAD = 64
-#: Kernels without metadata that may still be matched to a record by what they compute.
-_ORPHAN_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",)}
+#: The primitive each contraction opcode computes: a kernel XLA made without metadata is still
+#: matched to a record by what it computes, and an instruction of the opcode that XLA gave
+#: another equation's name (``transpose(dot(a, b))`` folded into ``dot(b, a)``, named after the
+#: transpose) holds that primitive's key first.
+CONTRACTION_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",)}
+CONTRACTIONS = frozenset(name for names in CONTRACTION_OPCODES.values() for name in names)
 _BRANCH = re.compile(r"^branch_\d+_fun$")
 #: Primitives whose HLO carries another name: ``argmax`` lowers to a variadic ``reduce``.
 _LOWERED_AS = {"reduce": ("argmax", "argmin")}
@@ -218,11 +228,13 @@ def assign(
     for s, site in enumerate(sites):
         wants: dict[Key, list[Mark]] = {}
         for m, mark in enumerate(site.marks):
-            key = next(((mark.scope, n) for n in mark.names if (mark.scope, n) in known), None)
-            if key is None:
+            keys = [(mark.scope, n) for n in mark.names if (mark.scope, n) in known]
+            if not keys:
                 continue
+            key = keys[0]
             explained[s].add(m)
-            holders[key].setdefault(s, []).append(mark)
+            for held in keys:  # a later name's record left over goes here too (a dot named after a transpose)
+                holders[held].setdefault(s, []).append(mark)
             wants.setdefault(key, [])
             if mark.computes:
                 wants[key].append(mark)
@@ -230,8 +242,11 @@ def assign(
             queue = queues[key]
             if not queue and key in last_claimed:
                 also_in[last_claimed[key]].append(site.name)
-            # only present (no mark computes): at most one record, by its first mark's line
-            for mark in marks or holders[key][s][:1]:
+            # only present (no mark computes): at most one record, by its first mark's line — never
+            # a contraction's: a bitcast XLA gave a dot's name reads the dot's result (a backward
+            # dot of that size, later in the program, would be taken from the kernel running it)
+            present = [] if key[1] in CONTRACTIONS else holders[key][s][:1]
+            for mark in marks or present:
                 taken = _take(queue, operations, mark, site.executions, mesh) if queue else None
                 if taken is not None:
                     last_claimed[key] = taken
@@ -368,7 +383,7 @@ def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh
     ``op`` computes: its opcode does ``op``'s primitive and its result has ``op``'s size (or one
     device's share of it, ``fits``)."""
     for s, site in enumerate(sites):
-        computes = op.name in _ORPHAN_OPCODES.get(site.kind, ())
+        computes = op.name in CONTRACTION_OPCODES.get(site.kind, ())
         if not computes or site.marks or claimed[s]:
             continue
         if site.result_bytes == op.output_bytes or (site.own is not None and fits(site.own, op, mesh)):
