@@ -284,3 +284,49 @@ def test_merged_op_names_are_read_apart():
     )
     sites, _, _ = read_sites(parse_hlo(text), parse=parse_tf_op_name)
     assert [(s.name, s.traffic_bytes, s.marks[0].names) for s in sites] == [("c", 64, ("Cos", "call/Cos"))]
+
+
+def test_filter_gradients_sit_in_the_convolutions_xla_made_without_metadata():
+    """A Keras conv stack's training step under ``jit_compile``: XLA rewrites each
+    ``Conv2DBackpropFilter`` into a convolution whose instruction names no node, and the Adam
+    update's fusion that reads the gradient carries the node's name (on a bitcast, or on the
+    multiply reading it). The records went to the optimizer's fusions, leaving the convolutions
+    that run them with no record (scored at their traffic). Now a convolution XLA made without
+    metadata, of the record's output size and with operands of its inputs' sizes, takes it."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((16, 16, 3)),
+            keras.layers.Conv2D(8, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 1),
+            keras.layers.GlobalAveragePooling2D(),
+        ]
+    )
+    optimizer = keras.optimizers.Adam(1e-3)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=True)
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    trace = _trace(step, tf.ones((4, 16, 16, 3)))
+    owner = {i: kernel for kernel in trace.kernels for i in kernel.operations}
+    filters = [i for i, op in enumerate(trace.operations) if op.name.endswith("Conv2DBackpropFilter")]
+    assert len(filters) == 3  # one per layer: the stem's image asks no input gradient, its filter does
+    assert sorted(owner[i].kind for i in filters) == ["convolution"] * 3
+    assert all(owner[i].operations == (i,) for i in filters)  # each its own convolution
+    estimate = _same_flops_without_kernels(trace)
+    flops = {k.name: k.flops for k in estimate.kernels}
+    # each kernel's FLOPs are its filter gradient's: 2 · batch · output pixels · C_out · C_in · taps
+    # (8×8 outputs of the stride-2 stem over 3×3×3; 8×8 of the 3×3 8→16; 8×8 of the 1×1 16→16)
+    assert sorted(flops[owner[i].name] for i in filters) == [
+        2 * 4 * 64 * 8 * 27,  # 110,592
+        2 * 4 * 64 * 16 * 16,  # 131,072
+        2 * 4 * 64 * 16 * 72,  # 589,824
+    ]
+    _partition(trace)

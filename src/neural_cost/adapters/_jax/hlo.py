@@ -237,6 +237,9 @@ class _Walk:
         site = Site(
             kernel.name, kernel.opcode, traffic, footprint, executions, self.module.source(kernel), kernel.nbytes
         )
+        operands = [arrays(defined[o].shape) for o in kernel.operands]
+        if all(len(held) == 1 for held in operands):
+            site.operand_sizes = element_counts([held[0][1] for held in operands])
         if kernel.op_name:
             marks = self._marks_of(kernel, defined, kernel.opcode != "fusion")
             collective = collective_of(self.module, kernel) is not None

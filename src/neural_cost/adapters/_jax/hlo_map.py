@@ -195,6 +195,9 @@ class Site:
     marks: list[Mark] = field(default_factory=list)
     #: The kernel's own instruction as a mark without key (a partitioned module's orphans' shapes).
     own: Mark | None = None
+    #: Its instruction's operands' element counts, smallest first (None: a tuple operand): a kernel
+    #: without metadata is told apart by them (``Mark.operand_sizes``).
+    operand_sizes: tuple[int, ...] | None = None
 
     def scopes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(m.scope for m in self.marks if m.scope))

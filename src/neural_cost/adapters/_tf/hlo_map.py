@@ -25,7 +25,10 @@ only carries the name) with the record's output size; then a kernel executed as 
 record (the nodes of two loop bodies can share a name: ``while/add``); then one holding any
 unclaimed computing instruction of its name; then any computing one; the earliest of equals
 (XLA duplicated a producer into several fusions: it counts its FLOPs in the first). It claims
-that instruction. A record whose names no instruction carries — XLA folded the op away (a
+that instruction — unless no convolution or dot of its name computes its output size and one
+XLA made without metadata does (a ``Conv2DBackpropFilter`` rewritten into a
+convolution naming no node, its name left on a bitcast in the optimizer's fusion): that kernel
+takes it. A record whose names no instruction carries — XLA folded the op away (a
 constant expression, a cast to the same type, a transpose folded into a dot's layout) — is
 unmapped. Every record lands in exactly one kernel or in ``unmapped``.
 """
@@ -37,7 +40,7 @@ from collections.abc import Sequence
 
 from ...core.kernels import Kernel
 from ...core.records import Operation
-from .._jax.hlo_map import Site
+from .._jax.hlo_map import Site, element_counts
 
 __all__ = ["assign", "parse_tf_op_name"]
 
@@ -80,6 +83,11 @@ def assign(
                 score = (op.output_bytes in sizes, sites[s].executions == op.count, bool(sizes), (s, name) in computes)
                 if best is None or score > best_score:
                     best, best_score = (s, name), score
+        computed_here = best is not None and best_score[0] and sites[best[0]].kind in _CONTRACTION_KINDS
+        orphan = None if computed_here else _orphan(sites, claimed, op)
+        if orphan is not None:  # a gradient XLA rewrote into a convolution without metadata
+            claimed[orphan].append(index)
+            continue
         if best is None:
             unmapped.append(index)
             continue
@@ -106,3 +114,27 @@ def assign(
         for s, site in enumerate(sites)
     )
     return kernels, tuple(unmapped), tuple((i, tuple(n)) for i, n in sorted(split.items()) if n)
+
+
+#: The opcode that computes a record of each kind when XLA made the instruction without metadata.
+_ORPHAN_OPCODES = {"conv": "convolution", "matmul": "dot"}
+#: Kernels that run a contraction: a record there of its size is where it was computed.
+_CONTRACTION_KINDS = frozenset({"convolution", "dot", "custom-call"})
+
+
+def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation) -> int | None:
+    """A kernel XLA made without metadata that computes what ``op`` computes — its opcode does
+    ``op``'s kind, its result has ``op``'s size and its operands its inputs' (a depthwise layer's
+    filter gradient may have a 1×1 layer's filter's size) — when no instruction carrying ``op``'s name
+    does, or only a fusion's: a ``Conv2DBackpropFilter`` is rewritten into a convolution that
+    names no node, while the optimizer's fusion that reads its result carries the node's name
+    (on a bitcast, or on the multiply that reads it)."""
+    opcode = _ORPHAN_OPCODES.get(op.kind)
+    if opcode is None:
+        return None
+    inputs = element_counts(op.inputs)
+    for s, site in enumerate(sites):
+        unclaimed = site.kind == opcode and not site.marks and not claimed[s]
+        if unclaimed and site.result_bytes == op.output_bytes and site.operand_sizes == inputs:
+            return s
+    return None
