@@ -5,6 +5,7 @@ import json
 import pytest
 
 from neural_cost.core import Kernel, RecordError
+from neural_cost.core.kernels import recordless_kind
 
 
 def roundtrip(record):
@@ -54,3 +55,22 @@ def test_kernel_rejects_bad_fields(fields, message):
 def test_kernel_executions_may_be_zero():
     # A conditional's branch not taken, a loop that runs no iteration: listed, never executed.
     assert Kernel("fusion.1", traffic_bytes=64, executions=0).total_traffic_bytes == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "expected"),
+    [
+        ("copy.3", "copy", "copy"),  # a lone copy XLA inserted (a loop's state)
+        ("transpose_copy_fusion.41", "fusion", "copy"),  # a layout change fused from its opcodes
+        ("copy_bitcast_fusion", "fusion", "copy"),
+        ("wrapped_reduce-window.24", "fusion", "reduce"),  # a reduction XLA split in parts
+        ("bitcast_reduce_fusion.2", "fusion", "reduce"),
+        ("copy_select_fusion", "fusion", None),  # a select computes: the name is no copy's
+        ("ynn_fusion.6", "fusion", None),  # a library's fusion: its name says nothing
+        ("convolution.100", "convolution", None),
+        ("layer1/add", "aten.add.Tensor", None),  # an aten call is no HLO instruction
+        ("copy.1", None, None),
+    ],
+)
+def test_a_kernel_without_records_is_read_off_the_opcodes_xla_names_it_by(name, kind, expected):
+    assert recordless_kind(Kernel(name, (), kind=kind)) == expected

@@ -12,8 +12,9 @@ or output channels (per group) are under 64 is ``conv:narrow`` (``NARROW``), ano
 to the family's ``conv``, which a transposed or input-dilated convolution reads. A
 kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
 class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
-none of our records (a loop's state copy XLA inserted, an unmodeled call) is ``other``: no
-micro-benchmark stands for it, so it is scored at its bound and counted in the note. A kernel
+none of our records is ``copy`` or ``reduce`` when the opcodes XLA names it by only move data or
+reduce (a loop's state copy, a layout transpose: ``recordless_kind``), else ``other`` (an
+unmodeled call): no curve stands for it, so it is scored at its bound, noted. A kernel
 that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
 its executions follow one another inside one launch, without the entry cost a standalone
 program's kernel pays; without a calibration of its own it falls back to its class. A TensorFlow
@@ -45,7 +46,7 @@ from typing import Any
 from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
-from ..core.kernels import Kernel
+from ..core.kernels import Kernel, recordless_kind
 from ..core.records import Operation
 from ..costs.registry import spatial
 from ..hardware.kernel_model import ClassModel, KernelCalibration, family
@@ -63,12 +64,11 @@ CLASS_OF_KIND: Mapping[str, str] = {
     "pooling": "pool", "pooling_backward": "pool", "pooling_gradient": "pool", "adaptive_pooling": "pool",
     "reduce": "reduce", "cumulative": "reduce", "foreach_reduce": "reduce", "nll_loss": "reduce",
     "nll_loss_backward": "reduce", "sort": "reduce",
-    "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather",
-    "grid_sample": "gather", "interpolate": "gather", "interpolate_backward": "gather",
+    "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather", "grid_sample": "gather",
+    "interpolate": "gather", "interpolate_backward": "gather",
     "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "random",
     "dequantize": "elementwise", "rnn_gate_backward": "elementwise", "qkv_bias_rescale": "elementwise",
-    "copy": "copy", "pad_backward": "copy",
-    "collective": "collective",
+    "copy": "copy", "pad_backward": "copy", "collective": "collective",
 }  # fmt: skip
 PRIORITY = (
     "rnn", "attention", "conv", "matmul", "norm", "norm_backward", "softmax", "pool", "reduce", "gather",
@@ -395,8 +395,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     kernel = estimate.kernels[row.index]
     if _FUSED_RNN.search(call_name(kernel)):
         return "rnn"
-    if not kernel.operations:
-        return "other"  # runs none of our records (a loop's state copy, an unmodeled call): its bound, noted
+    if not kernel.operations:  # a layout copy or split reduction XLA added reads its kind's curve
+        return recordless_kind(kernel) or "other"  # else (an unmodeled call) its bound, noted
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
     if len(classes) > 1:  # draws fused with other work (XLA's threefry bits in a loop fusion): that work's class
         classes.discard("random")

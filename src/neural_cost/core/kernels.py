@@ -28,7 +28,7 @@ from .dtypes import canonical_dtype
 from .errors import RecordError
 from .shapes import check_name
 
-__all__ = ["Kernel", "check_kernels"]
+__all__ = ["Kernel", "check_kernels", "recordless_kind"]
 
 
 def _count(value: Any, where: str) -> int:
@@ -169,3 +169,27 @@ def check_kernels(kernels: Any, operations: int, where: str) -> tuple[Kernel, ..
                 )
             owner[index] = kernel.name
     return result
+
+
+#: HLO opcodes that only move or lay out data, and those that reduce (``recordless_kind``).
+_MOVES = frozenset(
+    {"copy", "transpose", "bitcast", "broadcast", "slice", "concatenate", "pad", "reshape", "reverse"}
+    | {"dynamic-slice", "dynamic-update-slice"}
+)
+_REDUCES = frozenset({"reduce", "reduce-window"})
+
+
+def recordless_kind(kernel: Kernel) -> str | None:
+    """What a compiled kernel that runs none of our records does, read from the opcodes XLA
+    names it by — a loop fusion after its instructions' (``transpose_copy_fusion``), a lone
+    instruction after its own (``wrapped_reduce-window``, ``copy.3``): ``"copy"`` when they only
+    move data (a layout change XLA inserted), ``"reduce"`` when one reduces (a reduction XLA
+    split in parts); None when the name says neither (``ynn_fusion``, a convolution XLA added)
+    or the kernel is no HLO instruction (an aten call's kind is ``aten.add.Tensor``)."""
+    if kernel.kind is None or "." in kernel.kind:
+        return None
+    stem = kernel.name.rsplit(".", 1)[0] if kernel.name.rsplit(".", 1)[-1].isdigit() else kernel.name
+    opcodes = {kernel.kind} - {"fusion"} | set(stem.split("_")) - {"fusion", "wrapped"}
+    if opcodes and opcodes <= _MOVES:
+        return "copy"
+    return "reduce" if opcodes & _REDUCES and opcodes <= _MOVES | _REDUCES else None
