@@ -12,7 +12,7 @@ L2 500e9 B/s, L3 unmeasured, DRAM 100e9 B/s):
   fusion.0 (mm + add): compute 528.384 ns, memory 98.304 ns (L2) → class matmul;
     matmul's compute curve: knots (-7, -6), (-5, -5): log10(528.384e-9) = -6.27706 → between the
     knots: -6 + (0.72294/2)·1 = -5.63853 → 2.29867 µs. Its memory curve is the same curve (one side only).
-  copy.1 (no record): class other — no calibration: its roofline bound, 20 µs.
+  copy.1 (no record): class copy (XLA's copy opcode) — no calibration: its roofline bound, 20 µs.
   loop.2 (no record, 10 executions): class other: its bound, 10 ns.
   unmapped record "big": class unmapped — no calibration: its bound 125.82912 µs.
   Kernels: 2.29867 + 20 + 0.01 + 125.82912 = 148.13779 µs; floor 1 ms → 1.14813779 ms.

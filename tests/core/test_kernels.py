@@ -61,6 +61,13 @@ def test_kernel_executions_may_be_zero():
     ("name", "kind", "expected"),
     [
         ("copy.3", "copy", "copy"),  # a lone copy XLA inserted (a loop's state)
+        ("copy.3.clone", "copy", "copy"),  # a lone instruction: its opcode, whatever its name
+        ("dynamic-update-slice.2", "dynamic-update-slice", "copy"),
+        ("loop_transpose_fusion", "fusion", "copy"),  # XLA:GPU's names: a prefix, "_" for "-"
+        ("input_reduce_fusion.1", "fusion", "reduce"),
+        ("loop_dynamic_update_slice_fusion", "fusion", "copy"),
+        ("fusion.3", "fusion", None),  # no opcode in the name
+        ("multiply_reduce_fusion", "fusion", None),  # a multiply computes
         ("transpose_copy_fusion.41", "fusion", "copy"),  # a layout change fused from its opcodes
         ("copy_bitcast_fusion", "fusion", "copy"),
         ("wrapped_reduce-window.24", "fusion", "reduce"),  # a reduction XLA split in parts

@@ -148,7 +148,33 @@ def test_diff_notes_different_inputs():
     small = estimate_operations([Operation("mm", "matmul", ((4, 8), (8, 8)), (4, 8))], input_shapes=[("x", (4, 8))])
     big = estimate_operations([Operation("mm", "matmul", ((64, 8), (8, 8)), (64, 8))], input_shapes=[("x", (64, 8))])
     text = diff_reports(analyze_gap(small, cpu_measurement(), M3_PRO), analyze_gap(big, cpu_measurement(), M3_PRO))
-    assert "NOTE: different inputs: x (4, 8) → x (64, 8)" in text
+    assert "NOTE: different inputs: x (4, 8) → (64, 8); FLOP" in text
+
+
+def test_diff_names_only_the_inputs_that_differ():
+    """A Keras model's inputs are its batch and every variable leaf: a diff at another batch size
+    names the batch, not the 262 leaves, and counts what stayed the same."""
+    leaves = [(f"weight{i}", (8, 8)) for i in range(262)]
+
+    def report(batch, extra=()):
+        op = Operation("mm", "matmul", ((batch, 8), (8, 8)), (batch, 8))
+        shapes = [("x", (batch, 8)), *leaves, *extra]
+        return analyze_gap(estimate_operations([op], input_shapes=shapes), cpu_measurement(), M3_PRO)
+
+    text = diff_reports(report(4), report(64, [("mask", (64,))]))
+    assert "NOTE: different inputs: x (4, 8) → (64, 8), mask absent → (64,) (262 other input(s) the same);" in text
+    # past five differing inputs, the rest are counted
+    many = [(f"extra{i}", (i + 1,)) for i in range(7)]
+    text = diff_reports(report(4), report(4, many))
+    assert "extra4 absent → (5,) and 2 more (263 other input(s) the same)" in text
+
+    # the same inputs in another order: said, not an empty list
+    def ordered(shapes):
+        op = Operation("mm", "matmul", ((4, 8), (8, 8)), (4, 8))
+        return analyze_gap(estimate_operations([op], input_shapes=shapes), cpu_measurement(), M3_PRO)
+
+    text = diff_reports(ordered([("x", (4, 8)), ("w", (8, 8))]), ordered([("w", (8, 8)), ("x", (4, 8))]))
+    assert "different inputs: the same shapes, listed in another order;" in text
 
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[31mEvil\rGPU\u202e\x9b2J"

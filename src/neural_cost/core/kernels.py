@@ -171,25 +171,44 @@ def check_kernels(kernels: Any, operations: int, where: str) -> tuple[Kernel, ..
     return result
 
 
-#: HLO opcodes that only move or lay out data, and those that reduce (``recordless_kind``).
+#: HLO opcodes that only move or lay out data, and those that reduce (``recordless_kind``), in the
+#: spelling XLA's fusion names use (``_`` for ``-``: a GPU fusion's ``dynamic_update_slice``).
 _MOVES = frozenset(
     {"copy", "transpose", "bitcast", "broadcast", "slice", "concatenate", "pad", "reshape", "reverse"}
-    | {"dynamic-slice", "dynamic-update-slice"}
+    | {"dynamic_slice", "dynamic_update_slice"}
 )
-_REDUCES = frozenset({"reduce", "reduce-window"})
+_REDUCES = frozenset({"reduce", "reduce_window"})
+#: Words of a fusion's name that are no opcode: what XLA:GPU prefixes (``loop_transpose_fusion``).
+_NOT_OPCODES = ("fusion", "wrapped", "loop", "input", "output")
 
 
 def recordless_kind(kernel: Kernel) -> str | None:
     """What a compiled kernel that runs none of our records does, read from the opcodes XLA
-    names it by — a loop fusion after its instructions' (``transpose_copy_fusion``), a lone
-    instruction after its own (``wrapped_reduce-window``, ``copy.3``): ``"copy"`` when they only
-    move data (a layout change XLA inserted), ``"reduce"`` when one reduces (a reduction XLA
-    split in parts); None when the name says neither (``ynn_fusion``, a convolution XLA added)
-    or the kernel is no HLO instruction (an aten call's kind is ``aten.add.Tensor``)."""
+    names it by — a lone instruction by its opcode (``copy.3``), a fusion by its instructions'
+    (``transpose_copy_fusion``, ``wrapped_reduce-window``, XLA:GPU's ``input_reduce_fusion``):
+    ``"copy"`` when they only move data (a layout change XLA inserted), ``"reduce"`` when one
+    reduces (a reduction XLA split in parts); None when the name says neither (``ynn_fusion``, a
+    convolution XLA added) or the kernel is no HLO instruction (an aten call's kind is
+    ``aten.add.Tensor``)."""
     if kernel.kind is None or "." in kernel.kind:
         return None
-    stem = kernel.name.rsplit(".", 1)[0] if kernel.name.rsplit(".", 1)[-1].isdigit() else kernel.name
-    opcodes = {kernel.kind} - {"fusion"} | set(stem.split("_")) - {"fusion", "wrapped"}
+    if kernel.kind != "fusion":
+        opcodes = {kernel.kind.replace("-", "_")}
+    else:
+        stem = kernel.name.split(".", 1)[0].replace("-", "_")
+        for word in _NOT_OPCODES:  # whole words only: a name is opcodes joined by "_"
+            stem = f"_{stem}_".replace(f"_{word}_", "_").strip("_")
+        opcodes = {"reduce_window"} if "reduce_window" in stem else set()
+        rest = stem.replace("reduce_window", "")
+        for spelled in sorted(_MOVES, key=len, reverse=True):  # dynamic_update_slice before slice
+            if spelled in rest:
+                opcodes.add(spelled)
+                rest = rest.replace(spelled, "")
+        if "reduce" in rest:
+            opcodes.add("reduce")
+            rest = rest.replace("reduce", "")
+        if rest.strip("_"):  # a word that is no move or reduction (select, add, ynn): no kind
+            return None
     if opcodes and opcodes <= _MOVES:
         return "copy"
     return "reduce" if opcodes & _REDUCES and opcodes <= _MOVES | _REDUCES else None

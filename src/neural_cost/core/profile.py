@@ -22,13 +22,14 @@ trace's kernels (``Trace.kernels``, by index). Conventions:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import RecordError
 
-__all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "union_seconds"]
+__all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "runs_merged", "union_seconds"]
 
 
 def _seconds(value: Any, where: str) -> float:
@@ -194,3 +195,30 @@ class Profile:
             notes=tuple(data.get("notes", ())),
             events=tuple(ProfileEvent.from_dict(e) for e in data.get("events", ())),
         )
+
+
+_PER_RUN = re.compile(r"^profiled run (\d+): (.*)$", re.DOTALL)
+
+
+def runs_merged(notes: Iterable[str]) -> tuple[str, ...]:
+    """``notes`` once each, those said of one profiled run merged across the runs that said the
+    same: ``profiled run 1: X``, ``profiled run 2: X``, ``profiled run 3: X`` are ``profiled runs
+    1–3: X`` (``runs 1, 3`` when not consecutive), placed where the first stood."""
+    runs: dict[tuple[bool, str], list[int]] = {}  # (said of a run, what): the runs that said it
+    for note in notes:
+        found = _PER_RUN.match(note)
+        at = runs.setdefault((True, found.group(2)) if found else (False, note), [])
+        if found and int(found.group(1)) not in at:
+            at.append(int(found.group(1)))
+    merged: list[str] = []
+    for (of_run, said), at in runs.items():
+        at.sort()
+        if not of_run:
+            merged.append(said)
+        elif len(at) == 1:
+            merged.append(f"profiled run {at[0]}: {said}")
+        else:
+            consecutive = at == list(range(at[0], at[-1] + 1))
+            which = f"{at[0]}–{at[-1]}" if consecutive else ", ".join(map(str, at))
+            merged.append(f"profiled runs {which}: {said}")
+    return tuple(merged)

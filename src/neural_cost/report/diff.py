@@ -82,8 +82,31 @@ def spec_changes(before: HardwareSpec, after: HardwareSpec) -> list[str]:
     return changes
 
 
-def _shapes(report: GapReport) -> str:
-    return ", ".join(f"{name} {tuple(shape)}" for name, shape in report.estimate.input_shapes) or "not recorded"
+#: How many differing inputs the diff names before it counts the rest.
+SHOWN_INPUTS = 5
+
+
+def _changed_inputs(before: GapReport, after: GapReport) -> str:
+    """The inputs whose shapes differ, each ``name (before) → (after)`` (``absent`` on the side that
+    has none), the first ``SHOWN_INPUTS`` named, the rest counted: a model's 262 parameter leaves
+    that did not change are not listed beside the one batch that did."""
+    shapes = [dict(report.estimate.input_shapes) for report in (before, after)]
+    if not shapes[0] or not shapes[1]:
+        return " → ".join(
+            ", ".join(f"{name} {tuple(shape)}" for name, shape in side.items()) or "not recorded" for side in shapes
+        )
+    names = list(dict.fromkeys([*shapes[0], *shapes[1]]))
+    changed = [name for name in names if shapes[0].get(name) != shapes[1].get(name)]
+    if not changed:  # the same names and shapes, in another order (or a name given twice)
+        return "the same shapes, listed in another order"
+    shown = [
+        f"{name} " + " → ".join(str(tuple(side[name])) if name in side else "absent" for side in shapes)
+        for name in changed[:SHOWN_INPUTS]
+    ]
+    rest = len(changed) - len(shown)
+    more = f" and {rest:,} more" if rest else ""
+    same = len(names) - len(changed)
+    return ", ".join(shown) + more + (f" ({same:,} other input(s) the same)" if same else "")
 
 
 def _flops(value: float) -> str:
@@ -196,7 +219,7 @@ def diff_reports(before: GapReport, after: GapReport, top: int = 10, *, versions
         )
     if before.estimate.input_shapes != after.estimate.input_shapes:
         notes.append(
-            f"different inputs: {_shapes(before)} → {_shapes(after)}; FLOP and byte deltas include "
+            f"different inputs: {_changed_inputs(before, after)}; FLOP and byte deltas include "
             f"the change of size, not only a change of code"
         )
     cov_before, cov_after = before.estimate.coverage, after.estimate.coverage

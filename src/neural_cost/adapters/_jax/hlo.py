@@ -275,7 +275,8 @@ class _Walk:
         found = [self.parse(part) if part else (None, ()) for part in parts]
         # a dot XLA named after the transpose it folded in still computes a dot_general first
         computed = CONTRACTION_OPCODES.get(instruction.opcode, ()) if self.parse is parse_op_name else ()
-        found = [(scope, (*[n for n in computed if n not in names], *names)) for scope, names in found]
+        if computed and not any(set(computed) & set(names) for _, names in found):  # once, on the first part
+            found[0] = (found[0][0], (*computed, *found[0][1]))
         operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
         sizes = element_counts([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
         source = self.module.source(instruction)

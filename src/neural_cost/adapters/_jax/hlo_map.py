@@ -236,7 +236,8 @@ def assign(
                 continue
             key = keys[0]
             explained[s].add(m)
-            for held in keys:  # a later name's record left over goes here too (a dot named after a transpose)
+            # a contraction named after another equation (a dot after a transpose) holds that key too
+            for held in keys if mark.names[0] in CONTRACTIONS else keys[:1]:
                 holders[held].setdefault(s, []).append(mark)
             wants.setdefault(key, [])
             if mark.computes:
@@ -373,9 +374,10 @@ def _take(
 def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation, mesh: Sequence[int]) -> int:
     """The kernel holding ``op``'s key that best fits it, the earliest of equals (XLA duplicated
     a producer into several fusions, or folded two equations into one instruction)."""
-    best, best_score = -1, (False, False, False, False)
-    for s, marks in holders.items():
-        score = _match(op, marks, sites[s].executions, mesh)
+    best, best_score = -1, (False, False, False, False, False)
+    for s, marks in holders.items():  # a contraction's record: a kernel computing one of its key first
+        computes = op.name not in CONTRACTIONS or any(mark.computes for mark in marks)
+        score = (computes, *_match(op, marks, sites[s].executions, mesh))
         if best < 0 or score > best_score:
             best, best_score = s, score
     return best

@@ -25,12 +25,12 @@ only carries the name) with the record's output size; then a kernel executed as 
 record (the nodes of two loop bodies can share a name: ``while/add``); then one holding any
 unclaimed computing instruction of its name; then any computing one; the earliest of equals
 (XLA duplicated a producer into several fusions: it counts its FLOPs in the first). It claims
-that instruction — unless no convolution or dot of its name computes its output size and one
-XLA made without metadata does (a ``Conv2DBackpropFilter`` rewritten into a
+that instruction — unless no convolution of its name computes its output size and one XLA made
+without metadata does (a ``Conv2DBackpropFilter`` rewritten into a
 convolution naming no node, its name left on a bitcast in the optimizer's fusion): that kernel
-takes it. A record whose names no instruction carries — XLA folded the op away (a
-constant expression, a cast to the same type, a transpose folded into a dot's layout) — is
-unmapped. Every record lands in exactly one kernel or in ``unmapped``.
+takes it (whether or not an instruction carries its names). A record whose names no instruction
+carries — XLA folded the op away (a constant expression, a cast to the same type, a transpose
+folded into a dot's layout) — is otherwise unmapped. Every record lands in exactly one kernel or in ``unmapped``.
 """
 
 from __future__ import annotations
@@ -77,13 +77,14 @@ def assign(
     for index, op in enumerate(operations):
         best: Slot | None = None
         best_score = (False, False, False, False)
+        computed_here = False  # a convolution of its name and size runs it: no orphan is looked for
         for name in dict.fromkeys(names[index]):
             for s in holders.get(name, ()):
                 sizes = open_sizes[(s, name)]
                 score = (op.output_bytes in sizes, sites[s].executions == op.count, bool(sizes), (s, name) in computes)
+                computed_here = computed_here or (score[0] and sites[s].kind in _CONTRACTION_KINDS)
                 if best is None or score > best_score:
                     best, best_score = (s, name), score
-        computed_here = best is not None and best_score[0] and sites[best[0]].kind in _CONTRACTION_KINDS
         orphan = None if computed_here else _orphan(sites, claimed, op)
         if orphan is not None:  # a gradient XLA rewrote into a convolution without metadata
             claimed[orphan].append(index)
@@ -116,14 +117,15 @@ def assign(
     return kernels, tuple(unmapped), tuple((i, tuple(n)) for i, n in sorted(split.items()) if n)
 
 
-#: The opcode that computes a record of each kind when XLA made the instruction without metadata.
-_ORPHAN_OPCODES = {"conv": "convolution", "matmul": "dot"}
+#: The opcode that computes a record of each kind when XLA made the instruction without metadata
+#: (a matmul's gradients keep their nodes' names: a dot of a square layer's size in a fusion is no orphan).
+_ORPHAN_OPCODES = {"conv": "convolution"}
 #: Kernels that run a contraction: a record there of its size is where it was computed.
 _CONTRACTION_KINDS = frozenset({"convolution", "dot", "custom-call"})
 
 
 def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation) -> int | None:
-    """A kernel XLA made without metadata that computes what ``op`` computes — its opcode does
+    """A convolution XLA made without metadata that computes what ``op`` computes — its opcode does
     ``op``'s kind, its result has ``op``'s size and its operands its inputs' (a depthwise layer's
     filter gradient may have a 1×1 layer's filter's size) — when no instruction carrying ``op``'s name
     does, or only a fusion's: a ``Conv2DBackpropFilter`` is rewritten into a convolution that

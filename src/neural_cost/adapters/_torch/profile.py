@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 from ...core.errors import AdapterError
-from ...core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
+from ...core.profile import MeasuredKernel, Profile, ProfileEvent, runs_merged, union_seconds
 from ...core.records import Trace
 from ...core.units import plural
 from .preserve import WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
@@ -438,7 +438,7 @@ def _profile(
                 key=lambda item: -item[1],
             )
         ),
-        notes=tuple(dict.fromkeys(notes)),
+        notes=runs_merged(notes),
         events=tuple(
             ProfileEvent(index, (start - origin) / 1e6, duration / 1e6, thread)
             for start, index, duration, thread in kept
