@@ -649,6 +649,21 @@ def test_sorts_and_selections():
     assert everything.output == () and everything.cost.flops == 79  # over all 80 elements
 
 
+def test_isin_compares_pairs_or_sorts_as_atens_cpu_kernel_does():
+    """``generate``'s stopping test: each row's last token against the end-of-sequence ids."""
+    ids, eos = torch.randint(0, 100, (4, 32)), torch.tensor([1])
+    _, (last,) = only(lambda: torch.isin(ids[:, -1], eos), "isin")
+    # n = 4, m = 1 < 10·4^0.145 ≈ 12.2: pairs, 4·(2·1 − 1) = 4; reads 4 + 1 int64, writes 4 bools
+    assert (last.kind, last.inputs, last.output, last.cost.flops) == ("custom", ((4,), (1,)), (4,), 4)
+    assert (last.cost.read_bytes, last.cost.write_bytes) == (40, 4)
+    _, (scalar,) = only(lambda: torch.isin(ids, 7), "isin")
+    assert scalar.inputs == ((4, 32),) and scalar.cost.flops == 128  # m = 1: one compare each
+    _, (many,) = only(lambda: torch.isin(ids, torch.arange(50)), "isin")
+    # n = 128, m = 50 ≥ 10·128^0.145 ≈ 20.2: sorted. ⌈128·log2 128⌉ = 896, ⌈50·log2 50⌉ = 283,
+    # ⌈178·log2 178⌉ = 1,331, then 177 neighbours: 2,687
+    assert many.cost.flops == 896 + 283 + 1331 + 177
+
+
 def test_scans():
     x = torch.randn(10, 4)
     _, (op,) = only(lambda: x.cumsum(0), "cumsum")

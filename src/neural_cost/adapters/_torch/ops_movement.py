@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
+from ...costs.other import membership_comparisons
 from .common import Ops, _arguments, _ints, _is_tensor, _record, _spec
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
@@ -156,6 +159,22 @@ def _sort(call: AtenCall, ctx: TorchContext) -> Ops:
     if call.name == "topk":
         attrs["k"] = int(a["k"])
     return [ctx.op(call, "sort", [x], values, attrs=attrs, extra_outputs=[indices])]
+
+
+@lowers("isin")
+def _isin(call: AtenCall, ctx: TorchContext) -> Ops:
+    """``isin(elements, test_elements)``: whether each of the n elements is among the m test
+    elements — a language model's ``generate`` asks whether each row's last token is an
+    end-of-sequence id (n = batch, m = 1). ATen's CPU kernel compares pairs or sorts, by the
+    sizes (``costs.other.membership_comparisons``); either way it reads both and writes n
+    booleans: one ``custom`` record of that count (a Python number on either side is one
+    element, read from the call)."""
+    elements, test, out = call.args[0], call.args[1], call.outputs[0]
+    tensors = [v for v in (elements, test) if isinstance(v, torch.Tensor)]
+    n = elements.numel() if isinstance(elements, torch.Tensor) else 1
+    m = test.numel() if isinstance(test, torch.Tensor) else 1
+    flops = {ctx.dtype(tensors[0]) if tensors else "float32": membership_comparisons(n, m)}
+    return [ctx.op(call, "custom", tensors, out, attrs={"op": "isin", "flops": flops})]
 
 
 @lowers("argmax", "argmin")
