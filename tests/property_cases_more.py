@@ -313,6 +313,24 @@ def ceil_l_log2_k(length: int, k: int) -> int:
     return least_power_of_two_at_least(k**length)
 
 
+@strategy("membership")
+@st.composite
+def _membership(draw: Any) -> Case:
+    """ATen's CPU isin: pairs compared while m < 10·n^0.145, else three sorts and a neighbour pass."""
+    elements, dtype = draw(shapes(0, 2, 0, 9)), draw(dtypes)
+    tests = draw(st.one_of(st.none(), shapes(0, 2, 0, 9)))
+    n, m = math.prod(elements), 1 if tests is None else math.prod(tests)
+    if n == 0 or m == 0:
+        flops = 0
+    elif m < 10 * n**0.145:
+        flops = n * (2 * m - 1)  # m compares and m - 1 ors per element
+    else:
+        both = n + m
+        flops = sum(0 if size < 2 else ceil_l_log2_k(size, size) for size in (n, m, both)) + both - 1
+    inputs = (elements,) if tests is None else (elements, tests)
+    return Case("membership", inputs, elements, dtype, expected=plain(inputs, elements, dtype, flops))
+
+
 @strategy("sort")
 @st.composite
 def _sort(draw: Any) -> Case:

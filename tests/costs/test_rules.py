@@ -164,6 +164,18 @@ EXAMPLES["collective"] = (
 )
 
 
+# isin of 4 float32 elements in a set of 1: 1 < 10·4^0.145, pairs: 4·(2·1 − 1) = 4 compares;
+# reads 4·4 + 4·1 = 20 B, writes 4·4 = 16 B. A set of 64 among 16 elements: 64 ≥ 10·16^0.145 ≈ 14.9,
+# sorted: ⌈16·4⌉ + ⌈64·6⌉ + ⌈80·log2 80⌉ (= 506) + 79 = 64 + 384 + 506 + 79 = 1,033.
+EXAMPLES["membership"] = (Operation("isin", "membership", ((4,), (1,)), (4,)), 4, 20, 16)
+
+
+def test_membership_sorts_a_large_test_set():
+    op = Operation("isin", "membership", ((16,), (64,)), (16,))
+    assert op.cost.flops == 64 + 384 + 506 + 79
+    assert Operation("isin", "membership", ((16,),), (16,), attrs={"tests": 1}).cost.flops == 16
+
+
 def test_every_registered_kind_has_an_example_and_a_convention():
     kinds = known_kinds()
     assert set(EXAMPLES) == set(kinds), "add a hand-checked example for each new kind"

@@ -94,6 +94,25 @@ def sort(op: Operation, *, axis: int = -1, k: NonNegative | None = None) -> OpCo
     return default_cost(op, rows * top_k_comparisons(length, k))
 
 
+@cost_rule(
+    "membership",
+    "whether each of the n elements (inputs[0]) is among m test values (inputs[1]; attrs['tests'] counts them "
+    "when they are not in the record, a Python number: 1): n·(2m−1) compares and ors while m < 10·n^0.145, "
+    "else both sets' and their union's sort comparisons and n+m−1 neighbours compared (ATen's CPU isin); "
+    "the output has the elements' shape",
+)
+def membership(op: Operation, *, tests: Positive | None = None) -> OpCost:
+    """``membership_comparisons`` of the two sets' sizes, charged to attrs['compute_dtype'] (the
+    elements' dtype: the output is boolean); every input read once, the answers written."""
+    expect_inputs(op, 1, 2, "elements[, test values]")
+    elements = op.inputs[0]
+    expect_output(op, elements, "one answer per element")
+    if len(op.inputs) == 2 and tests is not None:
+        raise RecordError(f"{where(op)}: attrs['tests'] counts test values outside the record; inputs[1] holds them")
+    m = math.prod(op.inputs[1]) if len(op.inputs) == 2 else 1 if tests is None else tests
+    return default_cost(op, membership_comparisons(math.prod(elements), m))
+
+
 # Integer operations per block of random bits, derived from each generator's round function.
 RNG_GENERATORS: dict[str, tuple[int, int, str]] = {
     # name: (bits per block, integer ops per block, derivation)

@@ -654,7 +654,8 @@ def test_isin_compares_pairs_or_sorts_as_atens_cpu_kernel_does():
     ids, eos = torch.randint(0, 100, (4, 32)), torch.tensor([1])
     _, (last,) = only(lambda: torch.isin(ids[:, -1], eos), "isin")
     # n = 4, m = 1 < 10·4^0.145 ≈ 12.2: pairs, 4·(2·1 − 1) = 4; reads 4 + 1 int64, writes 4 bools
-    assert (last.kind, last.inputs, last.output, last.cost.flops) == ("custom", ((4,), (1,)), (4,), 4)
+    assert (last.kind, last.inputs, last.output, last.cost.flops) == ("membership", ((4,), (1,)), (4,), 4)
+    assert dict(last.cost.flops_by_dtype) == {"int64": 4}  # compares of the elements' dtype, not bool
     assert (last.cost.read_bytes, last.cost.write_bytes) == (40, 4)
     _, (scalar,) = only(lambda: torch.isin(ids, 7), "isin")
     assert scalar.inputs == ((4, 32),) and scalar.cost.flops == 128  # m = 1: one compare each

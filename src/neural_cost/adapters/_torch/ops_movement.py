@@ -12,7 +12,6 @@ from typing import Any
 
 import torch
 
-from ...costs.other import membership_comparisons
 from .common import Ops, _arguments, _ints, _is_tensor, _record, _spec
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
@@ -166,15 +165,18 @@ def _isin(call: AtenCall, ctx: TorchContext) -> Ops:
     """``isin(elements, test_elements)``: whether each of the n elements is among the m test
     elements — a language model's ``generate`` asks whether each row's last token is an
     end-of-sequence id (n = batch, m = 1). ATen's CPU kernel compares pairs or sorts, by the
-    sizes (``costs.other.membership_comparisons``); either way it reads both and writes n
-    booleans: one ``custom`` record of that count (a Python number on either side is one
-    element, read from the call)."""
+    sizes (the ``membership`` rule); either way it reads both and writes n
+    booleans: one ``membership`` record (a Python number on either side is one element)."""
     elements, test, out = call.args[0], call.args[1], call.outputs[0]
-    tensors = [v for v in (elements, test) if isinstance(v, torch.Tensor)]
-    n = elements.numel() if isinstance(elements, torch.Tensor) else 1
-    m = test.numel() if isinstance(test, torch.Tensor) else 1
-    flops = {ctx.dtype(tensors[0]) if tensors else "float32": membership_comparisons(n, m)}
-    return [ctx.op(call, "custom", tensors, out, attrs={"op": "isin", "flops": flops})]
+    attrs: dict[str, Any] = {"op": "isin"}
+    inputs: list[Any]
+    if isinstance(elements, torch.Tensor):
+        attrs["compute_dtype"] = ctx.dtype(elements)
+        inputs = [elements] + ([test] if isinstance(test, torch.Tensor) else [])
+    else:  # a number among a tensor's values: one element, the tensor the test set
+        attrs["compute_dtype"] = ctx.dtype(test)
+        inputs = [(), test]
+    return [ctx.op(call, "membership", inputs, out, attrs=attrs)]
 
 
 @lowers("argmax", "argmin")
