@@ -9,30 +9,28 @@ longer than an add) — ``transcendental:tanh`` for one call of a function the g
 (``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
 or output channels (per group) are under 64 is ``conv:narrow`` (``NARROW``), another of stride 1
 ``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); all fall back
-to the family's ``conv``, which a transposed or input-dilated convolution reads. A
-kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own
-class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
-none of our records is ``copy`` or ``reduce`` when the opcodes XLA names it by only move data or
-reduce (a loop's state copy, a layout transpose: ``recordless_kind``), else ``other`` (an
-unmodeled call): no curve stands for it, so it is scored at its bound, noted. A kernel
-that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``):
-its executions follow one another inside one launch, without the entry cost a standalone
-program's kernel pays; without a calibration of its own it falls back to its class. A TensorFlow
-kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``): it reads the
-XLA classes first, then the graph op's (``read_class``). A training
-step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward
-(both gradients in one call), a batch norm that computes its batch's statistics, a norm's
-backward — at the same roofline time each runs slower than its forward class (a training-mode
-batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the
-forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
-``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of
-its roofline where the grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or
-backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one's
-``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A
-kernel that only draws random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside
-a fusion with other work, it is that work's class: PyTorch's CPU generator runs one element at a
-time on one core, 2–6 ns an element where an add takes a fraction of one; without a curve of its
-own it reads the pointwise ops' (``FALLBACK_CLASSES``).
+to the family's ``conv``, which a transposed or input-dilated convolution reads. A kernel that runs
+a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
+records are what it computes, not how long it takes. A kernel that runs none of our records is
+``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy`` or
+``reduce`` when the opcodes XLA names it by only move data or reduce (``recordless_kind``), else
+``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled loop's
+body) is its class ``@loop`` (``matmul@loop``): its executions follow one another inside one launch,
+without the entry cost a standalone program's kernel pays; without a calibration of its own it falls
+back to its class. A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class
+``@xla`` (``XLA``): it reads the XLA classes first, then the graph op's (``read_class``). A training
+step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward (both
+gradients in one call), a batch norm that computes its batch's statistics, a norm's backward — at
+the same roofline time each runs slower than its forward class (a training-mode batch norm 6× an
+inference one in a ResNet step); a calibration without them reads them off the forward class's
+curve, noted. A convolution's backward is ``conv_backward:narrow`` or ``conv_backward:wide`` by the
+forward convolution's view (a 32-channel layer's ran at 0.67 of its roofline where the grid's wide
+ones ran at 0.9–1.1), and a strided layer's, forward or backward, ``:strided`` or ``:subsampled``
+(``STRIDED``), a depthwise one's ``depthwise_conv_backward:stride1`` or ``:strided``
+(``DEPTHWISE``). A kernel that only draws random numbers (a dropout's ``bernoulli_``) is ``random``
+— drawn inside a fusion with other work, it is that work's class: PyTorch's CPU generator runs one
+element at a time on one core, 2–6 ns an element where an add takes a fraction of one; without a
+curve of its own it reads the pointwise ops' (``FALLBACK_CLASSES``).
 """
 
 from __future__ import annotations
@@ -395,8 +393,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     kernel = estimate.kernels[row.index]
     if _FUSED_RNN.search(call_name(kernel)):
         return "rnn"
-    if not kernel.operations:  # a layout copy or split reduction XLA added reads its kind's curve
-        return recordless_kind(kernel) or "other"  # else (an unmodeled call) its bound, noted
+    if not kernel.operations:  # a contraction, layout copy or split reduction XLA made: its kind's curve
+        contraction = {"convolution": "conv", "dot": "matmul"}.get(kernel.compiled_contraction or "")
+        return contraction if kernel.compiled_flops and contraction else recordless_kind(kernel) or "other"
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
     if len(classes) > 1:  # draws fused with other work (XLA's threefry bits in a loop fusion): that work's class
         classes.discard("random")

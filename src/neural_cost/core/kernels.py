@@ -80,6 +80,13 @@ class Kernel:
     #: Operations it runs that no cost rule models (an unmodeled aten op, a ``pure_callback``'s
     #: custom call): its measured time counts against time coverage.
     unmodeled: tuple[str, ...] = ()
+    #: What the compiled kernel's own contractions (its dots and convolutions, by their HLO shapes,
+    #: counted as records are) compute over all executions, by dtype: the compiler's work, beside
+    #: ``flops_by_dtype``, the program's. Above it where XLA computes more than the program asks
+    #: (a depthwise filter gradient made a dense convolution); empty where not read from HLO.
+    compiled_flops_by_dtype: Mapping[str, int] = EMPTY_ATTRS
+    #: The opcode of its heaviest such contraction (``convolution``, ``dot``); None without any.
+    compiled_contraction: str | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name, "Kernel.name")
@@ -103,11 +110,19 @@ class Kernel:
         if isinstance(raw_unmodeled, (str, bytes)) or not isinstance(raw_unmodeled, Iterable):
             raise RecordError(f"{where} unmodeled={raw_unmodeled!r} must be a sequence of operation names")
         setattr_(self, "unmodeled", tuple(str(n) for n in raw_unmodeled))
+        compiled = _flops(self.compiled_flops_by_dtype, f"{where} compiled_flops_by_dtype")
+        setattr_(self, "compiled_flops_by_dtype", compiled)
+        check_name(self.compiled_contraction, f"{where} compiled_contraction", optional=True)
 
     @property
     def flops(self) -> int:
         """FLOPs over all executions, every dtype."""
         return sum(self.flops_by_dtype.values())
+
+    @property
+    def compiled_flops(self) -> int:
+        """What its compiled contractions compute over all executions, every dtype (0: not read)."""
+        return sum(self.compiled_flops_by_dtype.values())
 
     @property
     def total_traffic_bytes(self) -> int:
@@ -127,6 +142,8 @@ class Kernel:
             "kind": self.kind,
             "source": self.source,
             "unmodeled": list(self.unmodeled),
+            "compiled_flops_by_dtype": dict(self.compiled_flops_by_dtype),
+            "compiled_contraction": self.compiled_contraction,
         }
 
     @classmethod
@@ -143,6 +160,8 @@ class Kernel:
             data.get("kind"),
             data.get("source"),
             tuple(data.get("unmodeled", ())),
+            data.get("compiled_flops_by_dtype", {}),
+            data.get("compiled_contraction"),
         )
 
 

@@ -267,6 +267,8 @@ KERNEL = record(
         "kind": nullable(NAME),
         "source": nullable(NAME),
         "unmodeled": array(TEXT),
+        "compiled_flops_by_dtype": FLOPS_BY_DTYPE,
+        "compiled_contraction": nullable(NAME),
     },
 )
 KERNEL_ROW = record(

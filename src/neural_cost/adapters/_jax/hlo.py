@@ -52,6 +52,7 @@ from .hlo_map import (
     parse_op_name,
 )
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays, parse_hlo
+from .hlo_work import kernel_work
 from .ops_collectives import COLLECTIVES
 from .sharded import mesh_of
 
@@ -240,6 +241,8 @@ class _Walk:
         operands = [arrays(defined[o].shape) for o in kernel.operands]
         if all(len(held) == 1 for held in operands):
             site.operand_sizes = element_counts([held[0][1] for held in operands])
+        work = kernel_work(self.module, kernel, defined)
+        site.compiled_flops, site.contraction = work.flops_by_dtype, work.opcode
         if kernel.op_name:
             marks = self._marks_of(kernel, defined, kernel.opcode != "fusion")
             collective = collective_of(self.module, kernel) is not None

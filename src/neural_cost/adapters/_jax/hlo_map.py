@@ -198,6 +198,10 @@ class Site:
     #: Its instruction's operands' element counts, smallest first (None: a tuple operand): a kernel
     #: without metadata is told apart by them (``Mark.operand_sizes``).
     operand_sizes: tuple[int, ...] | None = None
+    #: What its own contractions compute per execution, by dtype, and the heaviest one's opcode
+    #: (``hlo_work``): a kernel XLA made without metadata is matched by it.
+    compiled_flops: dict[str, int] = field(default_factory=dict)
+    contraction: str | None = None
 
     def scopes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(m.scope for m in self.marks if m.scope))
@@ -287,6 +291,8 @@ def assign(
             _scopes(site, operations, claimed[s]),
             kind=site.kind,
             source=site.source,
+            compiled_flops_by_dtype={dtype: flops * site.executions for dtype, flops in site.compiled_flops.items()},
+            compiled_contraction=site.contraction,
         )
         for s, site in enumerate(sites)
     )
@@ -384,16 +390,22 @@ def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation
 
 
 def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh: Sequence[int]) -> int | None:
-    """A kernel XLA made without metadata (a backward convolution it rewrote) that computes what
-    ``op`` computes: its opcode does ``op``'s primitive and its result has ``op``'s size (or one
-    device's share of it, ``fits``)."""
+    """A kernel XLA made without metadata (a backward convolution it rewrote, alone or in a fusion:
+    XLA:CPU's ``ynn_fusion`` of a 1×1 layer's filter gradient) that computes what ``op`` computes:
+    its heaviest contraction does ``op``'s primitive and its result has ``op``'s size (or one
+    device's share of it, ``fits``) — the first whose operands also have its inputs' sizes, else
+    the first of its size (two layers' filter gradients, 960→160 and 160→960, share a size)."""
+    inputs, sized = element_counts(op.inputs), None
     for s, site in enumerate(sites):
-        computes = op.name in CONTRACTION_OPCODES.get(site.kind, ())
+        computes = op.name in CONTRACTION_OPCODES.get(site.contraction or site.kind, ())
         if not computes or site.marks or claimed[s]:
             continue
-        if site.result_bytes == op.output_bytes or (site.own is not None and fits(site.own, op, mesh)):
+        if site.result_bytes == op.output_bytes and site.operand_sizes == inputs:
             return s
-    return None
+        own_fits = site.own is not None and fits(site.own, op, mesh)
+        if sized is None and (site.result_bytes == op.output_bytes or own_fits):
+            sized = s
+    return sized
 
 
 def _scope_holder(sites: Sequence[Site], explained: list[set[int]], scope: str | None) -> int | None:

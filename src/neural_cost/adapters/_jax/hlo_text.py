@@ -25,12 +25,14 @@ the same modes. A ``collective-permute``'s group is the devices its ``source_tar
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
 
 __all__ = [
-    "COLLECTIVE_OPCODES", "HloModule", "Instruction", "arrays", "collective_group_size", "parse_hlo", "shape_bytes",
+    "COLLECTIVE_OPCODES", "ELEMENT_DTYPES", "HloModule", "Instruction", "arrays", "collective_group_size", "parse_hlo",
+    "shape_bytes",
 ]  # fmt: skip
 
 #: Bits per element of each HLO element type; ``token`` and ``opaque`` hold no data.
@@ -42,6 +44,16 @@ _ELEMENT_BITS = {
     "s32": 32, "u32": 32, "f32": 32,
     "s64": 64, "u64": 64, "f64": 64, "c64": 64,
     "c128": 128, "token": 0, "opaque": 0,
+}  # fmt: skip
+
+#: HLO element types as canonical dtype names (a collective of another type is unmodeled; a contraction's
+#: FLOPs of another type are not read).
+ELEMENT_DTYPES = {
+    "pred": "bool", "s4": "int4", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u4": "uint4", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
+    "c128": "complex128", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+    "f8e4m3fnuz": "float8_e4m3fnuz", "f8e5m2fnuz": "float8_e5m2fnuz", "f4e2m1fn": "float4_e2m1fn",
 }  # fmt: skip
 
 _ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]")
@@ -58,6 +70,9 @@ _FRAME_ID = re.compile(r"\bstack_frame_id=(\d+)")
 _SOURCE_FILE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)"')
 _SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
 _TUPLE_INDEX = re.compile(r"\bindex=(\d+)")
+_DIM_LABELS = re.compile(r"\bdim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)")
+_LHS_DILATE = re.compile(r"\blhs_dilate=([\dx]+)")
+_LHS_CONTRACTING = re.compile(r"\blhs_contracting_dims=\{([\d,\s]*)\}")
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?')
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 #: Collective opcodes (an asynchronous ``-start`` reads as its collective), as the cost rule names them.
@@ -169,6 +184,14 @@ class Instruction:
     shape: str = ""
     #: A collective's devices per group (``collective_group_size``); None for every other opcode.
     group_size: int | None = None
+    #: A convolution's kernel dims as its ``dim_labels`` name them (``01io``: spatial, input and
+    #: output features); None for every other opcode.
+    kernel_labels: str | None = None
+    #: A convolution's input dilation, all dims' product (``lhs_dilate=2x2``: 4; a transposed
+    #: convolution's stride); 1 for every other opcode.
+    lhs_dilation: int = 1
+    #: A dot's ``lhs_contracting_dims``; None for every other opcode.
+    contracting: tuple[int, ...] | None = None
 
     def calls(self, role: str) -> tuple[str, ...]:
         for key, names in self.called:
@@ -242,6 +265,9 @@ def _instruction(line: str, partitions: int = 1, replicas: int = 1) -> Instructi
     trips = _TRIP_COUNT.search(attributes)
     index = _TUPLE_INDEX.search(attributes)
     collective = opcode.group(1).removesuffix("-start") in COLLECTIVE_OPCODES
+    labels = _DIM_LABELS.search(attributes) if opcode.group(1) == "convolution" else None
+    contracting = _LHS_CONTRACTING.search(attributes) if opcode.group(1) == "dot" else None
+    dilate = _LHS_DILATE.search(attributes) if labels else None
     return Instruction(
         name=name,
         opcode=opcode.group(1),
@@ -259,6 +285,9 @@ def _instruction(line: str, partitions: int = 1, replicas: int = 1) -> Instructi
         tuple_index=int(index.group(1)) if opcode.group(1) == "get-tuple-element" and index else None,
         shape=shape,
         group_size=collective_group_size(opcode.group(1), attributes, partitions, replicas) if collective else None,
+        kernel_labels=labels.group(2) if labels else None,
+        lhs_dilation=math.prod(int(d) for d in dilate.group(1).split("x") if d) if dilate else 1,
+        contracting=tuple(int(d) for d in contracting.group(1).split(",") if d.strip()) if contracting else None,
     )
 
 

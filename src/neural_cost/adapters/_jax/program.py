@@ -41,7 +41,7 @@ from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .compiled import Executable
 from .hlo_map import Mark, flops_of, parse_op_name
-from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays
+from .hlo_text import COLLECTIVE_OPCODES, ELEMENT_DTYPES, HloModule, Instruction, arrays
 from .ops_collectives import COLLECTIVES
 from .sharded import one_device
 
@@ -53,14 +53,6 @@ KEPT_GLOBAL = (
     "of the partitioned HLO gives their one-device shapes; they run in no kernel (scored with the unmapped records) "
     "and are left out of hardware FLOPs and activation bounds"
 )
-#: HLO element types as canonical dtype names (a collective of another type is unmodeled).
-_DTYPES = {
-    "pred": "bool", "s4": "int4", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
-    "u4": "uint4", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
-    "c128": "complex128", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
-    "f8e4m3fnuz": "float8_e4m3fnuz", "f8e5m2fnuz": "float8_e5m2fnuz", "f4e2m1fn": "float4_e2m1fn",
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +200,7 @@ def _record(
     if collective.opcode.endswith("-start"):  # a tuple of buffers: the result is the -done's
         result = done.shape if done is not None else ""
     outputs = arrays(result)
-    if not inputs or not outputs or any(element not in _DTYPES for element, _ in (*inputs, *outputs)):
+    if not inputs or not outputs or any(element not in ELEMENT_DTYPES for element, _ in (*inputs, *outputs)):
         return None
     base = collective.opcode.removesuffix("-start")
     return Operation(
@@ -216,12 +208,12 @@ def _record(
         "collective",
         tuple(dims for _, dims in inputs),
         outputs[0][1],
-        _DTYPES[outputs[0][0]],
+        ELEMENT_DTYPES[outputs[0][0]],
         scope=scope,
         attrs={"collective": COLLECTIVE_OPCODES[base], "group_size": collective.group_size, "op": collective.name},
-        input_dtypes=tuple(_DTYPES[element] for element, _ in inputs),
+        input_dtypes=tuple(ELEMENT_DTYPES[element] for element, _ in inputs),
         extra_outputs=tuple(dims for _, dims in outputs[1:]),
-        extra_output_dtypes=tuple(_DTYPES[element] for element, _ in outputs[1:]) if outputs[1:] else None,
+        extra_output_dtypes=tuple(ELEMENT_DTYPES[element] for element, _ in outputs[1:]) if outputs[1:] else None,
         count=kernel.executions,
     )
 

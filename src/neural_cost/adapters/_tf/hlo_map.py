@@ -111,6 +111,8 @@ def assign(
             executions=site.executions,
             scopes=tuple(dict.fromkeys(scope for i in sorted(claimed[s]) if (scope := operations[i].scope))),
             kind=site.kind,
+            compiled_flops_by_dtype={dtype: flops * site.executions for dtype, flops in site.compiled_flops.items()},
+            compiled_contraction=site.contraction,
         )
         for s, site in enumerate(sites)
     )
