@@ -13,6 +13,8 @@ expected at its roofline time there):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from neural_cost import Coverage, Kernel, Trace, estimate_trace
@@ -66,3 +68,29 @@ def test_compiled_work_survives_a_saved_trace():
     again = Kernel.from_dict(kernel.to_dict())
     assert again == kernel and again.compiled_flops == 100_000_000
     assert Kernel.from_dict({"name": "old"}).compiled_flops_by_dtype == {}  # written before the field
+
+
+def test_the_report_says_the_compiled_program_computes_more_than_the_program_asks():
+    """Program: 2·64³ + 64² + 1024² = 1,576,960 FLOPs. Beyond: ynn_fusion.3's 100,000,000 and
+    fusion.4's 3,000,000 − 1,048,576 = 1,951,424: 101,951,424 FLOPs more; fusion.0 (524,288
+    compiled for 528,384) is not beyond."""
+    from neural_cost import analyze_gap
+    from tests.helpers import cpu_measurement
+
+    trace = Trace(OPS, Coverage.full(OPS), kernels=KERNELS, kernel_source="hand-written", framework="jax")
+    report = analyze_gap(estimate_trace(trace), cpu_measurement((1e-3,) * 5), SPEC)
+    found = [f for f in report.findings if f.code == "compiled_work"]
+    assert len(found) == 1 and found[0].severity == "note"
+    assert found[0].message.startswith(
+        "The compiled program computes 102 MFLOP more than the program asks (1.58 MFLOP): 2 kernels run dots or "
+        "convolutions of over 2× their records' FLOPs (ynn_fusion.3 100 MFLOP for 0 FLOP, fusion.4 3.00 MFLOP for "
+        "1.05 MFLOP)."
+    )
+    assert (
+        report.bound_seconds
+        == analyze_gap(
+            estimate_trace(replace(trace, kernels=tuple(replace(k, compiled_flops_by_dtype={}) for k in KERNELS))),
+            cpu_measurement((1e-3,) * 5),
+            SPEC,
+        ).bound_seconds
+    )  # the bound is the program's work, whatever the compiler computes

@@ -170,6 +170,7 @@ def test_one_registered_rule_per_code_in_report_order():
         "dtype_peak_fallback",
         "single_peak",
         "executed_vs_dense",
+        "compiled_work",
         "memory_bound",
         "compute_bound",
         "large_gap",

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
+from ..core.kernels import computes_beyond
 from ..core.units import format_seconds, format_si, plural
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
@@ -323,26 +324,20 @@ def expected_time(
     )
 
 
-#: A kernel whose compiled contractions compute more than this many times its records' FLOPs is
-#: expected at its compiled work (``Kernel.compiled_flops_by_dtype``): the two count alike where
-#: XLA computes what the program asks, so a kernel above it runs work the program does not.
-EXCESS = 2.0
-
-
 def _compiled_work(
     estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec, beyond: list[tuple[str, int, int]]
 ) -> KernelTime:
-    """``row`` with its compute time at its kernel's compiled work when that is above ``EXCESS``
-    times its records' (noted in ``beyond``): XLA:CPU computes a depthwise layer's filter gradient
-    as a dense convolution over every channel pair, a kernel with no record of ours that ran 34 ms
-    where its traffic read 0.3 ms (a Keras MobileNetV2 step on JAX). The bound stays the program's."""
+    """``row`` with its compute time at its kernel's compiled work when that is above
+    ``COMPILED_EXCESS`` times its records' (``computes_beyond``; noted in ``beyond``): XLA:CPU
+    computes a depthwise layer's filter gradient as a dense convolution over every channel pair, a
+    kernel with no record of ours that ran 34 ms where its traffic read 0.3 ms (a Keras
+    MobileNetV2 step on JAX). The bound stays the program's."""
     if row.index is None:
         return row
     kernel = estimate.kernels[row.index]
-    compiled = kernel.compiled_flops
-    if compiled == 0 or compiled <= EXCESS * kernel.flops:
+    if not computes_beyond(kernel):
         return row
-    beyond.append((row.name, compiled, kernel.flops))
+    beyond.append((row.name, kernel.compiled_flops, kernel.flops))
     return replace(row, compute_seconds=compute_seconds(kernel.compiled_flops_by_dtype, hardware))
 
 

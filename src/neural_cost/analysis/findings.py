@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.dtypes import dtype_info
+from ..core.kernels import COMPILED_EXCESS, computes_beyond
 from ..core.units import format_percent, format_percent_down, format_seconds, format_si, plural
 from .suspects import above_100_message, first_touch_message, kernel_movers, low_time_message, measured_gap_cause
 
@@ -225,6 +226,25 @@ def _executed_vs_dense(report: GapReport) -> Iterator[str]:
             f"FLOPs follow the kernels that run: {format_si(estimate.flops, 'FLOP')} executed; a dense count "
             f"(as FlopCounterMode reports attention) would be {format_si(estimate.dense_flops, 'FLOP')}."
         )
+
+
+@finding("compiled_work", "note")
+def _compiled_work(report: GapReport) -> Iterator[str]:
+    beyond = [kernel for kernel in report.estimate.kernels if computes_beyond(kernel)]
+    if not beyond:
+        return
+    extra = sum(kernel.compiled_flops - kernel.flops for kernel in beyond)
+    heaviest = sorted(beyond, key=lambda kernel: -kernel.compiled_flops)[:3]
+    named = ", ".join(
+        f"{k.name} {format_si(k.compiled_flops, 'FLOP')} for {format_si(k.flops, 'FLOP')}" for k in heaviest
+    )
+    yield (
+        f"The compiled program computes {format_si(extra, 'FLOP')} more than the program asks "
+        f"({format_si(report.estimate.flops, 'FLOP')}): {plural(len(beyond), 'kernels')} run dots or convolutions of "
+        f"over {COMPILED_EXCESS:g}× their records' FLOPs ({named}). The bound counts the program's work, so their "
+        f"time is above it. XLA:CPU computes a depthwise layer's filter gradient as a dense convolution over every "
+        f"channel pair, then keeps the diagonal."
+    )
 
 
 def _advice_rows(report: GapReport) -> tuple[tuple[RowTime, ...], str]:

@@ -28,7 +28,12 @@ from .dtypes import canonical_dtype
 from .errors import RecordError
 from .shapes import check_name
 
-__all__ = ["Kernel", "check_kernels", "recordless_kind"]
+__all__ = ["COMPILED_EXCESS", "Kernel", "check_kernels", "computes_beyond", "recordless_kind"]
+
+#: A kernel whose compiled contractions compute more than this many times its records' FLOPs runs
+#: work the program does not ask (``computes_beyond``): the two count alike where XLA computes
+#: what the program asks.
+COMPILED_EXCESS = 2.0
 
 
 def _count(value: Any, where: str) -> int:
@@ -163,6 +168,12 @@ class Kernel:
             data.get("compiled_flops_by_dtype", {}),
             data.get("compiled_contraction"),
         )
+
+
+def computes_beyond(kernel: Kernel) -> bool:
+    """Whether ``kernel``'s compiled contractions compute over ``COMPILED_EXCESS`` times its
+    records' FLOPs (a contraction XLA made with no record of ours among them)."""
+    return kernel.compiled_flops > COMPILED_EXCESS * kernel.flops
 
 
 def check_kernels(kernels: Any, operations: int, where: str) -> tuple[Kernel, ...]:
