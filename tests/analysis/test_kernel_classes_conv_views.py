@@ -1,4 +1,4 @@
-"""Strided and depthwise convolutions are classes of their own (``kernel_classes.STRIDED``,
+"""Strided and depthwise convolutions are classes of their own (``conv_views.STRIDED``,
 ``DEPTHWISE``), forward and backward.
 
 Measured before (PyTorch on a 2-core AMD EPYC VM, hot buffers, one process): the backward of a
@@ -14,8 +14,9 @@ from __future__ import annotations
 import pytest
 
 from neural_cost import estimate_trace
+from neural_cost.analysis.conv_views import DEPTHWISE, STRIDED
 from neural_cost.analysis.expected import expected_time
-from neural_cost.analysis.kernel_classes import DEPTHWISE, STRIDED, borrowed_class, kernel_class
+from neural_cost.analysis.kernel_classes import borrowed_class, kernel_class
 from neural_cost.analysis.kernels import kernel_rows
 from tests.analysis.test_kernel_bound import SPEC
 from tests.analysis.test_kernel_classes import _calibration, _flat
@@ -137,6 +138,52 @@ def test_a_strided_layers_backward_is_strided_read_off_either_gradient():
     assert backward(32, 32, 3, 2, groups=32, input_grad=False) == "depthwise_conv_backward:strided"
     assert backward(32, 32, 3, 2, groups=32) == "depthwise_conv_backward:strided"
     assert backward(32, 32, 3, 1, groups=16) == "conv_backward:narrow"
+
+
+def test_a_depthwise_layers_input_gradient_is_depthwise_stride1_in_jax_and_tensorflow():
+    """JAX records a stride-2 depthwise layer's input gradient as an input-dilated convolution of
+    one input channel per group (weight (32, 1, 3, 3), lhs_dilation 2), a stride-1 one's as a grouped
+    convolution; TensorFlow's ``DepthwiseConv2dNativeBackpropInput`` is a transposed convolution
+    of one channel per group in and out (weight (32, 1, 3, 3), groups 32). XLA runs each as a
+    grouped convolution at the input's resolution: ``depthwise_conv:stride1``, not the family's
+    ``conv``. A transposed convolution of several channels per group stays the family's."""
+    from neural_cost.adapters import adapter_for
+
+    jax = pytest.importorskip("jax")
+    jax_adapter = adapter_for("jax", cross_check=True)
+
+    def input_gradients(stride):
+        def loss(x, w):
+            y = jax.lax.conv_general_dilated(
+                x, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=32
+            )
+            return (y * y).sum()  # fmt: skip
+
+        grad = jax.jit(jax.grad(loss))  # the input's gradient: no filter gradient in the program
+        estimate = estimate_trace(
+            jax_adapter.trace(grad, (jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((3, 3, 1, 32))))
+        )
+        conv = [i for i, cost in enumerate(estimate.by_operation) if cost.kind == "conv"]
+        transposes = conv[1:]  # the forward convolution, then the input's gradient
+        rows = kernel_rows(estimate, SPEC)[0]
+        return {kernel_class(estimate, row) for row in rows if row.index is not None
+                and set(estimate.kernels[row.index].operations) & set(transposes)}  # fmt: skip
+
+    assert input_gradients(2) == {"depthwise_conv:stride1"}
+    assert input_gradients(1) == {"depthwise_conv:stride1"}
+    tf = pytest.importorskip("tensorflow")
+
+    def backprop_input(channels, groups_of):
+        def fn(grad, w):
+            return tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+                input_sizes=[2, 16, 16, channels], filter=w, out_backprop=grad, strides=[1, 2, 2, 1], padding="SAME"
+            )
+
+        return _classes(adapter_for("tensorflow"), fn, tf.ones((2, 8, 8, channels * groups_of)),
+                        tf.ones((3, 3, channels, groups_of)))  # fmt: skip
+
+    assert backprop_input(32, 1) == ["depthwise_conv:stride1"]
+    assert backprop_input(32, 2) == ["conv"]  # a channel multiplier of 2: two outputs per group
 
 
 def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_note():

@@ -61,7 +61,7 @@ LARGE_CONVS = (
 )  # fmt: skip
 
 #: Strided convolutions (batch, in channels, out channels, size, kernel, stride) every framework runs
-#: (none in the quick grid), for ``kernel_classes.STRIDED``: seven whose stride the kernel spans
+#: (none in the quick grid), for ``conv_views.STRIDED``: seven whose stride the kernel spans
 #: (3×3, 7×7 stems), seven 1×1 shortcuts that skip pixels; 0.01–0.7 ms of roofline time.
 STRIDED_CONVS = (
     (4, 32, 64, 16, 3, 2), (12, 24, 48, 56, 3, 2), (8, 48, 96, 28, 3, 2), (2, 128, 256, 28, 3, 2),
@@ -71,7 +71,7 @@ STRIDED_CONVS = (
 )  # fmt: skip
 
 #: Depthwise convolutions (batch, channels, size, kernel, stride) every framework runs (none in the
-#: quick grid), for ``kernel_classes.DEPTHWISE``: 3×3 at strides 1 and 2, 5×5 and 7×7 (MobileNet's,
+#: quick grid), for ``conv_views.DEPTHWISE``: 3×3 at strides 1 and 2, 5×5 and 7×7 (MobileNet's,
 #: EfficientNet's, ConvNeXt's), 0.005–0.3 ms of roofline time; seven of stride 2, enough for
 #: ``depthwise_conv:strided``'s own curve (the last five added for it).
 DEPTHWISE_CONVS = (

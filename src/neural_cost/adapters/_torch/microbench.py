@@ -240,8 +240,8 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
 
 #: Convolutions whose backward is calibrated (batch, in, out channels, size, kernel, stride, whether
 #: the input's gradient is asked): grid shapes, a stem (an image needs no gradient), strided ones.
-#: Both widths (``kernel_classes.NARROW``) span 0.1–10 ms of roofline time; the stride classes
-#: (``kernel_classes.STRIDED``: 8 strided, 7 subsampled) 0.02–3 ms.
+#: Both widths (``conv_views.NARROW``) span 0.1–10 ms of roofline time; the stride classes
+#: (``conv_views.STRIDED``: 8 strided, 7 subsampled) 0.02–3 ms.
 _BACKWARD_CONVS = (
     (4, 16, 32, 32, 3, 1, True), (8, 3, 32, 56, 3, 1, False), (4, 64, 64, 16, 3, 1, True),
     (8, 32, 32, 32, 1, 1, True), (2, 64, 128, 14, 3, 1, True), (16, 16, 16, 32, 3, 1, True),

@@ -1,0 +1,150 @@
+"""Convolution views: which member of the ``conv`` family (or the ``depthwise_conv`` one) a
+convolution record is, read off its canonical weight (``costs/conv.py``) — ``kernel_classes``
+names a kernel's class from them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.estimate import CostEstimate, OperationCost
+from ..core.kernels import Kernel
+from ..core.records import Operation
+from ..costs.registry import spatial
+
+__all__ = ["DEPTHWISE", "NARROW", "STRIDED", "backward_width", "conv_class", "conv_width", "width"]
+
+#: A convolution whose matrix-multiply view (M = output positions, K = input channels per group ×
+#: kernel taps, N = output channels per group) has K or N under this is ``conv:narrow``: a 3×3
+#: convolution of 32 channels on 64² maps ran at half the rate of a 64- or 128-channel one of the
+#: same FLOPs, a 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them
+#: alike. Every other convolution of stride 1 is ``conv:wide``.
+NARROW = 64
+#: A convolution of stride above 1 is ``conv:strided`` whatever its width, or ``conv:subsampled``
+#: when the stride steps past the kernel (``_stride_kind``), and so is its backward
+#: (``conv_backward:strided``...): PyTorch's oneDNN calls ran a 1×1 stride-2 shortcut's backward at
+#: 7–12× its roofline bound and a 3×3 stride-2 layer's at 1.3–2.3× where stride-1 layers of the same
+#: FLOPs ran at 0.9–1.1× (this CPU); read off the width curves they were expected at a sixth and
+#: half of their time. A calibration without them reads them off the family's curve, noted. A
+#: depthwise convolution (one input channel per group: MobileNet's, ConvNeXt's) is of the
+#: ``depthwise_conv`` family, its backward of ``depthwise_conv_backward``: PyTorch ran them
+#: at 5–20× their roofline bound where the narrow curve that read them expected about 2× (a
+#: MobileNetV2's depthwise and strided layers ran 2.7–5× their expectation). They are no members
+#: of the ``conv`` family: their memory-bound points would bend the curve the family's transposed
+#: and input-dilated convolutions read (JAX's family curve went from 37% to 256% median error).
+#: ``:stride1`` or ``:strided`` by the stride: XLA's CPU depthwise convolutions take a time in
+#: proportion to their outputs, and a stride-2 layer, which reads four times the input per
+#: output, ran at half the time a curve of both read off its traffic (a Keras MobileNetV2's
+#: first: 7.4 ms, 14.2 ms), and with the strided points in read stride-1 layers at under half.
+STRIDED = ("strided", "subsampled")
+DEPTHWISE = "depthwise"
+
+
+def width(estimate: CostEstimate, kernel: Kernel) -> str:
+    """``narrow`` or ``wide`` (``NARROW``), ``strided`` or ``subsampled`` (``STRIDED``), or
+    ``depthwise`` (``DEPTHWISE``, whatever its stride) for the kernel's heaviest convolution, read
+    off its canonical weight (C_out, C_in/groups, *kernel; ``costs/conv.py``): K = its elements
+    after the first, N = C_out ÷ groups. ``""`` where that view does not hold: a transposed
+    convolution (its weight is laid out the other way) or an input-dilated or batch-grouped one
+    (XLA's gradients)."""
+    cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
+               key=lambda c: c.flops, default=None)  # fmt: skip
+    return "" if cost is None else conv_width(cost)
+
+
+def backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
+    """``width`` of the convolution a PyTorch ``convolution_backward`` call differentiates, from
+    its records (``ops_conv``): the ``grad_input`` record's operand is the layer's weight, (C_out,
+    C_in/groups, *kernel); without one (a stem, whose image asks no gradient) the ``grad_weight``
+    record's output is the weight as (C_in/groups, C_out, *kernel). ``""`` for a transposed layer
+    (its ``grad_input`` is no transposed convolution; its ``grad_weight`` is named apart)."""
+    found: dict[str, Operation] = {}
+    for i in kernel.operations:
+        operation = estimate.by_operation[i].operation
+        if operation.kind == "conv":
+            found.setdefault(operation.name.rsplit(".", 1)[-1], operation)
+    if "grad_input" in found:
+        operation = found["grad_input"]
+        if not operation.attrs.get("transposed"):
+            return ""
+        weight, groups = operation.inputs[1], int(operation.attrs.get("groups", 1))
+        taps, outputs, per_group = math.prod(weight[1:]), weight[0] // groups, weight[1]
+        stride, dilation = operation.attrs.get("stride", 1), operation.attrs.get("dilation", 1)
+    elif "grad_weight" in found:  # its stride is the layer's dilation, its dilation the layer's stride
+        operation = found["grad_weight"]
+        weight, groups = operation.output, int(operation.attrs.get("batch_groups", 1))
+        taps, outputs, per_group = weight[0] * math.prod(weight[2:]), weight[1] // groups, weight[0]
+        stride, dilation = operation.attrs.get("dilation", 1), operation.attrs.get("stride", 1)
+    else:
+        return ""
+    return _view(operation, groups, per_group, taps, outputs, (stride, dilation), weight[2:])
+
+
+def _view(
+    op: Operation, groups: int, per_group: int, taps: int, outputs: int, steps: tuple[Any, Any], kernel: Sequence[int]
+) -> str:
+    """``depthwise:stride1`` or ``depthwise:strided`` (one input channel per group, ``DEPTHWISE``),
+    else the stride's class (``_stride_kind``: ``steps`` is the layer's (stride, dilation)), else
+    the width (``_view_width``)."""
+    stride = _stride_kind(op, *steps, kernel)
+    if groups > 1 and per_group == 1:
+        return f"{DEPTHWISE}:{'strided' if stride else 'stride1'}"
+    return stride or _view_width(taps, outputs)
+
+
+def conv_class(view: str, base: str = "conv") -> str:
+    """A convolution's class from its view (``width``): ``conv:narrow``..., ``depthwise_conv:stride1``
+    or ``depthwise_conv:strided`` (``conv_backward`` base: ``depthwise_conv_backward:stride1``...),
+    or the base for none."""
+    if view.split(":", 1)[0] == DEPTHWISE:
+        return base.replace("conv", "depthwise_conv", 1) + view[len(DEPTHWISE) :]
+    return f"{base}:{view}" if view else base
+
+
+def _stride_kind(op: Operation, stride: Any, dilation: Any, kernel: Sequence[int]) -> str:
+    """``subsampled`` when a convolution's stride steps past its (dilated) kernel's extent in a
+    spatial dim — input pixels no tap reads (a ResNet's 1×1 stride-2 shortcut) — else ``strided``
+    for a stride above 1 in any dim; ``""`` for stride 1 (``STRIDED``)."""
+    strides, dilations = spatial(op, "stride", stride, len(kernel)), spatial(op, "dilation", dilation, len(kernel))
+    if max(strides, default=1) <= 1:
+        return ""
+    extents = [d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=False)]
+    return "subsampled" if any(s > e for s, e in zip(strides, extents, strict=False)) else "strided"
+
+
+def _view_width(taps: int, outputs: int) -> str:
+    """``narrow`` when a convolution's matrix-multiply view has K (``taps``: input channels per
+    group × kernel taps) or N (``outputs``: output channels per group) under ``NARROW``, else ``wide``."""
+    return "narrow" if min(taps, outputs) < NARROW else "wide"
+
+
+def conv_width(cost: OperationCost) -> str:
+    """``width`` of one convolution record."""
+    if len(cost.operation.inputs) < 2:
+        return ""
+    attrs, weight = cost.operation.attrs, cost.operation.inputs[1]
+    dilated = spatial(cost.operation, "lhs_dilation", attrs.get("lhs_dilation", 1), len(weight) - 2)
+    groups = int(attrs.get("groups", 1))
+    if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
+        return _input_gradient(attrs, groups, weight)
+    taps, outputs = math.prod(weight[1:]), weight[0] // groups
+    steps = (attrs.get("stride", 1), attrs.get("dilation", 1))
+    return _view(cost.operation, groups, weight[1], taps, outputs, steps, weight[2:])
+
+
+def _input_gradient(attrs: Any, groups: int, weight: Sequence[int]) -> str:
+    """``depthwise:stride1`` for a depthwise layer's input gradient as JAX and TensorFlow record
+    it — a transposed convolution of one channel per group in and out (TensorFlow's
+    ``DepthwiseConv2dNativeBackpropInput``, weight (C_in, C_out/groups, *kernel)), or an
+    input-dilated one of one input channel per group (JAX's, of a strided layer) — which XLA runs
+    as a grouped convolution at the layer's input resolution, one output per input element (its
+    generic emitter: a Keras MobileNetV2's stride-2 layers' on JAX ran 7–54 ms where the family's
+    curve read 0.03–0.07); else ``""``, the family's (a transposed or input-dilated convolution of
+    several channels per group, a batch-grouped filter gradient)."""
+    if groups <= 1 or attrs.get("batch_groups", 1) != 1 or weight[1] != 1:
+        return ""
+    if attrs.get("transposed") and weight[0] != groups:
+        return ""
+    return f"{DEPTHWISE}:stride1"
