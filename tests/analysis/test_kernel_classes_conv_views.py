@@ -214,7 +214,8 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
     every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
-    PyTorch's backwards the same way (8, 7; depthwise 6 and 7)."""
+    PyTorch's backwards the same way (8, 7; depthwise 6 and 7); TensorFlow's XLA programs of
+    ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (5) and ``:strided@xla`` (4)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -243,6 +244,9 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     assert kinds(grid.STRIDED_CONVS) == (7, 7) and depthwise(grid.DEPTHWISE_CONVS) == (8, 7)
     assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
     assert (found["depthwise_conv:stride1"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
+    if framework == "tensorflow":  # XLA's own depthwise programs: its generic emitter's classes
+        xla = (found["depthwise_conv:stride1@xla"], found["depthwise_conv:strided@xla"])
+        assert xla == depthwise(grid.XLA_DEPTHWISE_CONVS) == (5, 4)
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 

@@ -80,6 +80,15 @@ DEPTHWISE_CONVS = (
     (2, 32, 112, 3, 2), (4, 144, 56, 3, 2), (8, 576, 14, 3, 2), (4, 240, 28, 5, 2), (1, 672, 14, 5, 2),
 )  # fmt: skip
 
+#: Depthwise convolutions (batch, channels, size, kernel, stride) for grids whose compiler runs them
+#: through its generic convolution emitter: TensorFlow 2.21's XLA:CPU took 33–61 ns an output (a
+#: 3×3 on 4×56²×64: 26.6 ms, where the graph op took 0.46), so these are small — 0.3–8 ms, five of
+#: stride 1 and four of stride 2, a 5×5 among them.
+XLA_DEPTHWISE_CONVS = (
+    (1, 64, 14, 3, 1), (2, 32, 28, 3, 1), (4, 64, 14, 3, 1), (8, 32, 28, 3, 1), (2, 96, 14, 5, 1),
+    (2, 144, 14, 3, 2), (4, 96, 28, 3, 2), (2, 240, 14, 5, 2), (8, 96, 28, 3, 2),
+)  # fmt: skip
+
 #: Pooled feature maps (batch, height = width, channels).
 POOL_MAPS = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
 
