@@ -215,7 +215,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
     every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
     PyTorch's backwards the same way (8, 7; depthwise 6 and 7); TensorFlow's XLA programs of
-    ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (5) and ``:strided@xla`` (4)."""
+    ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (6) and ``:strided@xla`` (6)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -246,7 +246,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     assert (found["depthwise_conv:stride1"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
     if framework == "tensorflow":  # XLA's own depthwise programs: its generic emitter's classes
         xla = (found["depthwise_conv:stride1@xla"], found["depthwise_conv:strided@xla"])
-        assert xla == depthwise(grid.XLA_DEPTHWISE_CONVS) == (5, 4)
+        assert xla == depthwise(grid.XLA_DEPTHWISE_CONVS) == (6, 6)
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 

@@ -67,12 +67,19 @@ def test_kernel_executions_may_be_zero():
         ("input_reduce_fusion.1", "fusion", "reduce"),
         ("loop_dynamic_update_slice_fusion", "fusion", "copy"),
         ("fusion.3", "fusion", None),  # no opcode in the name
-        ("multiply_reduce_fusion", "fusion", None),  # a multiply computes
+        ("multiply_reduce_fusion", "fusion", "reduce"),  # a reduction with its prologue's multiply
         ("transpose_copy_fusion.41", "fusion", "copy"),  # a layout change fused from its opcodes
         ("copy_bitcast_fusion", "fusion", "copy"),
         ("wrapped_reduce-window.24", "fusion", "reduce"),  # a reduction XLA split in parts
         ("bitcast_reduce_fusion.2", "fusion", "reduce"),
-        ("copy_select_fusion", "fusion", None),  # a select computes: the name is no copy's
+        ("copy_select_fusion", "fusion", "elementwise"),  # a select computes: one value an element
+        ("divide_subtract_fusion.16", "fusion", "elementwise"),  # an optimizer's update XLA duplicated
+        ("multiply_add_fusion.137", "fusion", "elementwise"),
+        ("broadcast_select_fusion", "fusion", "elementwise"),
+        ("exponential_add_fusion.2", "fusion", "transcendental"),  # a function: its own curve
+        ("logistic_multiply_fusion", "fusion", "transcendental"),  # logistic, not log
+        ("add.3", "add", "elementwise"),  # a lone add XLA left outside a fusion
+        ("ynn_custom_fusion", "fusion", None),  # a word that is no opcode
         ("ynn_fusion.6", "fusion", None),  # a library's fusion: its name says nothing
         ("convolution.100", "convolution", None),
         ("layer1/add", "aten.add.Tensor", None),  # an aten call is no HLO instruction

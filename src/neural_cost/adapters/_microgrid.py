@@ -82,11 +82,12 @@ DEPTHWISE_CONVS = (
 
 #: Depthwise convolutions (batch, channels, size, kernel, stride) for grids whose compiler runs them
 #: through its generic convolution emitter: TensorFlow 2.21's XLA:CPU took 33–61 ns an output (a
-#: 3×3 on 4×56²×64: 26.6 ms, where the graph op took 0.46), so these are small — 0.3–8 ms, five of
-#: stride 1 and four of stride 2, a 5×5 among them.
+#: 3×3 on 4×56²×64: 26.6 ms, where the graph op took 0.46), so these are small — 0.3–8 ms, six of
+#: each stride (a curve of two knots: one of five points was flat, 1.1 ms for layers of 2–10 ms),
+#: a 5×5 among them.
 XLA_DEPTHWISE_CONVS = (
-    (1, 64, 14, 3, 1), (2, 32, 28, 3, 1), (4, 64, 14, 3, 1), (8, 32, 28, 3, 1), (2, 96, 14, 5, 1),
-    (2, 144, 14, 3, 2), (4, 96, 28, 3, 2), (2, 240, 14, 5, 2), (8, 96, 28, 3, 2),
+    (1, 64, 14, 3, 1), (2, 32, 28, 3, 1), (4, 64, 14, 3, 1), (4, 32, 28, 3, 1), (8, 32, 28, 3, 1), (2, 96, 14, 5, 1),
+    (2, 144, 14, 3, 2), (1, 96, 28, 3, 2), (4, 144, 14, 3, 2), (4, 96, 28, 3, 2), (2, 240, 14, 5, 2), (8, 96, 28, 3, 2),
 )  # fmt: skip
 
 #: Pooled feature maps (batch, height = width, channels).

@@ -13,9 +13,9 @@ to the family's ``conv``, which a transposed or input-dilated convolution reads 
 layer's input gradient is ``depthwise_conv:stride1``). A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
 records are what it computes, not how long it takes. A kernel that runs none of our records is
-``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy`` or
-``reduce`` when the opcodes XLA names it by only move data or reduce (``recordless_kind``), else
-``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled loop's
+``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,
+``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by (``recordless_kind``),
+else ``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled loop's
 body) is its class ``@loop`` (``matmul@loop``): its executions follow one another inside one launch,
 without the entry cost a standalone program's kernel pays; without a calibration of its own it falls
 back to its class. A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class

@@ -201,13 +201,23 @@ def check_kernels(kernels: Any, operations: int, where: str) -> tuple[Kernel, ..
     return result
 
 
-#: HLO opcodes that only move or lay out data, and those that reduce (``recordless_kind``), in the
-#: spelling XLA's fusion names use (``_`` for ``-``: a GPU fusion's ``dynamic_update_slice``).
+#: HLO opcodes that only move or lay out data, those that reduce, those that compute one value an
+#: element, and those among them that evaluate a function (a polynomial an element: ``transcendental``),
+#: in the spelling XLA's fusion names use (``_`` for ``-``: a GPU fusion's ``dynamic_update_slice``).
 _MOVES = frozenset(
     {"copy", "transpose", "bitcast", "broadcast", "slice", "concatenate", "pad", "reshape", "reverse"}
-    | {"dynamic_slice", "dynamic_update_slice"}
+    | {"dynamic_slice", "dynamic_update_slice", "iota"}
 )
 _REDUCES = frozenset({"reduce", "reduce_window"})
+_FUNCTIONS = frozenset(
+    {"exponential", "log", "tanh", "logistic", "erf", "sine", "cosine", "tan", "power", "atan2"}
+    | {"exponential_minus_one", "log_plus_one"}
+)
+_POINTWISE = _FUNCTIONS | frozenset(
+    {"add", "subtract", "multiply", "divide", "select", "maximum", "minimum", "negate", "abs", "compare"}
+    | {"convert", "and", "or", "xor", "not", "clamp", "sign", "floor", "ceil", "remainder", "sqrt", "rsqrt"}
+    | {"cbrt", "round_nearest_even", "round_nearest_afz", "is_finite", "reduce_precision", "real", "imag"}
+)
 #: Words of a fusion's name that are no opcode: what XLA:GPU prefixes (``loop_transpose_fusion``).
 _NOT_OPCODES = ("fusion", "wrapped", "loop", "input", "output")
 
@@ -215,10 +225,13 @@ _NOT_OPCODES = ("fusion", "wrapped", "loop", "input", "output")
 def recordless_kind(kernel: Kernel) -> str | None:
     """What a compiled kernel that runs none of our records does, read from the opcodes XLA
     names it by — a lone instruction by its opcode (``copy.3``), a fusion by its instructions'
-    (``transpose_copy_fusion``, ``wrapped_reduce-window``, XLA:GPU's ``input_reduce_fusion``):
-    ``"copy"`` when they only move data (a layout change XLA inserted), ``"reduce"`` when one
-    reduces (a reduction XLA split in parts); None when the name says neither (``ynn_fusion``, a
-    convolution XLA added) or the kernel is no HLO instruction (an aten call's kind is
+    (``transpose_copy_fusion``, ``wrapped_reduce-window``, XLA:GPU's ``input_reduce_fusion``,
+    ``multiply_add_fusion``): ``"copy"`` when they only move data (a layout change XLA inserted),
+    ``"reduce"`` when one reduces (a reduction XLA split in parts, its prologue's arithmetic with
+    it), ``"transcendental"`` or ``"elementwise"`` when they compute one value an element (a
+    ``select`` that keeps a gradient's diagonal, an optimizer's update XLA duplicated), the first
+    when one evaluates a function (``exponential``, ``tanh``); None when the name says none of these
+    (``ynn_fusion``, a library's) or the kernel is no HLO instruction (an aten call's kind is
     ``aten.add.Tensor``)."""
     if kernel.kind is None or "." in kernel.kind:
         return None
@@ -228,17 +241,18 @@ def recordless_kind(kernel: Kernel) -> str | None:
         stem = kernel.name.split(".", 1)[0].replace("-", "_")
         for word in _NOT_OPCODES:  # whole words only: a name is opcodes joined by "_"
             stem = f"_{stem}_".replace(f"_{word}_", "_").strip("_")
-        opcodes = {"reduce_window"} if "reduce_window" in stem else set()
-        rest = stem.replace("reduce_window", "")
-        for spelled in sorted(_MOVES, key=len, reverse=True):  # dynamic_update_slice before slice
-            if spelled in rest:
+        opcodes, rest = set(), f"_{stem}_"
+        for spelled in sorted(_MOVES | _REDUCES | _POINTWISE, key=len, reverse=True):  # longest first
+            while f"_{spelled}_" in rest:  # reduce_window before reduce, dynamic_slice before slice
                 opcodes.add(spelled)
-                rest = rest.replace(spelled, "")
-        if "reduce" in rest:
-            opcodes.add("reduce")
-            rest = rest.replace("reduce", "")
-        if rest.strip("_"):  # a word that is no move or reduction (select, add, ynn): no kind
+                rest = rest.replace(f"_{spelled}_", "_", 1)
+        if rest.strip("_"):  # a word that is no opcode read here (ynn, a custom call's): no kind
             return None
-    if opcodes and opcodes <= _MOVES:
+    known = _MOVES | _REDUCES | _POINTWISE
+    if not opcodes or not opcodes <= known:
+        return None
+    if opcodes <= _MOVES:
         return "copy"
-    return "reduce" if opcodes & _REDUCES and opcodes <= _MOVES | _REDUCES else None
+    if opcodes & _REDUCES:
+        return "reduce"
+    return "transcendental" if opcodes & _FUNCTIONS else "elementwise"
