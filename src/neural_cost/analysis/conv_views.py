@@ -142,7 +142,9 @@ def _input_gradient(attrs: Any, groups: int, weight: Sequence[int]) -> str:
     as a grouped convolution at the layer's input resolution, one output per input element (its
     generic emitter: a Keras MobileNetV2's stride-2 layers' on JAX ran 7–54 ms where the family's
     curve read 0.03–0.07); else ``""``, the family's (a transposed or input-dilated convolution of
-    several channels per group, a batch-grouped filter gradient)."""
+    several channels per group, a batch-grouped filter gradient). The rule reads the record alone:
+    a PyTorch ``ConvTranspose2d`` of one channel per group, and the input gradient of a grouped
+    convolution of one output channel per group, are read the same way."""
     if groups <= 1 or attrs.get("batch_groups", 1) != 1 or weight[1] != 1:
         return ""
     if attrs.get("transposed") and weight[0] != groups:

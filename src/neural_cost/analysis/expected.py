@@ -28,7 +28,7 @@ from ..core.units import format_seconds, format_si, plural
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
-from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, parts
+from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import compute_seconds, split_by_bounds
 
@@ -331,14 +331,20 @@ def _compiled_work(
     ``COMPILED_EXCESS`` times its records' (``computes_beyond``; noted in ``beyond``): XLA:CPU
     computes a depthwise layer's filter gradient as a dense convolution over every channel pair, a
     kernel with no record of ours that ran 34 ms where its traffic read 0.3 ms (a Keras
-    MobileNetV2 step on JAX). The bound stays the program's."""
+    MobileNetV2 step on JAX). Its records' other work (an epilogue's pointwise FLOPs) is added to
+    it. The bound stays the program's."""
     if row.index is None:
         return row
     kernel = estimate.kernels[row.index]
     if not computes_beyond(kernel):
         return row
     beyond.append((row.name, kernel.compiled_flops, kernel.flops))
-    return replace(row, compute_seconds=compute_seconds(kernel.compiled_flops_by_dtype, hardware))
+    work = dict(kernel.compiled_flops_by_dtype)
+    for cost in (estimate.by_operation[i] for i in kernel.operations):  # its epilogue's, not its contractions'
+        if cost.kind not in CONTRACTIONS:
+            for dtype, flops in cost.flops_by_dtype.items():
+                work[dtype] = work.get(dtype, 0) + flops
+    return replace(row, compute_seconds=compute_seconds(work, hardware))
 
 
 def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
@@ -349,8 +355,8 @@ def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
     total = sum(compiled - records for _, compiled, records in beyond)
     return (
         f"in {plural(len(beyond), 'kernels')} XLA computes {format_si(total, 'FLOP')} more than the records they run "
-        f"({named}{more}): work the program does not ask (a depthwise filter gradient as a dense convolution); "
-        f"they are expected at their compiled work, while the bound stays the program's"
+        f"({named}{more}): work the program does not ask (XLA:CPU, for one, computes a depthwise filter gradient as "
+        f"a dense convolution); they are expected at their compiled work, while the bound stays the program's"
     )
 
 

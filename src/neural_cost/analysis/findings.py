@@ -238,12 +238,17 @@ def _compiled_work(report: GapReport) -> Iterator[str]:
     named = ", ".join(
         f"{k.name} {format_si(k.compiled_flops, 'FLOP')} for {format_si(k.flops, 'FLOP')}" for k in heaviest
     )
+    example = (
+        " (XLA:CPU, for one, computes a depthwise layer's filter gradient as a dense convolution over every "
+        "channel pair, then keeps the diagonal)"
+        if any(kernel.compiled_contraction == "convolution" for kernel in beyond)
+        else ""
+    )
     yield (
         f"The compiled program computes {format_si(extra, 'FLOP')} more than the program asks "
         f"({format_si(report.estimate.flops, 'FLOP')}): {plural(len(beyond), 'kernels')} run dots or convolutions of "
         f"over {COMPILED_EXCESS:g}× their records' FLOPs ({named}). The bound counts the program's work, so their "
-        f"time is above it. XLA:CPU computes a depthwise layer's filter gradient as a dense convolution over every "
-        f"channel pair, then keeps the diagonal."
+        f"time is above it: the compiler added work{example}."
     )
 
 

@@ -211,12 +211,12 @@ _MOVES = frozenset(
 _REDUCES = frozenset({"reduce", "reduce_window"})
 _FUNCTIONS = frozenset(
     {"exponential", "log", "tanh", "logistic", "erf", "sine", "cosine", "tan", "power", "atan2"}
-    | {"exponential_minus_one", "log_plus_one"}
+    | {"exponential_minus_one", "log_plus_one", "sqrt", "rsqrt", "cbrt"}
 )
 _POINTWISE = _FUNCTIONS | frozenset(
     {"add", "subtract", "multiply", "divide", "select", "maximum", "minimum", "negate", "abs", "compare"}
-    | {"convert", "and", "or", "xor", "not", "clamp", "sign", "floor", "ceil", "remainder", "sqrt", "rsqrt"}
-    | {"cbrt", "round_nearest_even", "round_nearest_afz", "is_finite", "reduce_precision", "real", "imag"}
+    | {"convert", "and", "or", "xor", "not", "clamp", "sign", "floor", "ceil", "remainder", "round_nearest_even"}
+    | {"round_nearest_afz", "is_finite", "reduce_precision", "real", "imag"}
 )
 #: Words of a fusion's name that are no opcode: what XLA:GPU prefixes (``loop_transpose_fusion``).
 _NOT_OPCODES = ("fusion", "wrapped", "loop", "input", "output")
@@ -230,9 +230,11 @@ def recordless_kind(kernel: Kernel) -> str | None:
     ``"reduce"`` when one reduces (a reduction XLA split in parts, its prologue's arithmetic with
     it), ``"transcendental"`` or ``"elementwise"`` when they compute one value an element (a
     ``select`` that keeps a gradient's diagonal, an optimizer's update XLA duplicated), the first
-    when one evaluates a function (``exponential``, ``tanh``); None when the name says none of these
-    (``ynn_fusion``, a library's) or the kernel is no HLO instruction (an aten call's kind is
-    ``aten.add.Tensor``)."""
+    when one evaluates a function (``exponential``, ``tanh``, ``rsqrt``: the records' transcendentals);
+    None when the name says none of these (``ynn_fusion``, a library's) or the kernel is no HLO
+    instruction (an aten call's kind is ``aten.add.Tensor``). The kind is read from the name, not
+    the body: XLA names a fusion after a few of its instructions (XLA:GPU after its roots' alone),
+    so a ``loop_add_fusion`` may also evaluate an ``exp``."""
     if kernel.kind is None or "." in kernel.kind:
         return None
     if kernel.kind != "fusion":

@@ -54,9 +54,10 @@ def test_contractions_are_counted_from_their_hlo_shapes():
     work = kernel_work(module, entry["ynn"], entry)
     assert work.flops_by_dtype == {"float32": 2 * 960 * 3 * 3 * 960 * 3 * 3 * 4} == {"float32": 597_196_800}
     assert work.opcode == "convolution"
-    # A stride-2 depthwise layer's input gradient: 4·13·13·576 outputs × 9 taps × 1 input feature,
-    # ÷ 4 for the 2×2 input dilation (taps between input elements multiply nothing): 2·389,376·9/4.
-    assert contraction_flops(entry["grad"], entry) == ("float32", 2 * 4 * 13 * 13 * 576 * 9 // 4)
+    # A stride-2 depthwise layer's input gradient, its 2×2 input dilation's holes multiplying nothing:
+    # each of the 4·6·6 input positions × the kernel's 3·3·1·576 elements (every tap of every
+    # channel, one input feature per group), as a transposed record counts: 2 · 144 · 5,184.
+    assert contraction_flops(entry["grad"], entry) == ("float32", 2 * 4 * 6 * 6 * 3 * 3 * 576) == ("float32", 1_492_992)
     # A batched dot: 8·32·16 outputs, each over the 64 contracted elements.
     assert contraction_flops(entry["bmm"], entry) == ("bfloat16", 2 * 8 * 32 * 16 * 64)
     assert contraction_flops(entry["a"], entry) is None  # no contraction
@@ -84,7 +85,8 @@ def test_gradient_convolutions_xla_makes_without_metadata():
     ops = trace.operations
     conv_kernels = [k for k in result.kernels if any(ops[i].kind == "conv" for i in k.operations)]
     # Five convolution records: two forward, the 1×1 layer's input and filter gradients, the depthwise
-    # layer's filter gradient (the image asks no input gradient); each in a kernel of its own.
+    # layer's filter gradient (the image asks no input gradient). The four that XLA computes as
+    # convolutions are in a kernel of their own; the fifth sits in the kernel that keeps a diagonal.
     assert sorted(len(k.operations) for k in conv_kernels if k.compiled_flops) == [1, 1, 1, 1]
     pointwise_filter = next(i for i, op in enumerate(ops) if op.kind == "conv" and op.output == (C, D, 1, 1))
     holder = next(k for k in result.kernels if pointwise_filter in k.operations)
@@ -102,3 +104,26 @@ def test_gradient_convolutions_xla_makes_without_metadata():
     assert [(k.compiled_flops, k.compiled_contraction) for k in dense] == [(589_824, "convolution")]
     depthwise_filter = next(i for i, op in enumerate(ops) if op.kind == "conv" and op.output == (1, C, 3, 3))
     assert ops[depthwise_filter].cost.flops * C == dense[0].compiled_flops == 2 * C * 9 * C * N * HW * HW
+
+
+@pytest.mark.parametrize("size", [7, 8])
+def test_a_strided_layers_input_gradient_computes_what_its_record_counts(size):
+    """A stride-2 depthwise layer's input gradient: an input-dilated convolution in the HLO, a
+    transposed convolution's record (input positions × taps) in the trace; on an odd map (SAME,
+    7×7 → 4×4) its outputs ÷ the dilation would not be its input positions: the two must agree."""
+    channels = 8
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                     feature_group_count=channels)  # fmt: skip
+        return (y * y).sum()
+
+    args = (jnp.ones((2, size, size, channels)), jnp.ones((3, 3, 1, channels)))
+    grad = jax.grad(loss)  # the input's gradient
+    compiled = jax.jit(grad).lower(*args).compile()
+    trace = JaxAdapter(cross_check=False).trace(grad, args)
+    result = compiled_kernels(compiled, trace.operations, loops=trace.loop_assumptions)
+    convs = [k for k in result.kernels if any(trace.operations[i].kind == "conv" for i in k.operations)]
+    assert len(convs) == 2  # the forward convolution and the input's gradient
+    for kernel in convs:
+        assert kernel.compiled_flops == kernel.flops > 0

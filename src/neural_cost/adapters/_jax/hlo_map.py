@@ -52,7 +52,7 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ...core.kernels import Kernel
+from ...core.kernels import COMPILED_EXCESS, Kernel
 from ...core.records import Operation
 from .sharded import holds_share
 
@@ -394,7 +394,8 @@ def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh
     XLA:CPU's ``ynn_fusion`` of a 1×1 layer's filter gradient) that computes what ``op`` computes:
     its heaviest contraction does ``op``'s primitive and its result has ``op``'s size (or one
     device's share of it, ``fits``) — the first whose operands also have its inputs' sizes, else
-    the first of its size (two layers' filter gradients, 960→160 and 160→960, share a size)."""
+    the first of its size (two layers' filter gradients, 960→160 and 160→960, share a size) that
+    computes at most ``COMPILED_EXCESS`` times the record's FLOPs."""
     inputs, sized = element_counts(op.inputs), None
     for s, site in enumerate(sites):
         computes = op.name in CONTRACTION_OPCODES.get(site.contraction or site.kind, ())
@@ -403,7 +404,10 @@ def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh
         if site.result_bytes == op.output_bytes and site.operand_sizes == inputs:
             return s
         own_fits = site.own is not None and fits(site.own, op, mesh)
-        if sized is None and (site.result_bytes == op.output_bytes or own_fits):
+        # by size alone, only one that does about the record's work: XLA's dense depthwise filter
+        # gradient (C·9·C outputs) has a 3×3 C→C layer's filter gradient's size and C× its work
+        alike = sum(site.compiled_flops.values()) <= COMPILED_EXCESS * op.cost.flops
+        if sized is None and alike and (site.result_bytes == op.output_bytes or own_fits):
             sized = s
     return sized
 

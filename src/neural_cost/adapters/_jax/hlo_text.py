@@ -25,7 +25,6 @@ the same modes. A ``collective-permute``'s group is the devices its ``source_tar
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -184,12 +183,12 @@ class Instruction:
     shape: str = ""
     #: A collective's devices per group (``collective_group_size``); None for every other opcode.
     group_size: int | None = None
-    #: A convolution's kernel dims as its ``dim_labels`` name them (``01io``: spatial, input and
-    #: output features); None for every other opcode.
-    kernel_labels: str | None = None
-    #: A convolution's input dilation, all dims' product (``lhs_dilate=2x2``: 4; a transposed
-    #: convolution's stride); 1 for every other opcode.
-    lhs_dilation: int = 1
+    #: A convolution's input and kernel dims as its ``dim_labels`` name them (``("b01f", "01io")``:
+    #: batch, spatial and features; spatial, input and output features); None for every other opcode.
+    conv_labels: tuple[str, str] | None = None
+    #: Whether a convolution dilates its input (``lhs_dilate=2x2``: a transposed convolution, a
+    #: strided layer's input gradient); False for every other opcode.
+    lhs_dilated: bool = False
     #: A dot's ``lhs_contracting_dims``; None for every other opcode.
     contracting: tuple[int, ...] | None = None
 
@@ -285,8 +284,8 @@ def _instruction(line: str, partitions: int = 1, replicas: int = 1) -> Instructi
         tuple_index=int(index.group(1)) if opcode.group(1) == "get-tuple-element" and index else None,
         shape=shape,
         group_size=collective_group_size(opcode.group(1), attributes, partitions, replicas) if collective else None,
-        kernel_labels=labels.group(2) if labels else None,
-        lhs_dilation=math.prod(int(d) for d in dilate.group(1).split("x") if d) if dilate else 1,
+        conv_labels=(labels.group(1), labels.group(2)) if labels else None,
+        lhs_dilated=dilate is not None and any(int(d) > 1 for d in dilate.group(1).split("x") if d),
         contracting=tuple(int(d) for d in contracting.group(1).split(",") if d.strip()) if contracting else None,
     )
 

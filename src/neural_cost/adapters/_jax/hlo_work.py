@@ -13,10 +13,13 @@ traced reads the same here as its record. Per output element a ``convolution`` s
 kernel's elements less its output-feature dim (input features per group × taps; a batch-grouped
 one's output batch is its input's ÷ the groups, each output reading one group) and a ``dot`` over
 its left operand's ``lhs_contracting_dims``. An input-dilated convolution (a strided layer's input
-gradient) counts its outputs ÷ the dilation: the taps that fall between input elements multiply
-nothing, as the transposed convolution's record counts its input positions × taps. A contraction
-whose result is no single array of a type ``ELEMENT_DTYPES`` names, or whose operand is not
-defined in its computation, is not read.
+gradient) counts each input element (less its feature dim) × every element of its kernel, as a
+transposed convolution's record counts its input positions × taps: the taps that fall between
+input elements multiply nothing. FLOPs are charged at the left operand's type, as a record's
+are (a bf16 dot that accumulates in f32 is bf16 work). A contraction whose result or operands are
+no single arrays, whose left operand's type ``ELEMENT_DTYPES`` does not name, or whose operand is
+not defined in its computation is not read; nor is a custom call's work (a oneDNN or cuBLAS call:
+XLA:CPU's and XLA:GPU's library contractions), nor an instruction inside an ``async-start``.
 """
 
 from __future__ import annotations
@@ -34,26 +37,26 @@ _CONTRACTIONS = ("convolution", "dot")
 def contraction_flops(instruction: Instruction, defined: dict[str, Instruction]) -> tuple[str, int] | None:
     """``(dtype, FLOPs)`` of one ``convolution`` or ``dot`` (the module docstring), else None."""
     result = arrays(instruction.shape)
-    if len(result) != 1 or result[0][0] not in ELEMENT_DTYPES or not instruction.operands:
+    operands = [defined.get(name) for name in instruction.operands[:2]]
+    shapes = [arrays(operand.shape) if operand is not None else [] for operand in operands]
+    if len(result) != 1 or len(shapes) != 2 or any(len(shape) != 1 for shape in shapes):
         return None
-    element, dims = result[0]
-    if instruction.opcode == "convolution" and instruction.kernel_labels and len(instruction.operands) == 2:
-        kernel = defined.get(instruction.operands[1])
-        found = arrays(kernel.shape) if kernel is not None else []
-        labels = instruction.kernel_labels
-        if len(found) != 1 or len(found[0][1]) != len(labels) or "o" not in labels:
-            return None
-        taps = math.prod(found[0][1]) // max(1, found[0][1][labels.index("o")])
-        return ELEMENT_DTYPES[element], 2 * math.prod(dims) * taps // instruction.lhs_dilation
-    elif instruction.opcode == "dot" and instruction.contracting is not None:
-        lhs = defined.get(instruction.operands[0])
-        found = arrays(lhs.shape) if lhs is not None else []
-        if len(found) != 1 or any(d >= len(found[0][1]) for d in instruction.contracting):
-            return None
-        taps = math.prod(found[0][1][d] for d in instruction.contracting)
-    else:
+    (element, lhs), (_, rhs) = shapes[0][0], shapes[1][0]
+    if element not in ELEMENT_DTYPES:  # charged at its input's type, as a record is
         return None
-    return ELEMENT_DTYPES[element], 2 * math.prod(dims) * taps
+    if instruction.opcode == "convolution" and instruction.conv_labels is not None:
+        inputs, kernel = instruction.conv_labels
+        if len(inputs) != len(lhs) or len(kernel) != len(rhs) or "o" not in kernel or "f" not in inputs:
+            return None
+        taps = math.prod(rhs) // max(1, rhs[kernel.index("o")])  # input features per group × kernel taps
+        if instruction.lhs_dilated:  # each input element × every tap, as a transposed record counts
+            return ELEMENT_DTYPES[element], 2 * math.prod(lhs) // max(1, lhs[inputs.index("f")]) * math.prod(rhs)
+        return ELEMENT_DTYPES[element], 2 * math.prod(result[0][1]) * taps
+    if instruction.opcode == "dot" and instruction.contracting is not None:
+        if any(d >= len(lhs) for d in instruction.contracting):
+            return None
+        return ELEMENT_DTYPES[element], 2 * math.prod(result[0][1]) * math.prod(lhs[d] for d in instruction.contracting)
+    return None
 
 
 class KernelWork:
