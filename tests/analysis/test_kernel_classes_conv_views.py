@@ -145,8 +145,9 @@ def test_a_depthwise_layers_input_gradient_is_depthwise_stride1_in_jax_and_tenso
     one input channel per group (weight (32, 1, 3, 3), lhs_dilation 2), a stride-1 one's as a grouped
     convolution; TensorFlow's ``DepthwiseConv2dNativeBackpropInput`` is a transposed convolution
     of one channel per group in and out (weight (32, 1, 3, 3), groups 32). XLA runs each as a
-    grouped convolution at the input's resolution: ``depthwise_conv:stride1``, not the family's
-    ``conv``. A transposed convolution of several channels per group stays the family's."""
+    grouped convolution at the input's resolution: ``depthwise_conv:stride1``, and a strided
+    layer's, input-dilated, ``depthwise_conv:dilated`` — not the family's ``conv``. A transposed
+    convolution of several channels per group stays the family's."""
     from neural_cost.adapters import adapter_for
 
     jax = pytest.importorskip("jax")
@@ -169,7 +170,7 @@ def test_a_depthwise_layers_input_gradient_is_depthwise_stride1_in_jax_and_tenso
         return {kernel_class(estimate, row) for row in rows if row.index is not None
                 and set(estimate.kernels[row.index].operations) & set(transposes)}  # fmt: skip
 
-    assert input_gradients(2) == {"depthwise_conv:stride1"}
+    assert input_gradients(2) == {"depthwise_conv:dilated"}  # input-dilated: XLA's generic emitter's loop
     assert input_gradients(1) == {"depthwise_conv:stride1"}
     tf = pytest.importorskip("tensorflow")
 
@@ -182,7 +183,7 @@ def test_a_depthwise_layers_input_gradient_is_depthwise_stride1_in_jax_and_tenso
         return _classes(adapter_for("tensorflow"), fn, tf.ones((2, 8, 8, channels * groups_of)),
                         tf.ones((3, 3, channels, groups_of)))  # fmt: skip
 
-    assert backprop_input(32, 1) == ["depthwise_conv:stride1"]
+    assert backprop_input(32, 1) == ["depthwise_conv:dilated"]  # of a stride-2 layer
     assert backprop_input(32, 2) == ["conv"]  # a channel multiplier of 2: two outputs per group
 
 
@@ -215,7 +216,8 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
     every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
     PyTorch's backwards the same way (8, 7; depthwise 6 and 7); TensorFlow's XLA programs of
-    ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (6) and ``:strided@xla`` (6)."""
+    ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (6) and ``:strided@xla`` (6); JAX's and
+    TensorFlow's XLA ``DILATED_DEPTHWISE_CONVS`` ``depthwise_conv:dilated`` (6)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import adapter_for
@@ -247,6 +249,9 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     if framework == "tensorflow":  # XLA's own depthwise programs: its generic emitter's classes
         xla = (found["depthwise_conv:stride1@xla"], found["depthwise_conv:strided@xla"])
         assert xla == depthwise(grid.XLA_DEPTHWISE_CONVS) == (6, 6)
+    if framework != "torch":  # a stride-2 layer's input gradient, input-dilated
+        dilated = found["depthwise_conv:dilated" + ("@xla" if framework == "tensorflow" else "")]
+        assert dilated == len(grid.DILATED_DEPTHWISE_CONVS) == 6
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 

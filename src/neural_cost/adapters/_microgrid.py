@@ -90,6 +90,12 @@ XLA_DEPTHWISE_CONVS = (
     (2, 144, 14, 3, 2), (1, 96, 28, 3, 2), (4, 144, 14, 3, 2), (4, 96, 28, 3, 2), (2, 240, 14, 5, 2), (8, 96, 28, 3, 2),
 )  # fmt: skip
 
+#: A stride-2 depthwise layer's input gradient as XLA computes it: an input-dilated grouped
+#: convolution (batch, channels, input size, kernel; dilation 2, output 2 × size), ``depthwise_conv:
+#: dilated``. XLA:CPU's generic emitter took 52–64 ns an output for 3×3 (123 for 5×5) — a
+#: MobileNetV2 step's 4×49²×96 one 59 — where the forward curve read 13: 0.8–5 ms each.
+DILATED_DEPTHWISE_CONVS = ((1, 64, 7, 3), (2, 32, 14, 3), (2, 96, 7, 3), (1, 144, 7, 3), (4, 32, 14, 3), (2, 64, 7, 5))
+
 #: Pooled feature maps (batch, height = width, channels).
 POOL_MAPS = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32), (32, 14, 256), (1, 224, 3))
 

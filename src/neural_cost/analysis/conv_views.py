@@ -14,7 +14,7 @@ from ..core.kernels import Kernel
 from ..core.records import Operation
 from ..costs.registry import spatial
 
-__all__ = ["DEPTHWISE", "NARROW", "STRIDED", "backward_width", "conv_class", "conv_width", "width"]
+__all__ = ["DEPTHWISE", "DILATED", "NARROW", "STRIDED", "backward_width", "conv_class", "conv_width", "width"]
 
 #: A convolution whose matrix-multiply view (M = output positions, K = input channels per group ×
 #: kernel taps, N = output channels per group) has K or N under this is ``conv:narrow``: a 3×3
@@ -40,6 +40,11 @@ NARROW = 64
 #: first: 7.4 ms, 14.2 ms), and with the strided points in read stride-1 layers at under half.
 STRIDED = ("strided", "subsampled")
 DEPTHWISE = "depthwise"
+#: A strided depthwise layer's input gradient (``_input_gradient``) is ``depthwise_conv:dilated``:
+#: XLA:CPU runs it as an input-dilated grouped convolution through its generic emitter, 52–64 ns an
+#: output (a 3×3), four times what the forward layers' curve reads; a stride-1 layer's is an
+#: ordinary grouped convolution, ``depthwise_conv:stride1``.
+DILATED = "dilated"
 
 
 def width(estimate: CostEstimate, kernel: Kernel) -> str:
@@ -135,13 +140,13 @@ def conv_width(cost: OperationCost) -> str:
 
 
 def _input_gradient(attrs: Any, groups: int, weight: Sequence[int]) -> str:
-    """``depthwise:stride1`` for a depthwise layer's input gradient as JAX and TensorFlow record
-    it — a transposed convolution of one channel per group in and out (TensorFlow's
-    ``DepthwiseConv2dNativeBackpropInput``, weight (C_in, C_out/groups, *kernel)), or an
-    input-dilated one of one input channel per group (JAX's, of a strided layer) — which XLA runs
-    as a grouped convolution at the layer's input resolution, one output per input element (its
-    generic emitter: a Keras MobileNetV2's stride-2 layers' on JAX ran 7–54 ms where the family's
-    curve read 0.03–0.07); else ``""``, the family's (a transposed or input-dilated convolution of
+    """``depthwise:stride1``, or ``depthwise:dilated`` for a strided layer's (``DILATED``), for a
+    depthwise layer's input gradient as JAX and TensorFlow record it — a transposed convolution of
+    one channel per group in and out (TensorFlow's ``DepthwiseConv2dNativeBackpropInput``, weight
+    (C_in, C_out/groups, *kernel)), or an input-dilated one of one input channel per group (JAX's,
+    of a strided layer) — which XLA runs as a grouped convolution at the layer's input resolution,
+    one output per input element (a Keras MobileNetV2's stride-2 layers' on JAX ran 7–54 ms where
+    the family's curve read 0.03–0.07); else ``""``, the family's (a transposed or input-dilated convolution of
     several channels per group, a batch-grouped filter gradient). The rule reads the record alone:
     a PyTorch ``ConvTranspose2d`` of one channel per group, and the input gradient of a grouped
     convolution of one output channel per group, are read the same way."""
@@ -149,4 +154,9 @@ def _input_gradient(attrs: Any, groups: int, weight: Sequence[int]) -> str:
         return ""
     if attrs.get("transposed") and weight[0] != groups:
         return ""
-    return f"{DEPTHWISE}:stride1"
+    strides = attrs.get("stride", 1) if attrs.get("transposed") else attrs.get("lhs_dilation", 1)
+    return f"{DEPTHWISE}:{DILATED if max(_ints(strides), default=1) > 1 else 'stride1'}"
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return (int(value),) if isinstance(value, int) else tuple(int(v) for v in value)

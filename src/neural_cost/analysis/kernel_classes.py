@@ -10,7 +10,7 @@ longer than an add) — ``transcendental:tanh`` for one call of a function the g
 or output channels (per group) are under 64 is ``conv:narrow`` (``conv_views.NARROW``), another of stride 1
 ``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); all fall back
 to the family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise
-layer's input gradient is ``depthwise_conv:stride1``). A kernel that runs
+layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
 records are what it computes, not how long it takes. A kernel that runs none of our records is
 ``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,

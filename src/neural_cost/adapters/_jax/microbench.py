@@ -59,6 +59,14 @@ def _conv(x: jax.Array, w: jax.Array, layout: str, stride: int = 1, groups: int 
     return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=spec, feature_group_count=groups)
 
 
+def _dilated(x: jax.Array, w: jax.Array, groups: int, k: int) -> jax.Array:
+    """A depthwise convolution of ``x`` dilated by 2 (as JAX differentiates a stride-2 layer): 2× its size out."""
+    pads = ((k // 2 + 1, k // 2), (k // 2 + 1, k // 2))
+    spec = ("NHWC", "HWIO", "NHWC")
+    return lax.conv_general_dilated(x, w, (1, 1), pads, lhs_dilation=(2, 2), dimension_numbers=spec,
+                                    feature_group_count=groups)  # fmt: skip
+
+
 #: The shared convolutions then JAX's own (batch, in channels, out channels, size, kernel); the
 #: 2nd, 6th and 10th run NCHW, the others NHWC.
 _CONVS = (*grid.CONVS, (8, 3, 32, 48, 3), (2, 32, 64, 28, 5), (1, 16, 16, 8, 3), (4, 32, 32, 16, 1),
@@ -83,6 +91,10 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
         fn = _named(lambda x, w, s=stride, g=c: _conv(x, w, "NHWC", s, g), "conv")
         yield MicroProgram(f"conv depthwise NHWC {n}x{c}x{size}x{size} k{k} s{stride}", fn,
+                           (rand(n, size, size, c), rand(k, k, 1, c, k=1)))  # fmt: skip
+    for n, c, size, k in () if quick else grid.DILATED_DEPTHWISE_CONVS:  # a stride-2 layer's input gradient
+        fn = _named(lambda x, w, g=c, k=k: _dilated(x, w, g, k), "conv")
+        yield MicroProgram(f"conv depthwise input-dilated NHWC {n}x{c}x{size}x{size} k{k}", fn,
                            (rand(n, size, size, c), rand(k, k, 1, c, k=1)))  # fmt: skip
 
 

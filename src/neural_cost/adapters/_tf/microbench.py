@@ -167,6 +167,10 @@ def _xla(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     for n, c, size, k, stride in () if quick else grid.XLA_DEPTHWISE_CONVS:  # its generic emitter's, not Eigen's
         yield _xla_program(f"DepthwiseConv2dNative {n}x{size}x{size}x{c} k{k} s{stride}", _depthwise(stride),
                            rand(n, size, size, c), rand(k, k, c, 1, k=1))  # fmt: skip
+    for n, c, size, k in () if quick else grid.DILATED_DEPTHWISE_CONVS:  # a stride-2 layer's input gradient
+        yield _xla_program(f"DepthwiseConv2dNativeBackpropInput {n}x{size}x{size}x{c} k{k} s2",
+                           _depthwise_input_gradient((n, 2 * size, 2 * size, c)),
+                           rand(n, size, size, c), rand(k, k, c, 1, k=1))  # fmt: skip
     for size in grid.sizes(quick):
         shape = grid.flat_shape(size)
         yield _xla_program(f"x*2+1 {size}", _scale_shift, rand(*shape))
@@ -192,6 +196,15 @@ def _depthwise(stride: int) -> Callable[[Any, Any], Any]:
         return tf.nn.depthwise_conv2d(x, w, (1, stride, stride, 1), "SAME")
 
     return depthwise
+
+
+def _depthwise_input_gradient(input_shape: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+    """The input gradient of a stride-2 depthwise layer whose input is ``input_shape``."""
+
+    def gradient(out_backprop: Any, w: Any) -> Any:
+        return tf.nn.depthwise_conv2d_backprop_input(list(input_shape), w, out_backprop, (1, 2, 2, 1), "SAME")
+
+    return gradient
 
 
 def _scale_shift(x: Any) -> Any:
