@@ -133,13 +133,13 @@ def conv_width(cost: OperationCost) -> str:
     dilated = spatial(cost.operation, "lhs_dilation", attrs.get("lhs_dilation", 1), len(weight) - 2)
     groups = int(attrs.get("groups", 1))
     if attrs.get("transposed") or attrs.get("batch_groups", 1) != 1 or max(dilated, default=1) > 1:
-        return _input_gradient(attrs, groups, weight)
+        return _input_gradient(cost.operation, groups, weight, dilated)
     taps, outputs = math.prod(weight[1:]), weight[0] // groups
     steps = (attrs.get("stride", 1), attrs.get("dilation", 1))
     return _view(cost.operation, groups, weight[1], taps, outputs, steps, weight[2:])
 
 
-def _input_gradient(attrs: Any, groups: int, weight: Sequence[int]) -> str:
+def _input_gradient(op: Operation, groups: int, weight: Sequence[int], dilated: Sequence[int]) -> str:
     """``depthwise:stride1``, or ``depthwise:dilated`` for a strided layer's (``DILATED``), for a
     depthwise layer's input gradient as JAX and TensorFlow record it — a transposed convolution of
     one channel per group in and out (TensorFlow's ``DepthwiseConv2dNativeBackpropInput``, weight
@@ -150,13 +150,10 @@ def _input_gradient(attrs: Any, groups: int, weight: Sequence[int]) -> str:
     several channels per group, a batch-grouped filter gradient). The rule reads the record alone:
     a PyTorch ``ConvTranspose2d`` of one channel per group, and the input gradient of a grouped
     convolution of one output channel per group, are read the same way."""
+    attrs = op.attrs
     if groups <= 1 or attrs.get("batch_groups", 1) != 1 or weight[1] != 1:
         return ""
     if attrs.get("transposed") and weight[0] != groups:
         return ""
-    strides = attrs.get("stride", 1) if attrs.get("transposed") else attrs.get("lhs_dilation", 1)
-    return f"{DEPTHWISE}:{DILATED if max(_ints(strides), default=1) > 1 else 'stride1'}"
-
-
-def _ints(value: Any) -> tuple[int, ...]:
-    return (int(value),) if isinstance(value, int) else tuple(int(v) for v in value)
+    steps = spatial(op, "stride", attrs.get("stride", 1), len(weight) - 2) if attrs.get("transposed") else dilated
+    return f"{DEPTHWISE}:{DILATED if max(steps, default=1) > 1 else 'stride1'}"

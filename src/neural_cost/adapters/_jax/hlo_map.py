@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ...core.kernels import COMPILED_EXCESS, Kernel
@@ -67,6 +67,7 @@ __all__ = [
     "fits",
     "flops_of",
     "in_shard_map",
+    "orphan_of",
     "parse_op_name",
 ]
 
@@ -263,7 +264,7 @@ def assign(
     for key, queue in queues.items():  # pass 2: leftovers of a key some kernel holds
         for index in list(queue) if key in holders else ():
             op = operations[index]
-            orphan = _orphan(sites, claimed, op, mesh)
+            orphan = orphan_of(sites, claimed, op, mesh)
             holder = _holder(sites, holders[key], op, mesh) if orphan is None else orphan
             claimed[holder].append(index)
             queue.remove(index)
@@ -389,17 +390,26 @@ def _holder(sites: Sequence[Site], holders: dict[int, list[Mark]], op: Operation
     return best
 
 
-def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh: Sequence[int]) -> int | None:
+def orphan_of(
+    sites: Sequence[Site],
+    claimed: list[list[int]],
+    op: Operation,
+    mesh: Sequence[int] = (),
+    computes: Callable[[Site], bool] | None = None,
+    by_size: bool = True,
+) -> int | None:
     """A kernel XLA made without metadata (a backward convolution it rewrote, alone or in a fusion:
     XLA:CPU's ``ynn_fusion`` of a 1×1 layer's filter gradient) that computes what ``op`` computes:
     its heaviest contraction does ``op``'s primitive and its result has ``op``'s size (or one
     device's share of it, ``fits``) — the first whose operands also have its inputs' sizes, else
     the first of its size (two layers' filter gradients, 960→160 and 160→960, share a size) that
-    computes at most ``COMPILED_EXCESS`` times the record's FLOPs."""
+    computes at most ``COMPILED_EXCESS`` times the record's FLOPs. ``computes``: whether a site
+    computes ``op``'s kind (by default, a JAX record's primitive: ``CONTRACTION_OPCODES``);
+    ``by_size=False`` takes operand sizes only (TensorFlow's, whose node names say no primitive)."""
     inputs, sized = element_counts(op.inputs), None
     for s, site in enumerate(sites):
-        computes = op.name in CONTRACTION_OPCODES.get(site.contraction or site.kind, ())
-        if not computes or site.marks or claimed[s]:
+        primitive = CONTRACTION_OPCODES.get(site.contraction or site.kind, ())
+        if not (op.name in primitive if computes is None else computes(site)) or site.marks or claimed[s]:
             continue
         if site.result_bytes == op.output_bytes and site.operand_sizes == inputs:
             return s
@@ -407,7 +417,7 @@ def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation, mesh
         # by size alone, only one that does about the record's work: XLA's dense depthwise filter
         # gradient (C·9·C outputs) has a 3×3 C→C layer's filter gradient's size and C× its work
         alike = sum(site.compiled_flops.values()) <= COMPILED_EXCESS * op.cost.flops
-        if sized is None and alike and (site.result_bytes == op.output_bytes or own_fits):
+        if by_size and sized is None and alike and (site.result_bytes == op.output_bytes or own_fits):
             sized = s
     return sized
 

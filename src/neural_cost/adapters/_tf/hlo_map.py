@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 from ...core.kernels import Kernel
 from ...core.records import Operation
-from .._jax.hlo_map import Site, element_counts
+from .._jax.hlo_map import Site, orphan_of
 
 __all__ = ["assign", "parse_tf_op_name"]
 
@@ -119,26 +119,19 @@ def assign(
     return kernels, tuple(unmapped), tuple((i, tuple(n)) for i, n in sorted(split.items()) if n)
 
 
-#: The opcode that computes a record of each kind when XLA made the instruction without metadata
-#: (a matmul's gradients keep their nodes' names: a dot of a square layer's size in a fusion is no orphan).
-_ORPHAN_OPCODES = {"conv": "convolution"}
 #: Kernels that run a contraction: a record there of its size is where it was computed.
 _CONTRACTION_KINDS = frozenset({"convolution", "dot", "custom-call"})
 
 
 def _orphan(sites: Sequence[Site], claimed: list[list[int]], op: Operation) -> int | None:
-    """A convolution XLA made without metadata that computes what ``op`` computes — its opcode does
-    ``op``'s kind, its result has ``op``'s size and its operands its inputs' (a depthwise layer's
-    filter gradient may have a 1×1 layer's filter's size) — when no instruction carrying ``op``'s name
-    does, or only a fusion's: a ``Conv2DBackpropFilter`` is rewritten into a convolution that
+    """A convolution XLA made without metadata (alone or in a fusion) that computes what ``op``
+    computes — its result has ``op``'s size and its operands its inputs' (a depthwise layer's filter
+    gradient may have a 1×1 layer's filter's size): ``hlo_map.orphan_of`` by operand sizes only, for
+    a ``conv`` record (a matmul's gradients keep their nodes' names: a dot of a square layer's size
+    in a fusion is no orphan). A ``Conv2DBackpropFilter`` is rewritten into a convolution that
     names no node, while the optimizer's fusion that reads its result carries the node's name
     (on a bitcast, or on the multiply that reads it)."""
-    opcode = _ORPHAN_OPCODES.get(op.kind)
-    if opcode is None:
+    if op.kind != "conv":
         return None
-    inputs = element_counts(op.inputs)
-    for s, site in enumerate(sites):
-        unclaimed = site.kind == opcode and not site.marks and not claimed[s]
-        if unclaimed and site.result_bytes == op.output_bytes and site.operand_sizes == inputs:
-            return s
-    return None
+    return orphan_of(sites, claimed, op, computes=lambda site: (site.contraction or site.kind) == "convolution",
+                     by_size=False)  # fmt: skip
