@@ -105,17 +105,20 @@ def calibrate(
     matmul: Any = None,
     kernels: bool = False,
     framework: str = "torch",
+    fresh: bool = False,
 ) -> tuple[HardwareSpec, CalibrationResult | KernelCalibration]:
     """Measure this device. By default the host CPU's peaks and copy bandwidth with numpy
     (``hardware.calibrate.calibrate``: ``(spec, CalibrationResult)``). With ``kernels=True``
     the kernel model of ``framework`` ("torch", "jax", "tensorflow") that expected times are read
-    from, measured afresh and cached (a few minutes): ``(spec, KernelCalibration)``."""
+    from, measured afresh (a few minutes), each point the median of this and the machine's last two
+    calibrations (``fresh=True``: this one alone, the history started over), and cached:
+    ``(spec, KernelCalibration)``."""
     if kernels:
         from .adapters import adapter_for
         from .analysis.calibrate_kernels import kernel_calibration
 
         adapter = adapter_for(framework)
-        calibration = kernel_calibration(adapter, recalibrate=True)
+        calibration = kernel_calibration(adapter, recalibrate=True, fresh=fresh)
         return calibration.hardware, calibration
     if size is None:
         return _calibrate_host(device, dtypes, copy_bytes=copy_bytes, repeats=repeats, matmul=matmul)

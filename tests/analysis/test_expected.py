@@ -343,14 +343,14 @@ def test_calibrate_kernels_true_returns_the_kernel_model(monkeypatch):
     made = _calibration({"matmul": ClassModel("matmul", Curve((-6.0,), (-5.0,)), None, points=3)})
     seen = {}
 
-    def fake(adapter, *, recalibrate=False, progress=None):
-        seen.update(framework=adapter.framework, recalibrate=recalibrate)
+    def fake(adapter, *, recalibrate=False, fresh=False, progress=None):
+        seen.update(framework=adapter.framework, recalibrate=recalibrate, fresh=fresh)
         return made
 
     monkeypatch.setattr(calibrate_kernels, "kernel_calibration", fake)
     spec, calibration = neural_cost.calibrate(kernels=True, framework="torch")
     assert calibration is made and spec is made.hardware
-    assert seen == {"framework": "torch", "recalibrate": True}
+    assert seen == {"framework": "torch", "recalibrate": True, "fresh": False}
 
 
 def test_large_results_on_fresh_pages_give_the_upper_end():

@@ -19,7 +19,7 @@ import math
 import pytest
 
 from neural_cost.cli.main import main
-from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration, save_calibration
+from neural_cost.hardware.kernel_model import ClassModel, Curve, KernelCalibration, load_calibration, save_calibration
 from neural_cost.hardware.spec import HardwareSpec
 
 pytest.importorskip("torch")
@@ -110,6 +110,28 @@ def test_a_missing_calibration_file_is_a_clear_error(tmp_path, script, capsys):
 def test_calibrate_without_kernels_says_what_it_does(capsys):
     assert main(["calibrate"]) == 2
     assert "pass --kernels" in capsys.readouterr().err
+
+
+def test_calibrate_kernels_fresh_starts_the_history_over(tmp_path, monkeypatch, capsys):
+    """``calibrate --kernels`` measures afresh and merges with the history; ``--fresh`` asks
+    ``kernel_calibration`` to start it over (the measuring replaced: a real one takes minutes),
+    and the merge note is printed."""
+    from dataclasses import replace
+
+    from neural_cost.analysis import calibrate_kernels
+
+    made = replace(load_calibration(_calibration(tmp_path)), notes=("points: the median of its times in …",))
+    seen = []
+
+    def fake(adapter, *, recalibrate=False, fresh=False, progress=None):
+        seen.append((adapter.framework, recalibrate, fresh))
+        return made
+
+    monkeypatch.setattr(calibrate_kernels, "kernel_calibration", fake)
+    assert main(["calibrate", "--kernels"]) == 0
+    assert main(["calibrate", "--kernels", "--fresh"]) == 0
+    assert seen == [("torch", True, False), ("torch", True, True)]
+    assert "note: points: the median of its times in …" in capsys.readouterr().out
 
 
 def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, capsys):

@@ -10,9 +10,9 @@ unwatched ÷ its wall time under the profiler, which slows what it watches). Eve
 ``passes`` separate passes, round the whole grid in turn, and the smallest of their medians
 kept (a shared machine stalls; a stall never makes a kernel faster). The points are fitted per kernel class
 (``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
-calibration cache, one file per framework, with the date and the framework's version.
-``kernel_calibration(framework)`` reads that file, or calibrates when there is none (or it was
-made with another framework version).
+calibration cache, one file per framework, with the date and the framework's version, each point
+the median of this and the last two calibrations' (``calibration_history``). ``kernel_calibration``
+reads that file, or calibrates when there is none (or it was made with another framework version).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..hardware import kernel_model
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
+from .calibration_history import history_path, load_history, merged, save_history
 from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernel_classes import Part, class_model, one_part, parts
@@ -394,12 +395,7 @@ def _measure_once_more(
 
 
 def probe_times(
-    adapter: FrameworkAdapter,
-    hardware: HardwareSpec,
-    first_touch: float | None = None,
-    *,
-    count: int = 6,
-    passes: int = 2,
+    adapter: FrameworkAdapter, hardware: HardwareSpec, touch: float | None = None, *, count: int = 6, passes: int = 2
 ) -> dict[str, tuple[str, float]]:
     """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
     and of its programs of 50 µs to 2 ms the longest of each family (``conv:narrow`` is a conv),
@@ -407,7 +403,7 @@ def probe_times(
     found: dict[str, tuple[str, float]] = {}
     for program in adapter.microbenchmarks(True):
         try:
-            point = _measure_once_more(adapter, hardware, program, passes, first_touch)
+            point = _measure_once_more(adapter, hardware, program, passes, touch)
         except NeuralCostError:
             continue
         if point is not None and _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1]:
@@ -430,12 +426,13 @@ def kernel_calibration(
     adapter: FrameworkAdapter,
     *,
     recalibrate: bool = False,
+    fresh: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> KernelCalibration:
-    """This machine's kernel model for ``adapter``'s framework: the cached one when it was made
-    with the installed framework version, else calibrated now (a few minutes) and cached."""
-    framework = adapter.framework
-    path = calibration_path(framework)
+    """This machine's kernel model for ``adapter``'s framework: the cached one when it was made with the installed
+    framework version, else calibrated now (minutes), merged with the last two (``calibration_history``; ``fresh``:
+    the history starts over), and cached."""
+    path = calibration_path(framework := adapter.framework)
     if path.exists() and not recalibrate:
         try:
             cached = load_calibration(path)
@@ -444,5 +441,7 @@ def kernel_calibration(
         if cached is not None and cached.versions == installed_versions(framework):
             return cached
     calibration = calibrate_kernels(adapter, progress=progress)
+    calibration, entries = merged(calibration, [] if fresh else load_history(history_path(path)))
     save_calibration(calibration, path)
+    save_history(entries, history_path(path))
     return calibration

@@ -267,6 +267,11 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--kernels", action="store_true", help="micro-benchmark every kernel class and fit it")
     calibrate.add_argument("--framework", choices=("jax", "torch", "tensorflow"), default="torch")
     calibrate.add_argument("--json", metavar="PATH", help="also save the kernel model to PATH (for predict elsewhere)")
+    calibrate.add_argument(
+        "--fresh",
+        action="store_true",
+        help="forget this machine's earlier calibrations (each point is otherwise the median of this and the last two)",
+    )
     for command in commands.choices.values():
         # also after the command (`analyze x.py:build -v`); SUPPRESS keeps a `-v` given before it
         _add_verbose(command, argparse.SUPPRESS)

@@ -22,7 +22,9 @@ from .exits import WORKLOAD_ADVICE, exits_reported
 from .progress import Progress
 
 
-def _calibration(framework: str, path: str | None, progress: Progress, recalibrate: bool = False) -> Any:
+def _calibration(
+    framework: str, path: str | None, progress: Progress, recalibrate: bool = False, fresh: bool = False
+) -> Any:
     from ..adapters import adapter_for
     from ..analysis.calibrate_kernels import kernel_calibration
     from ..hardware.kernel_model import load_calibration
@@ -34,7 +36,7 @@ def _calibration(framework: str, path: str | None, progress: Progress, recalibra
     def step(done: int, total: int, name: str) -> None:
         progress.stage(f"calibrating {framework} kernels {done + 1}/{total}")
 
-    return kernel_calibration(adapter_for(framework), recalibrate=recalibrate, progress=step)
+    return kernel_calibration(adapter_for(framework), recalibrate=recalibrate, fresh=fresh, progress=step)
 
 
 def measure_floor(
@@ -145,7 +147,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         )
     progress = Progress(sys.stderr)
     try:
-        calibration = _calibration(args.framework, None, progress, recalibrate=True)
+        calibration = _calibration(args.framework, None, progress, recalibrate=True, fresh=args.fresh)
     except BaseException:
         progress.close()
         raise

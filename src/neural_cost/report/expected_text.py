@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
 from ..core.units import format_seconds, format_si
@@ -97,5 +98,9 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
         p90 = "—" if model.p90_error is None else f"{model.p90_error:.0%}"
         sides = [side for side, curve in (("compute", model.compute), ("memory", model.memory)) if curve is not None]
         lines.append(f"{name:<{kind}} {model.points:>6} {median:>8} {p90:>8}  {' + '.join(sides)}")
-    lines += [f"note: {printable(note)}" for note in calibration.notes if "micro-programs" in note]
+    lines += [
+        f"note: {printable(note)}"
+        for note in calibration.notes
+        if "micro-programs" in note or note.startswith(HISTORY_NOTE)  # what was measured, and merged
+    ]
     return lines

@@ -1,0 +1,138 @@
+"""Kernel calibrations merged over time (``analysis/calibration_history.py``).
+
+Hand-made calibrations of two points on ``SPEC`` (their roofline inputs fixed; only the measured
+times differ), merged as ``kernel_calibration`` merges them:
+
+- "mm" at 1.0, 1.2, 0.9 ms (and "mm2", "mm4" at twice and four times that) and "add" at 2, 3,
+  4 ms in three calibrations → medians 1.0 (2.0, 4.0) and 3.0 ms; against them, the first
+  calibration's points ran at 1, 1, 1 and 2/3 (median of the four: 1.00×), the second's at 1.2,
+  1.2, 1.2 and 1.0 (1.20×), the third's at 0.9, 0.9, 0.9 and 1.333 (0.90×);
+- drift probe "mm" at 1.0, 1.2, 0.9 ms → 1.0 ms; first-touch 1, 3, 2 (×1e-10 s/B) → 2e-10.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from neural_cost.analysis import calibrate_kernels
+from neural_cost.analysis.calibrate_kernels import calibration_path, kernel_calibration
+from neural_cost.analysis.calibration_history import (
+    HISTORY,
+    NOTE_PREFIX,
+    Entry,
+    entry_of,
+    history_path,
+    load_history,
+    merged,
+    point_keys,
+)
+from neural_cost.hardware.kernel_model import Point, fit_calibration, load_calibration
+from neural_cost.report.expected_text import calibration_lines
+from tests.analysis.test_kernel_bound import SPEC
+
+MS = 1e-3
+VERSIONS = {"torch": "2.13.0", "neural-cost kernel model": "26"}
+MACHINE = {"cpu_model": "Test CPU", "logical_cpus": 2, "caches": ["L2 1024K"]}
+
+
+def _calibration(mm: float, add: float, touch: float = 1e-10, versions=VERSIONS, machine=MACHINE):
+    from dataclasses import replace
+
+    points = [
+        Point("matmul", 5e-4, 1e-4, mm, "mm"),
+        Point("matmul", 1e-3, 2e-4, 2 * mm, "mm2"),
+        Point("matmul", 2e-3, 4e-4, 4 * mm, "mm4"),
+        Point("elementwise", 1e-5, 1e-3, add, "add"),
+    ]
+    made = fit_calibration(
+        "torch", SPEC, points, machine=machine, versions=versions, date="2026-12-03",
+        method="wall", notes=("2 micro-programs, 2 kernel points in 1 s",), first_touch_seconds_per_byte=touch,
+    )  # fmt: skip
+    return replace(made, probes={"mm": ("matmul", mm)})
+
+
+def _merge_three():
+    history: list[Entry] = []
+    for mm, add, touch in ((1.0, 2.0, 1e-10), (1.2, 3.0, 3e-10), (0.9, 4.0, 2e-10)):
+        calibration, history = merged(_calibration(mm * MS, add * MS, touch), history)
+    return calibration, history
+
+
+def test_one_calibration_alone_is_kept_as_it_is():
+    made = _calibration(1 * MS, 2 * MS)
+    calibration, entries = merged(made, [])
+    assert calibration is made and len(entries) == 1
+    assert entries[0].seconds == {
+        "mm | matmul | 1": 1 * MS,
+        "mm2 | matmul | 1": 2 * MS,
+        "mm4 | matmul | 1": 4 * MS,
+        "add | elementwise | 1": 2 * MS,
+    }
+
+
+def test_three_calibrations_fit_each_points_median_and_say_how_fast_each_ran():
+    calibration, history = _merge_three()
+    assert len(history) == 3
+    assert [p.measured_seconds for p in calibration.points] == pytest.approx([1.0 * MS, 2.0 * MS, 4.0 * MS, 3.0 * MS])
+    assert calibration.probes == {"mm": ("matmul", pytest.approx(1.0 * MS))}
+    assert calibration.first_touch_seconds_per_byte == pytest.approx(2e-10)
+    # the curves are refitted on the medians: as a calibration measured at them is fitted
+    assert set(calibration.classes) == {"matmul"}
+    assert calibration.classes == _calibration(1.0 * MS, 3.0 * MS).classes
+    note = next(n for n in calibration.notes if n.startswith(NOTE_PREFIX))
+    assert "the 3 calibrations made on this machine" in note
+    assert "ran at 1.00×, 1.20×, 0.90× (median)" in note
+    assert "--fresh" in note
+    assert any(line == f"note: {note}" for line in calibration_lines(calibration))
+
+
+def test_only_the_last_two_earlier_calibrations_of_this_machine_and_versions_are_merged():
+    """Four earlier: the oldest is dropped (mm 100 ms there would move no median of 1, 1.2, 0.9);
+    one of other versions and one of another machine are never merged."""
+    earlier = [entry_of(_calibration(100 * MS, 2 * MS), when="2026-12-01T00:00")]
+    earlier.append(entry_of(_calibration(50 * MS, 2 * MS, versions={**VERSIONS, "torch": "2.12.0"})))
+    earlier.append(entry_of(_calibration(50 * MS, 2 * MS, machine={**MACHINE, "cpu_model": "Other"})))
+    for mm in (1.0, 1.2):
+        earlier.append(entry_of(_calibration(mm * MS, 3 * MS)))
+    calibration, kept = merged(_calibration(0.9 * MS, 4 * MS), earlier)
+    assert HISTORY == 3 and len(kept) == 3
+    assert [e.seconds["mm | matmul | 1"] for e in kept] == pytest.approx([1.0 * MS, 1.2 * MS, 0.9 * MS])
+    assert calibration.points[0].measured_seconds == pytest.approx(1.0 * MS)
+
+
+def test_point_keys_rank_a_programs_kernels_of_one_class():
+    """A JAX layer norm runs two elementwise kernels and one reduce: each has a key of its own."""
+    points = [Point("elementwise", 1, 1, 1, "ln"), Point("reduce", 1, 1, 1, "ln"), Point("elementwise", 1, 1, 1, "ln")]
+    assert point_keys(points) == ["ln | elementwise | 1", "ln | reduce | 1", "ln | elementwise | 2"]
+
+
+def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_path):
+    """Through ``kernel_calibration`` (its measuring replaced: a real one takes minutes), in a cache
+    of its own: the cached file holds the medians, the history file the last three, ``fresh``
+    starts over, and an unreadable history is none."""
+    monkeypatch.setenv("NEURAL_COST_CACHE_DIR", str(tmp_path))
+    made = iter([_calibration(t * MS, 2 * MS) for t in (1.0, 1.2, 0.9, 5.0, 7.0, 3.0)])
+    monkeypatch.setattr(calibrate_kernels, "calibrate_kernels", lambda adapter, progress=None: next(made))
+    monkeypatch.setattr(calibrate_kernels, "installed_versions", lambda framework: VERSIONS)
+
+    class Adapter:
+        framework = "torch"
+
+    path = calibration_path("torch")
+    for expected in (1.0, 1.1, 1.0, 1.2):  # medians of (1), (1, 1.2), (1, 1.2, 0.9), (1.2, 0.9, 5)
+        returned = kernel_calibration(Adapter(), recalibrate=True)
+        assert returned.points[0].measured_seconds == pytest.approx(expected * MS)
+        assert load_calibration(path).points[0].measured_seconds == pytest.approx(expected * MS)
+    assert [e.seconds["mm | matmul | 1"] for e in load_history(history_path(path))] == pytest.approx(
+        [1.2 * MS, 0.9 * MS, 5.0 * MS]
+    )
+    fresh = kernel_calibration(Adapter(), recalibrate=True, fresh=True)
+    assert fresh.points[0].measured_seconds == pytest.approx(7.0 * MS)
+    assert len(load_history(history_path(path))) == 1
+    history_path(path).write_text("{not json")
+    assert load_history(history_path(path)) == []
+    alone = kernel_calibration(Adapter(), recalibrate=True)
+    assert alone.points[0].measured_seconds == pytest.approx(3.0 * MS)
+    assert json.loads(history_path(path).read_text())["schema"] == 1
