@@ -136,29 +136,34 @@ def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def merged(calibration: KernelCalibration, earlier: Sequence[Entry]) -> tuple[KernelCalibration, list[Entry]]:
+def merged(
+    calibration: KernelCalibration, earlier: Sequence[Entry], when: str | None = None
+) -> tuple[KernelCalibration, list[Entry]]:
     """``calibration`` fitted again on each point's median over it and the last ``HISTORY − 1``
     of ``earlier`` made on the same machine with the same versions, and the entries to keep (the
     merged ones, oldest first). Alone (no such entry), it is returned as it is."""
-    new = entry_of(calibration)
+    new = entry_of(calibration, when)
     same = [e for e in earlier if e.versions == new.versions and e.machine == new.machine]
     entries = [*same[-(HISTORY - 1) :], new] if HISTORY > 1 else [new]
     if len(entries) == 1:
         return calibration, entries
     keys = point_keys(calibration.points)
-    medians = [_median([e.seconds[key] for e in entries if key in e.seconds]) for key in keys]
+    times = [[e.seconds[key] for e in entries if key in e.seconds] for key in keys]
+    medians = [_median(found) for found in times]
     points = [
         replace(point, measured_seconds=seconds) for point, seconds in zip(calibration.points, medians, strict=True)
     ]
     by_key = dict(zip(keys, medians, strict=True))
     speeds = [_median([seconds / by_key[key] for key, seconds in e.seconds.items() if by_key.get(key)] or [1.0])
               for e in entries]  # fmt: skip
+    apart = [max(found) / min(found) - 1 for found in times if len(found) > 1 and min(found) > 0]
     touches = [e.first_touch for e in entries if e.first_touch is not None]
     note = (
         f"{NOTE_PREFIX} its times in the {len(entries)} calibrations made on this machine with these versions "
         f"({', '.join(e.when.replace('T', ' ') for e in entries)}); against those medians each calibration's "
-        f"points ran at {', '.join(f'{s:.2f}×' for s in speeds)} (median): how far this machine's speed moves "
-        f"between calibrations. `neural-cost calibrate --kernels --fresh` starts over"
+        f"points ran at {', '.join(f'{s:.2f}×' for s in speeds)} (median), and a point's times read a median "
+        f"{_median(apart or [0.0]):.0%} apart (slowest ÷ fastest − 1): how far this machine's speed moves between "
+        f"calibrations. `neural-cost calibrate --kernels --fresh` starts over"
     )
     fitted = fit_calibration(
         calibration.framework,
