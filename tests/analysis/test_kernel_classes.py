@@ -418,3 +418,41 @@ def test_random_draws_fused_with_other_work_are_that_works_class():
         estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=(kernel,), kernel_source="hand-written"))
         (row,) = [row for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
         assert kernel_class(estimate, row) == expected
+
+
+def test_a_matmul_whose_result_is_4096_or_more_wide_is_matmul_wide_and_falls_back_to_matmul():
+    """A vocabulary projection: linear 16 → 4096 (result (2, 4096)) is ``matmul:wide``; 16 → 4095
+    and the 4096 → 16 linear after it (its result 16 wide, however wide its input) stay ``matmul``.
+    Read with a calibration of ``matmul`` flat at 1 µs only, the wide kernel reads 1 µs and a note
+    says so; with ``matmul:wide`` flat at 3 µs, 3 µs, unnoted; the others read 1 µs either way."""
+    from neural_cost.adapters import adapter_for
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 4096), torch.nn.Linear(4096, 16), torch.nn.Linear(16, 4095))
+    estimate = estimate_trace(adapter_for("torch").trace(model, (torch.randn(2, 16),)))
+    rows = kernel_rows(estimate, SPEC)[0]
+    classes = [kernel_class(estimate, row) for row in rows if row.kind in ("matmul", "linear") or "addmm" in row.name]
+    assert classes == ["matmul:wide", "matmul", "matmul"]
+    wide = next(row.name for row in rows if kernel_class(estimate, row) == "matmul:wide")
+
+    def seconds(calibration):
+        expected = expected_time(estimate, calibration, machine={})
+        return {row.name: row.seconds for row in expected.rows}, expected.notes
+
+    found, notes = seconds(_calibration({"matmul": _flat("matmul", -6.0)}))
+    assert found[wide] == pytest.approx(1e-6)
+    assert any("matmul:wide (1) off matmul" in n for n in notes)
+    found, notes = seconds(
+        _calibration({"matmul": _flat("matmul", -6.0), "matmul:wide": _flat("matmul:wide", -5.522879)})
+    )
+    assert found[wide] == pytest.approx(3e-6, rel=1e-5)
+    assert sorted(v for k, v in found.items() if k != wide and "addmm" in k) == pytest.approx([1e-6, 1e-6])
+    assert not any("off matmul" in n for n in notes)
+
+
+def test_the_torch_grid_has_wide_matmuls():
+    """``matmul:wide`` has points of its own in PyTorch's grid: 256 → 4096 and 512 → 8192 at
+    several row counts."""
+    from neural_cost.adapters import adapter_for
+
+    names = [p.name for p in adapter_for("torch").microbenchmarks(False)]
+    assert {"linear 1024x256x4096", "linear 1024x512x8192", "linear 64x256x4096"} <= set(names)

@@ -8,7 +8,8 @@ element that the FLOP count calls one: at the same roofline time such kernels ru
 longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
 (``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
 or output channels (per group) are under 64 is ``conv:narrow`` (``conv_views.NARROW``), another of stride 1
-``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); all fall back
+``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); a matmul whose result is
+4096 or more wide is ``matmul:wide`` (``WIDE_MATMUL``); all fall back
 to the family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise
 layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
@@ -100,6 +101,21 @@ def _suffixed(estimate: CostEstimate, row: KernelTime, base: str) -> str:
     return base + LOOP if row.executions > 1 else base
 
 
+#: A matmul whose result rows are at least this wide (N, the result's last dim: a language model's
+#: vocabulary projection) is ``matmul:wide``. On this project's AMD VM PyTorch's (MKL's) sgemm ran
+#: 480 rows × 240 deep at 1.04× the matmul curve for N = 1024, 1.08× for 2048, 1.19× for 4096, 1.24×
+#: for 8192 and 1.22× for 16384 (the same in depth 128–1024 and rows 64–1920), where XLA's dots ran
+#: every N at 360–390 GFLOP/s: GPT-2's 240→8192 head, half its time, was read 15–43% fast. Without a
+#: curve of its own (JAX's and TensorFlow's grids have none) it reads the family's, ``matmul``.
+WIDE_MATMUL = 4096
+
+
+def matmul_class(cost: OperationCost) -> str:
+    """``matmul:wide`` for a matmul record whose result is at least ``WIDE_MATMUL`` wide, else ``matmul``."""
+    output = cost.operation.output
+    return "matmul:wide" if cost.kind in ("matmul", "linear") and output and output[-1] >= WIDE_MATMUL else "matmul"
+
+
 #: Record kinds that are contractions. A kernel that runs several (a library's fused subgraph:
 #: XLA's ``ynn_fusion`` of a CNN's convolutions, pools and norms) runs them one after another,
 #: each with its own entry cost and at its own size's efficiency (``parts``).
@@ -161,6 +177,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         base = CLASS_OF_KIND[head.kind]
         if base == "conv":
             base = conv_class(conv_width(head))
+        elif base == "matmul":
+            base = matmul_class(head)
         share = (
             compute(group) / busy if busy else 1 / len(groups),
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
@@ -285,6 +303,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         return conv_class(backward_width(estimate, kernel), "conv_backward")
     if name == "conv":
         return conv_class(width(estimate, kernel))
+    if name == "matmul":  # its heaviest matmul record's view
+        costs = [estimate.by_operation[i] for i in kernel.operations]
+        return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops))
     records = [estimate.by_operation[i].operation for i in kernel.operations]
     if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
         return "norm_training"
