@@ -7,7 +7,8 @@ times differ), merged as ``kernel_calibration`` merges them:
   4 ms in three calibrations → medians 1.0 (2.0, 4.0) and 3.0 ms; against them, the first
   calibration's points ran at 1, 1, 1 and 2/3 (median of the four: 1.00×), the second's at 1.2,
   1.2, 1.2 and 1.0 (1.20×), the third's at 0.9, 0.9, 0.9 and 1.333 (0.90×);
-- drift probe "mm" at 1.0, 1.2, 0.9 ms → 1.0 ms; first-touch 1, 3, 2 (×1e-10 s/B) → 2e-10.
+- drift probe "mm" (a matmul kernel) at 1.0, 1.2, 0.9 ms → 1.0 ms; first-touch 1, 3, 2 (×1e-10
+  s/B) → 2e-10.
 """
 
 from __future__ import annotations
@@ -27,17 +28,19 @@ from neural_cost.analysis.calibration_history import (
     load_history,
     merged,
     point_keys,
+    save_history,
 )
 from neural_cost.hardware.kernel_model import Point, fit_calibration, load_calibration
 from neural_cost.report.expected_text import calibration_lines
 from tests.analysis.test_kernel_bound import SPEC
 
 MS = 1e-3
+MM = "mm | matmul | 0.0005 | 0.0001 | 1"  # the key of the point "mm" (class, roofline times, rank)
 VERSIONS = {"torch": "2.13.0", "neural-cost kernel model": "26"}
 MACHINE = {"cpu_model": "Test CPU", "logical_cpus": 2, "caches": ["L2 1024K"]}
 
 
-def _calibration(mm: float, add: float, touch: float = 1e-10, versions=VERSIONS, machine=MACHINE):
+def _calibration(mm: float, add: float, touch: float = 1e-10, versions=VERSIONS, machine=MACHINE, probe="matmul"):
     from dataclasses import replace
 
     points = [
@@ -50,7 +53,7 @@ def _calibration(mm: float, add: float, touch: float = 1e-10, versions=VERSIONS,
         "torch", SPEC, points, machine=machine, versions=versions, date="2026-12-03",
         method="wall", notes=("2 micro-programs, 2 kernel points in 1 s",), first_touch_seconds_per_byte=touch,
     )  # fmt: skip
-    return replace(made, probes={"mm": ("matmul", mm)})
+    return replace(made, probes={"mm": (probe, mm)})
 
 
 def _merge_three():
@@ -65,11 +68,12 @@ def test_one_calibration_alone_is_kept_as_it_is():
     calibration, entries = merged(made, [])
     assert calibration is made and len(entries) == 1
     assert entries[0].seconds == {
-        "mm | matmul | 1": 1 * MS,
-        "mm2 | matmul | 1": 2 * MS,
-        "mm4 | matmul | 1": 4 * MS,
-        "add | elementwise | 1": 2 * MS,
+        "mm | matmul | 0.0005 | 0.0001 | 1": 1 * MS,
+        "mm2 | matmul | 0.001 | 0.0002 | 1": 2 * MS,
+        "mm4 | matmul | 0.002 | 0.0004 | 1": 4 * MS,
+        "add | elementwise | 1e-05 | 0.001 | 1": 2 * MS,
     }
+    assert entries[0].probes == {"mm": ("matmul", 1 * MS)}
 
 
 def test_three_calibrations_fit_each_points_median_and_say_how_fast_each_ran():
@@ -83,7 +87,7 @@ def test_three_calibrations_fit_each_points_median_and_say_how_fast_each_ran():
     assert calibration.classes == _calibration(1.0 * MS, 3.0 * MS).classes
     note = next(n for n in calibration.notes if n.startswith(NOTE_PREFIX))
     assert "the 3 calibrations made on this machine" in note
-    assert "ran at 1.00×, 1.20×, 0.90× (median), and a point's times read a median 33% apart" in note
+    assert "points took 1.00×, 1.20×, 0.90× those medians (median), and a point's times read a median 33% apart" in note
     assert "--fresh" in note
     assert any(line == f"note: {note}" for line in calibration_lines(calibration))
 
@@ -98,14 +102,42 @@ def test_only_the_last_two_earlier_calibrations_of_this_machine_and_versions_are
         earlier.append(entry_of(_calibration(mm * MS, 3 * MS)))
     calibration, kept = merged(_calibration(0.9 * MS, 4 * MS), earlier)
     assert HISTORY == 3 and len(kept) == 3
-    assert [e.seconds["mm | matmul | 1"] for e in kept] == pytest.approx([1.0 * MS, 1.2 * MS, 0.9 * MS])
+    assert [e.seconds[MM] for e in kept] == pytest.approx([1.0 * MS, 1.2 * MS, 0.9 * MS])
     assert calibration.points[0].measured_seconds == pytest.approx(1.0 * MS)
 
 
 def test_point_keys_rank_a_programs_kernels_of_one_class():
-    """A JAX layer norm runs two elementwise kernels and one reduce: each has a key of its own."""
-    points = [Point("elementwise", 1, 1, 1, "ln"), Point("reduce", 1, 1, 1, "ln"), Point("elementwise", 1, 1, 1, "ln")]
-    assert point_keys(points) == ["ln | elementwise | 1", "ln | reduce | 1", "ln | elementwise | 2"]
+    """A JAX layer norm runs kernels of one class: each has a key of its own, by its roofline times
+    and then its rank among those alike; one that drops out shifts no other's key."""
+    points = [Point("elementwise", 1, 2, 1, "ln"), Point("reduce", 1, 1, 1, "ln"), Point("elementwise", 1, 1, 1, "ln"),
+              Point("elementwise", 1, 1, 1, "ln")]  # fmt: skip
+    assert point_keys(points) == ["ln | elementwise | 1 | 2 | 1", "ln | reduce | 1 | 1 | 1",
+                                  "ln | elementwise | 1 | 1 | 1", "ln | elementwise | 1 | 1 | 2"]  # fmt: skip
+    assert point_keys(points[1:]) == point_keys(points)[1:]
+
+
+def test_a_probe_is_merged_only_with_probes_of_the_same_kernel_class():
+    """Two earlier calibrations probed "mm" at 5 and 7 ms, one as a matmul kernel and one as an
+    elementwise one (another kernel of the program): the merged probe is the median of the
+    matmul's 5 ms and this calibration's 1 ms, 3 ms, not of all three (5 ms)."""
+    earlier = [entry_of(_calibration(5 * MS, 2 * MS)), entry_of(_calibration(7 * MS, 2 * MS, probe="elementwise"))]
+    calibration, _ = merged(_calibration(1 * MS, 2 * MS), earlier)
+    assert calibration.probes == {"mm": ("matmul", pytest.approx(3 * MS))}
+
+
+def test_a_history_entry_that_cannot_be_read_is_left_out_and_another_schema_is_none(tmp_path):
+    """Of three saved entries, one with a NaN time and one with a string time are dropped; a file
+    of schema 1 (probes without their class) is no history at all."""
+    path = tmp_path / "history.json"
+    good = entry_of(_calibration(1 * MS, 2 * MS), when="2026-12-03T08:00")
+    save_history([good, good, good], path)
+    data = json.loads(path.read_text())
+    data["entries"][1]["seconds"][MM] = float("nan")
+    data["entries"][2]["seconds"][MM] = "0.001"
+    path.write_text(json.dumps(data))
+    assert load_history(path) == [good]
+    path.write_text(json.dumps({**data, "schema": 1}))
+    assert load_history(path) == []
 
 
 def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_path):
@@ -125,9 +157,7 @@ def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_pa
         returned = kernel_calibration(Adapter(), recalibrate=True)
         assert returned.points[0].measured_seconds == pytest.approx(expected * MS)
         assert load_calibration(path).points[0].measured_seconds == pytest.approx(expected * MS)
-    assert [e.seconds["mm | matmul | 1"] for e in load_history(history_path(path))] == pytest.approx(
-        [1.2 * MS, 0.9 * MS, 5.0 * MS]
-    )
+    assert [e.seconds[MM] for e in load_history(history_path(path))] == pytest.approx([1.2 * MS, 0.9 * MS, 5.0 * MS])
     fresh = kernel_calibration(Adapter(), recalibrate=True, fresh=True)
     assert fresh.points[0].measured_seconds == pytest.approx(7.0 * MS)
     assert len(load_history(history_path(path))) == 1
@@ -135,4 +165,4 @@ def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_pa
     assert load_history(history_path(path)) == []
     alone = kernel_calibration(Adapter(), recalibrate=True)
     assert alone.points[0].measured_seconds == pytest.approx(3.0 * MS)
-    assert json.loads(history_path(path).read_text())["schema"] == 1
+    assert json.loads(history_path(path).read_text())["schema"] == 2

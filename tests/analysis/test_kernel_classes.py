@@ -420,19 +420,19 @@ def test_random_draws_fused_with_other_work_are_that_works_class():
         assert kernel_class(estimate, row) == expected
 
 
-def test_a_matmul_whose_result_is_4096_or_more_wide_is_matmul_wide_and_falls_back_to_matmul():
-    """A vocabulary projection: linear 16 → 4096 (result (2, 4096)) is ``matmul:wide``; 16 → 4095
+def test_a_matrix_product_whose_result_is_4096_or_more_wide_is_wide_matmul_read_off_matmul_without_one():
+    """A vocabulary projection: linear 16 → 4096 (result (2, 4096)) is ``wide_matmul``; 16 → 4095
     and the 4096 → 16 linear after it (its result 16 wide, however wide its input) stay ``matmul``.
     Read with a calibration of ``matmul`` flat at 1 µs only, the wide kernel reads 1 µs and a note
-    says so; with ``matmul:wide`` flat at 3 µs, 3 µs, unnoted; the others read 1 µs either way."""
+    says so; with ``wide_matmul`` flat at 3 µs, 3 µs, unnoted; the others read 1 µs either way."""
     from neural_cost.adapters import adapter_for
 
     model = torch.nn.Sequential(torch.nn.Linear(16, 4096), torch.nn.Linear(4096, 16), torch.nn.Linear(16, 4095))
     estimate = estimate_trace(adapter_for("torch").trace(model, (torch.randn(2, 16),)))
     rows = kernel_rows(estimate, SPEC)[0]
-    classes = [kernel_class(estimate, row) for row in rows if row.kind in ("matmul", "linear") or "addmm" in row.name]
-    assert classes == ["matmul:wide", "matmul", "matmul"]
-    wide = next(row.name for row in rows if kernel_class(estimate, row) == "matmul:wide")
+    classes = {row.name: kernel_class(estimate, row) for row in rows if "addmm" in row.name}
+    assert list(classes.values()) == ["wide_matmul", "matmul", "matmul"]
+    wide = next(name for name, kind in classes.items() if kind == "wide_matmul")
 
     def seconds(calibration):
         expected = expected_time(estimate, calibration, machine={})
@@ -440,19 +440,42 @@ def test_a_matmul_whose_result_is_4096_or_more_wide_is_matmul_wide_and_falls_bac
 
     found, notes = seconds(_calibration({"matmul": _flat("matmul", -6.0)}))
     assert found[wide] == pytest.approx(1e-6)
-    assert any("matmul:wide (1) off matmul" in n for n in notes)
-    found, notes = seconds(
-        _calibration({"matmul": _flat("matmul", -6.0), "matmul:wide": _flat("matmul:wide", -5.522879)})
-    )
+    assert any("wide_matmul (1) off matmul" in n for n in notes)
+    both = {"matmul": _flat("matmul", -6.0), "wide_matmul": _flat("wide_matmul", -5.522879)}  # 10^-5.522879 = 3 µs
+    found, notes = seconds(_calibration(both))
     assert found[wide] == pytest.approx(3e-6, rel=1e-5)
-    assert sorted(v for k, v in found.items() if k != wide and "addmm" in k) == pytest.approx([1e-6, 1e-6])
+    assert [found[name] for name in classes if name != wide] == pytest.approx([1e-6, 1e-6])
     assert not any("off matmul" in n for n in notes)
 
 
-def test_the_torch_grid_has_wide_matmuls():
-    """``matmul:wide`` has points of its own in PyTorch's grid: 256 → 4096 and 512 → 8192 at
-    several row counts."""
+def test_batched_and_matrix_vector_products_are_never_wide():
+    """``bmm`` of (2, 8, 16) × (2, 16, 4096) and ``mv`` of (4096, 16) × (16,) are ``matmul``: the
+    wide curve was measured on products of two matrices; a 4096-wide attention score or a long
+    matrix-vector product is another kernel."""
     from neural_cost.adapters import adapter_for
 
-    names = [p.name for p in adapter_for("torch").microbenchmarks(False)]
-    assert {"linear 1024x256x4096", "linear 1024x512x8192", "linear 64x256x4096"} <= set(names)
+    class Products(torch.nn.Module):
+        def forward(self, a, b, m, v):
+            return torch.bmm(a, b), torch.mv(m, v)
+
+    args = (torch.randn(2, 8, 16), torch.randn(2, 16, 4096), torch.randn(4096, 16), torch.randn(16))
+    estimate = estimate_trace(adapter_for("torch").trace(Products(), args))
+    rows = [row for row in kernel_rows(estimate, SPEC)[0] if row.name.rsplit("/", 1)[-1] in ("bmm", "mv")]
+    assert len(rows) == 2 and {kernel_class(estimate, row) for row in rows} == {"matmul"}
+
+
+def test_the_torch_grids_wide_linears_are_wide_matmul_points():
+    """PyTorch's grid times 256 → 4096 and 512 → 8192 linears at several row counts, and their
+    kernels are ``wide_matmul`` (traced as the calibration traces them); 768 → 3072 is not."""
+    from neural_cost.adapters import adapter_for
+
+    adapter = adapter_for("torch")
+    programs = {p.name: p for p in adapter.microbenchmarks(False)}
+    assert {"linear 1024x256x4096", "linear 1024x512x8192", "linear 64x256x4096"} <= set(programs)
+    for name, kind in (("linear 64x256x4096", "wide_matmul"), ("linear 200x512x8192", "wide_matmul"),
+                       ("linear 64x768x3072", "matmul")):  # fmt: skip
+        program = programs[name]
+        estimate = estimate_trace(adapter.trace(program.fn, program.args))
+        rows = kernel_rows(estimate, SPEC)[0]
+        classes = [kernel_class(estimate, row) for row in rows]
+        assert [c for c in classes if c in ("matmul", "wide_matmul")] == [kind], (name, classes)

@@ -10,8 +10,8 @@ unwatched ÷ its wall time under the profiler, which slows what it watches). Eve
 ``passes`` separate passes, round the whole grid in turn, and the smallest of their medians
 kept (a shared machine stalls; a stall never makes a kernel faster). The points are fitted per kernel class
 (``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
-calibration cache, one file per framework, with the date and the framework's version, each point
-the median of this and the last two calibrations' (``calibration_history``). ``kernel_calibration``
+calibration cache by ``kernel_calibration``, one file per framework, with the date and the framework's
+version, each point the median of this and the last two calibrations' (``calibration_history``); it
 reads that file, or calibrates when there is none (or it was made with another framework version).
 """
 
@@ -442,6 +442,6 @@ def kernel_calibration(
             return cached
     calibration = calibrate_kernels(adapter, progress=progress)
     calibration, entries = merged(calibration, [] if fresh else load_history(history_path(path)))
+    save_history(entries, history_path(path))  # first: a history without its calibration only steadies the next
     save_calibration(calibration, path)
-    save_history(entries, history_path(path))
     return calibration

@@ -9,29 +9,30 @@ and a benchmark scored against the first read every eager transformer 13–20% t
 
 So ``kernel_calibration`` keeps the raw times of the last ``HISTORY`` calibrations made on this
 machine with the same framework and kernel-model versions, in a file beside the calibration
-(``history_path``), and fits each point's **median** over them (the drift probes' and the
-first-touch cost's too). The calibration's notes say how many were merged and how fast each ran
-against the median: that spread is how far this machine's speed moves between calibrations, an
-error no single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.
+(``history_path``), and fits each point's **median** over them (a drift probe's over the
+calibrations that probed the same program's kernel of the same class, and the first-touch cost's).
+The calibration's notes say how many were merged and each one's times against the medians (1.20×:
+20% slower): that spread is how far this machine's speed moves between calibrations, an error no
+single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import os
+import math
 import statistics
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..hardware.host_cache import write_json
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration
 
 #: Calibrations whose points are merged: this one and up to two before it.
 HISTORY = 3
-SCHEMA = 1
+SCHEMA = 2
 #: Every merged calibration's note starts so (``report.expected_text.calibration_lines`` prints it).
 NOTE_PREFIX = "points: the median of"
 
@@ -44,7 +45,7 @@ class Entry:
     versions: dict[str, str]
     machine: dict[str, Any]
     seconds: dict[str, float]  # point key (``point_keys``) → measured seconds
-    probes: dict[str, float]  # drift probe → seconds
+    probes: dict[str, tuple[str, float]]  # drift probe → (its kernel's class, seconds)
     first_touch: float | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -53,33 +54,42 @@ class Entry:
             "versions": self.versions,
             "machine": self.machine,
             "seconds": self.seconds,
-            "probes": self.probes,
+            "probes": {name: list(probe) for name, probe in self.probes.items()},
             "first_touch_seconds_per_byte": self.first_touch,
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> Entry:
+        """An entry as saved; a ``ValueError`` (or ``KeyError``, ``TypeError``) for one that is not."""
         touch = data.get("first_touch_seconds_per_byte")
         return cls(
             when=str(data["when"]),
             versions={str(k): str(v) for k, v in data["versions"].items()},
             machine=dict(data["machine"]),
-            seconds={str(k): float(v) for k, v in data["seconds"].items()},
-            probes={str(k): float(v) for k, v in data["probes"].items()},
-            first_touch=None if touch is None else float(touch),
+            seconds={str(k): _seconds(v) for k, v in data["seconds"].items()},
+            probes={str(k): (str(kind), _seconds(v)) for k, (kind, v) in data["probes"].items()},
+            first_touch=None if touch is None else _seconds(touch),
         )
+
+
+def _seconds(value: Any) -> float:
+    """A measured time as saved: a finite positive number (not a bool, a string, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{value!r} is not a finite positive time")
+    return float(value)
 
 
 def point_keys(points: Sequence[Point]) -> list[str]:
     """A key per point that names the same point in another calibration of the same grid: its
-    program, its class and its rank among that program's points of that class (a JAX layer norm
-    runs two elementwise kernels)."""
-    seen: dict[tuple[str, str], int] = {}
+    program, its class, its roofline times (4 digits: the same kernel scored on the same spec) and
+    its rank among that program's points alike (a JAX layer norm runs two elementwise kernels). A
+    kernel that drops out of one calibration shifts no other's key; on another spec none match."""
+    seen: dict[str, int] = {}
     keys = []
     for point in points:
-        pair = (point.name, point.kernel_class)
-        seen[pair] = seen.get(pair, 0) + 1
-        keys.append(f"{point.name} | {point.kernel_class} | {seen[pair]}")
+        key = f"{point.name} | {point.kernel_class} | {point.compute_seconds:.4g} | {point.memory_seconds:.4g}"
+        seen[key] = seen.get(key, 0) + 1
+        keys.append(f"{key} | {seen[key]}")
     return keys
 
 
@@ -96,7 +106,7 @@ def entry_of(calibration: KernelCalibration, when: str | None = None) -> Entry:
         seconds=dict(
             zip(point_keys(calibration.points), (p.measured_seconds for p in calibration.points), strict=True)
         ),
-        probes={name: seconds for name, (_, seconds) in calibration.probes.items()},
+        probes=dict(calibration.probes),
         first_touch=calibration.first_touch_seconds_per_byte,
     )
 
@@ -107,29 +117,26 @@ def history_path(calibration_file: Path) -> Path:
 
 
 def load_history(path: Path) -> list[Entry]:
-    """The entries saved at ``path``, oldest first; none when there is no file or it cannot be
-    read (the history only steadies a calibration: losing it loses nothing measured now)."""
+    """The entries saved at ``path``, oldest first, less any that cannot be read; none when there
+    is no file, or it is of another schema or cannot be read (the history only steadies a
+    calibration: losing it loses nothing measured now)."""
     try:
         data = json.loads(path.read_text())
-        if data.get("schema") != SCHEMA:
-            return []
-        return [Entry.from_dict(item) for item in data["entries"]]
+        items = data["entries"] if data.get("schema") == SCHEMA else []
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
+    entries = []
+    for item in items if isinstance(items, list) else ():
+        try:
+            entries.append(Entry.from_dict(item))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return entries
 
 
 def save_history(entries: Sequence[Entry], path: Path) -> Path:
     """Write atomically, as ``save_calibration`` does."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump({"schema": SCHEMA, "entries": [e.to_dict() for e in entries]}, stream, indent=1, sort_keys=True)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json(path, {"schema": SCHEMA, "entries": [e.to_dict() for e in entries]})
 
 
 def _median(values: Sequence[float]) -> float:
@@ -160,8 +167,8 @@ def merged(
     touches = [e.first_touch for e in entries if e.first_touch is not None]
     note = (
         f"{NOTE_PREFIX} its times in the {len(entries)} calibrations made on this machine with these versions "
-        f"({', '.join(e.when.replace('T', ' ') for e in entries)}); against those medians each calibration's "
-        f"points ran at {', '.join(f'{s:.2f}×' for s in speeds)} (median), and a point's times read a median "
+        f"({', '.join(e.when.replace('T', ' ') for e in entries)}); each calibration's points took "
+        f"{', '.join(f'{s:.2f}×' for s in speeds)} those medians (median), and a point's times read a median "
         f"{_median(apart or [0.0]):.0%} apart (slowest ÷ fastest − 1): how far this machine's speed moves between "
         f"calibrations. `neural-cost calibrate --kernels --fresh` starts over"
     )
@@ -177,8 +184,8 @@ def merged(
         first_touch_seconds_per_byte=_median(touches) if touches else None,
         fresh_results=calibration.fresh_results,
     )
-    probes = {
-        name: (kind, _median([e.probes[name] for e in entries if name in e.probes]))
+    probes = {  # each over the calibrations that probed this program's kernel of this class
+        name: (kind, _median([e.probes[name][1] for e in entries if e.probes.get(name, ("",))[0] == kind]))
         for name, (kind, _) in calibration.probes.items()
     }
     return replace(fitted, probes=probes), entries

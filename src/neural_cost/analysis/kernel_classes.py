@@ -8,10 +8,11 @@ element that the FLOP count calls one: at the same roofline time such kernels ru
 longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
 (``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
 or output channels (per group) are under 64 is ``conv:narrow`` (``conv_views.NARROW``), another of stride 1
-``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); a matmul whose result is
-4096 or more wide is ``matmul:wide`` (``WIDE_MATMUL``); all fall back
+``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); all fall back
 to the family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise
-layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A kernel that runs
+layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A product of two
+matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), which reads
+``matmul``'s curve without one of its own. A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
 records are what it computes, not how long it takes. A kernel that runs none of our records is
 ``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,
@@ -101,25 +102,34 @@ def _suffixed(estimate: CostEstimate, row: KernelTime, base: str) -> str:
     return base + LOOP if row.executions > 1 else base
 
 
-#: A matmul whose result rows are at least this wide (N, the result's last dim: a language model's
-#: vocabulary projection) is ``matmul:wide``. On this project's AMD VM PyTorch's (MKL's) sgemm ran
-#: 480 rows × 240 deep at 1.04× the matmul curve for N = 1024, 1.08× for 2048, 1.19× for 4096, 1.24×
-#: for 8192 and 1.22× for 16384 (the same in depth 128–1024 and rows 64–1920), where XLA's dots ran
-#: every N at 360–390 GFLOP/s: GPT-2's 240→8192 head, half its time, was read 15–43% fast. Without a
-#: curve of its own (JAX's and TensorFlow's grids have none) it reads the family's, ``matmul``.
+#: A matrix product of two matrices whose result is at least this wide (N, the result's last dim: a
+#: language model's vocabulary projection) is ``wide_matmul``. On this project's AMD VM PyTorch's
+#: (MKL's) sgemm ran 480 rows × 240 deep at 1.04× the matmul curve for N = 1024, 1.08× for 2048, 1.19×
+#: for 4096, 1.24× for 8192 and 1.22× for 16384 (much the same at depths 128–1024 and 64–1920 rows),
+#: where XLA's dots ran every N at 360–390 GFLOP/s: GPT-2's 240→8192 head, half its time, was read
+#: 15–43% fast. Not a member of ``matmul`` (its points would bend the curve every other matmul reads):
+#: without a curve of its own (JAX's and TensorFlow's grids have none) it reads ``matmul``'s, noted
+#: (``FALLBACK_CLASSES``). A batched product (attention scores), a matrix-vector one, or an XLA dot
+#: whose result does not end in the right operand's free dimension is ``matmul``.
 WIDE_MATMUL = 4096
 
 
 def matmul_class(cost: OperationCost) -> str:
-    """``matmul:wide`` for a matmul record whose result is at least ``WIDE_MATMUL`` wide, else ``matmul``."""
-    output = cost.operation.output
-    return "matmul:wide" if cost.kind in ("matmul", "linear") and output and output[-1] >= WIDE_MATMUL else "matmul"
+    """``wide_matmul`` for a 2-D matmul record (both operands and the result matrices) whose result
+    is at least ``WIDE_MATMUL`` wide, else ``matmul``."""
+    op = cost.operation
+    two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
+    return "wide_matmul" if cost.kind in ("matmul", "linear") and two_d and op.output[-1] >= WIDE_MATMUL else "matmul"
 
 
 #: Record kinds that are contractions. A kernel that runs several (a library's fused subgraph:
 #: XLA's ``ynn_fusion`` of a CNN's convolutions, pools and norms) runs them one after another,
 #: each with its own entry cost and at its own size's efficiency (``parts``).
 CONTRACTIONS = frozenset({"conv", "matmul", "linear"})
+
+
+#: Classes whose kernels may run several contractions, each read as a part (``parts``).
+_SPLIT = frozenset({"conv", "matmul", "wide_matmul", "depthwise_conv"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +162,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         member = name.replace("rnn", "rnn:streamed" if streamed else "rnn:kept", 1)
         return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
     whole = (Part(name, row.compute_seconds, row.memory_seconds, n),)
-    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in ("conv", "matmul", "depthwise_conv"):
+    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in _SPLIT:
         return whole
     costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
     if sum(cost.kind in CONTRACTIONS for cost in costs) < 2:
@@ -196,6 +206,7 @@ TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training":
 #: and a depthwise backward off the depthwise forward's, the nearer kernel (not ``conv_backward``).
 FALLBACK_CLASSES: Mapping[str, str] = {
     **TRAINING_CLASSES, "random": "elementwise", "depthwise_conv": "conv", "depthwise_conv_backward": "depthwise_conv",
+    "wide_matmul": "matmul",
 }  # fmt: skip
 
 

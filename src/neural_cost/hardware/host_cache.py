@@ -150,11 +150,17 @@ def write_entry(key: Mapping[str, Any], sections: Mapping[str, Any], root: Path 
     path = cache_path(key, root)
     current = read_entry(key, root).entry or {"schema": SCHEMA, "key": dict(key)}
     current.update(sections)
+    return write_json(path, current)
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write ``data`` as JSON atomically: a reader sees the old file or the new one (the machine
+    cache, kernel calibrations and their history all go through here)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w") as stream:
-            json.dump(current, stream, indent=1, sort_keys=True)
+            json.dump(data, stream, indent=1, sort_keys=True)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +42,7 @@ from ._isotonic import median as _median
 from ._isotonic import pava as _pava
 from ._isotonic import percentile as _percentile
 from ._isotonic import relative_error
+from .host_cache import write_json
 from .spec import HardwareSpec
 
 SCHEMA = 1
@@ -420,16 +419,7 @@ def fit_calibration(
 
 def save_calibration(calibration: KernelCalibration, path: Path) -> Path:
     """Write atomically: a reader sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(calibration.to_dict(), stream, indent=1, sort_keys=True)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json(path, calibration.to_dict())
 
 
 def load_calibration(path: Path) -> KernelCalibration:
