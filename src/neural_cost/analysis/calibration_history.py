@@ -21,12 +21,12 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..hardware._isotonic import median as _median
 from ..hardware.host_cache import write_json
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration
 
@@ -137,10 +137,6 @@ def load_history(path: Path) -> list[Entry]:
 def save_history(entries: Sequence[Entry], path: Path) -> Path:
     """Write atomically, as ``save_calibration`` does."""
     return write_json(path, {"schema": SCHEMA, "entries": [e.to_dict() for e in entries]})
-
-
-def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
 
 
 def merged(
