@@ -434,3 +434,9 @@ def _main(scenario: str, rank: int, port: int, out: str) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    # The result is written and the group destroyed. About one exit in 30 here, gloo's worker
+    # threads abort the interpreter's finalization ("terminate called without an active
+    # exception", SIGABRT) after everything this test reads is on disk: a teardown race in
+    # torch.distributed, not in what was traced. Leave without finalizing.
+    sys.stdout.flush()
+    os._exit(0)
