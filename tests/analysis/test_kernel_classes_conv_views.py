@@ -213,9 +213,9 @@ def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_n
 def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(framework, monkeypatch):
     """The full grids' strided and depthwise programs (named ``s2``, ``depthwise``) land in their
     classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
-    kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 7 and 7),
+    kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 10 and 9),
     every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
-    PyTorch's backwards the same way (8, 7; depthwise 6 and 7); TensorFlow's XLA programs of
+    PyTorch's backwards the same way (10, 9; depthwise 6 and 7); TensorFlow's XLA programs of
     ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (6) and ``:strided@xla`` (6); JAX's and
     TensorFlow's XLA ``DILATED_DEPTHWISE_CONVS`` ``depthwise_conv:dilated`` (6)."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -243,7 +243,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
         strides = [conv[4] for conv in convs]
         return strides.count(1), len(strides) - strides.count(1)
 
-    assert kinds(grid.STRIDED_CONVS) == (7, 7) and depthwise(grid.DEPTHWISE_CONVS) == (8, 7)
+    assert kinds(grid.STRIDED_CONVS) == (10, 9) and depthwise(grid.DEPTHWISE_CONVS) == (8, 7)
     assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
     assert (found["depthwise_conv:stride1"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
     if framework == "tensorflow":  # XLA's own depthwise programs: its generic emitter's classes
@@ -255,7 +255,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     if framework == "torch":
         from neural_cost.adapters._torch.microbench import _BACKWARD_CONVS, _BACKWARD_DEPTHWISE
 
-        assert kinds(_BACKWARD_CONVS) == (8, 7) and depthwise(_BACKWARD_DEPTHWISE) == (6, 7)
+        assert kinds(_BACKWARD_CONVS) == (10, 9) and depthwise(_BACKWARD_DEPTHWISE) == (6, 7)
         assert (found["conv_backward:strided"], found["conv_backward:subsampled"]) == kinds(_BACKWARD_CONVS)
         counted = (found["depthwise_conv_backward:stride1"], found["depthwise_conv_backward:strided"])
         assert counted == depthwise(_BACKWARD_DEPTHWISE)

@@ -61,13 +61,19 @@ LARGE_CONVS = (
 )  # fmt: skip
 
 #: Strided convolutions (batch, in channels, out channels, size, kernel, stride) every framework runs
-#: (none in the quick grid), for ``conv_views.STRIDED``: seven whose stride the kernel spans
-#: (3×3, 7×7 stems), seven 1×1 shortcuts that skip pixels; 0.01–0.7 ms of roofline time.
+#: (none in the quick grid), for ``conv_views.STRIDED``: ten whose stride the kernel spans
+#: (3×3, 7×7 stems), nine 1×1 shortcuts that skip pixels; 0.01–3 ms of roofline time. The last
+#: three of each a training batch's layers: with the grid stopping at 0.7 ms, the two efficient
+#: points there (128→256, a 7×7 stem: 0.94–1.04× their bound) set the curve past it, and
+#: PyTorch's 32→64 3×3 stride-2 layer at batch 16 on 64² maps (1.8 ms of roofline time, 1.6× it
+#: alone) was read at 1.03×.
 STRIDED_CONVS = (
     (4, 32, 64, 16, 3, 2), (12, 24, 48, 56, 3, 2), (8, 48, 96, 28, 3, 2), (2, 128, 256, 28, 3, 2),
     (16, 16, 32, 48, 3, 2), (1, 3, 64, 224, 7, 2), (1, 3, 32, 64, 7, 2),
+    (8, 32, 64, 80, 3, 2), (12, 64, 128, 40, 3, 2), (4, 96, 192, 56, 3, 2),
     (4, 64, 128, 16, 1, 2), (12, 48, 96, 56, 1, 2), (6, 96, 192, 28, 1, 2), (8, 24, 48, 48, 1, 2),
     (2, 128, 256, 28, 1, 2), (16, 48, 96, 28, 1, 2), (32, 16, 32, 32, 1, 2),
+    (24, 32, 64, 80, 1, 2), (16, 96, 192, 48, 1, 2),
 )  # fmt: skip
 
 #: Depthwise convolutions (batch, channels, size, kernel, stride) every framework runs (none in the

@@ -242,8 +242,13 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
 
 #: Convolutions whose backward is calibrated (batch, in, out channels, size, kernel, stride, whether
 #: the input's gradient is asked): grid shapes, a stem (an image needs no gradient), strided ones.
-#: Both widths (``conv_views.NARROW``) span 0.1–10 ms of roofline time; the stride classes
-#: (``conv_views.STRIDED``: 8 strided, 7 subsampled) 0.02–3 ms.
+#: Both widths (``conv_views.NARROW``) span 0.1–13 ms of roofline time; the stride classes
+#: (``conv_views.STRIDED``: 10 strided, 9 subsampled) 0.02–4 ms. The last six are a training
+#: batch's layers: a narrow 32-channel layer's backward at batch 16 on 64² maps (7.3 ms of roofline
+#: time) ran at 1.4–1.5× it alone where the curve, ending at 4.2 ms, read 1.0×, and a 3×3 stride-2
+#: one's (3.6 ms) at 1.9–2.1× where the strided curve, ending at 1.2 ms, read 1.1×. Their channels
+#: are multiples of 16: a 24-channel layer's backward at 6.4 ms ran at 2.0–2.4× in three
+#: calibrations, and as the curve's last point it read every larger narrow backward at 2×.
 _BACKWARD_CONVS = (
     (4, 16, 32, 32, 3, 1, True), (8, 3, 32, 56, 3, 1, False), (4, 64, 64, 16, 3, 1, True),
     (8, 32, 32, 32, 1, 1, True), (2, 64, 128, 14, 3, 1, True), (16, 16, 16, 32, 3, 1, True),
@@ -256,6 +261,8 @@ _BACKWARD_CONVS = (
     (16, 16, 32, 48, 3, 2, True), (2, 64, 64, 56, 3, 2, True), (8, 3, 32, 96, 7, 2, False),
     (8, 24, 48, 48, 1, 2, True), (12, 48, 96, 56, 1, 2, True), (2, 128, 256, 28, 1, 2, True),
     (16, 48, 96, 28, 1, 2, True), (32, 16, 32, 32, 1, 2, True),
+    (8, 32, 64, 80, 3, 2, True), (12, 64, 128, 40, 3, 2, True), (24, 32, 64, 80, 1, 2, True),
+    (16, 96, 192, 48, 1, 2, True), (20, 32, 32, 72, 3, 1, True), (8, 48, 48, 80, 3, 1, True),
 )  # fmt: skip
 #: Depthwise convolutions whose backward is calibrated (batch, channels, size, kernel, stride), both
 #: gradients asked: thirteen of the forward grid's (``_microgrid.DEPTHWISE_CONVS``), six of stride 1
