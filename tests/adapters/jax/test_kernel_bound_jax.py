@@ -166,23 +166,22 @@ def test_a_streaming_loop_over_1_gib_is_scored_at_dram(levels):
         return lax.fori_loop(0, 20, lambda i, a: a * 2.0 + 1.0, v)
 
     x = jnp.ones((256 * MiB,), jnp.float32)
-    # The lowest efficiency accepted is the one that tells DRAM from the nearest cache: scored at
-    # the slowest cache level's bandwidth instead, even a run at 100% of DRAM would read
-    # DRAM/cache of it (26% with L3 at 161 GB/s and DRAM at 42 GB/s, as measured here). Capped at
-    # 50%. An honest run reads below 100% by more than load: each call writes its 1 GiB result to
-    # fresh pages (262,144 first-touch faults, which the bound does not contain; the report's note
-    # says so) — 41-46% in five attempts on a loaded CI machine.
-    bandwidth = {level.name: level.bandwidth for level in levels.spec.memory_levels}
-    caches = [bandwidth[name] for name in bandwidth if name.startswith("L") and bandwidth[name]]
-    low = min(0.5, bandwidth["DRAM"] / min(caches))
+    # The bound holds (efficiency at most 100%, the levels re-measured if not), with no floor: the
+    # efficiency is against the session's DRAM figure, the best of noisy samples, and on the AMD
+    # VM that figure read 66-150 GB/s within a day while this loop streamed at 37-51 GB/s (each
+    # call's 1 GiB result also lands on fresh pages, which the bound does not contain): a floor of
+    # 45% failed CI at 25-30% in five attempts. Which level scores the loop is asserted directly.
     report = in_band(
         lambda: analyze_workload(JaxAdapter(), stream, (x,), hardware=levels.spec, warmup=1, repeats=3, profile=False),
-        low,
+        0.0,
         levels=levels,
     )
     big = [row for row in report.kernel_rows if row.traffic_bytes >= MiB]
     assert {row.level for row in big} == {"DRAM"}
     assert sum(row.traffic_bytes for row in big) == 20 * 2 * 1024 * MiB + 2 * 1024 * MiB
+    # each big kernel's bound is its traffic at DRAM's figure (no cache's)
+    dram = next(level.bandwidth for level in levels.spec.memory_levels if level.name == "DRAM")
+    assert all(row.memory_seconds == pytest.approx(row.traffic_bytes / dram, rel=1e-9) for row in big)
 
 
 def test_a_fresh_1_gib_output_each_call_names_first_touch_page_faults(levels):
