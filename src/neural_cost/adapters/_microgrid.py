@@ -62,8 +62,8 @@ LARGE_CONVS = (
 
 #: Strided convolutions (batch, in channels, out channels, size, kernel, stride) every framework runs
 #: (none in the quick grid), for ``conv_views.STRIDED``: ten whose stride the kernel spans
-#: (3×3, 7×7 stems), nine 1×1 shortcuts that skip pixels; 0.01–3 ms of roofline time. The last
-#: three of each a training batch's layers: with the grid stopping at 0.7 ms, the two efficient
+#: (3×3, 7×7 stems), nine 1×1 shortcuts that skip pixels; 0.01–3.1 ms of roofline time. The last
+#: three strided and two subsampled are layers at a training batch: with the grid stopping at 0.7 ms, the two efficient
 #: points there (128→256, a 7×7 stem: 0.94–1.04× their bound) set the curve past it, and
 #: PyTorch's 32→64 3×3 stride-2 layer at batch 16 on 64² maps (1.8 ms of roofline time, 1.6× it
 #: alone) was read at 1.03×.
