@@ -195,6 +195,31 @@ def test_the_finding_names_modeled_kernels_only_and_never_for_another_machine():
     assert message is not None and "fusion.0: 43.5× its expected time" in message and "measured times ×" not in message
 
 
+def test_a_stall_in_one_profiled_run_names_no_kernel():
+    """Three profiled runs; fusion.0 (matmul, expected 2.29867 µs) ran 2 µs in two of them and
+    stalled 3 ms in the third (the shared machine). Its measured time per run is the mean, (2 + 2 +
+    3000) / 3 = 1.001 ms, 435× its expectation; at its median execution it is 2 µs × 3 events / 3
+    runs = 2 µs, under 1.5× — nothing is named. The same kernel at 3 ms in every run is named:
+    3 ms / 2.29867 µs = 1305.1×."""
+    from neural_cost import analyze_gap
+    from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent
+    from tests.helpers import cpu_measurement
+
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    expected = expected_time(_estimate(), _calibration({"matmul": matmul}), machine={})
+
+    def finding(durations):
+        events = tuple(ProfileEvent(0, i * 1e-3, d) for i, d in enumerate(durations))
+        kernels = (MeasuredKernel(0, sum(durations), 3), MeasuredKernel(1, 6e-6, 3))
+        profile = Profile(3, 3 * 3.1e-3, kernels, sum(durations) + 6e-6, "hand", events=events)
+        report = analyze_gap(_estimate(), cpu_measurement((3.1e-3,) * 5), SPEC, profile=profile, expected=expected)
+        return next((f.message for f in report.findings if f.code == "above_expected"), None)
+
+    assert finding((2e-6, 2e-6, 3e-3)) is None
+    message = finding((3e-3, 3e-3, 3e-3))
+    assert message is not None and "fusion.0: 1305.1× its expected time (3.000 ms measured" in message
+
+
 def test_a_curve_with_a_nan_knot_is_refused():
     with pytest.raises(HardwareError, match="finite"):
         Curve((float("nan"),), (float("nan"),))

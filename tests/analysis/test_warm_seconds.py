@@ -40,3 +40,46 @@ def test_no_warm_seconds_runs_only_the_counted_warm_ups(warm):
     fn, starts = _recorded(0.0)
     time_workload(None, fn, warmup=2, repeats=3, warm_seconds=warm)
     assert len(starts) == 5
+
+
+def test_keep_warm_runs_until_the_warming_seconds_have_passed():
+    """``keep_warm`` (before a profiler starts) runs nothing outside ``warming``, and inside it runs
+    until the seconds have passed: a 5 ms call under 30 ms of warming runs at least 6 times (30 / 5)."""
+    from neural_cost.measure.timing import keep_warm, warming
+
+    fn, starts = _recorded(0.005)
+    assert keep_warm(fn) == 0 and starts == []
+    began = time.perf_counter()
+    with warming(0.03):
+        count = keep_warm(fn)
+    assert count == len(starts) >= 6 and time.perf_counter() - began >= 0.03
+
+
+def test_the_profiled_runs_are_warmed_as_the_timed_ones():
+    """PyTorch: ``profile_workload(warm_seconds=)`` (what ``analyze_workload`` passes on) runs the
+    model that long just before its profiled runs: an idle core's threads otherwise stall the first
+    kernels of the first profiled run. Counted by the model's calls: 0.2 s of a ≥ 1 ms forward is
+    at most 200 more calls and, sleeping about 1.1 ms each, well over 100."""
+    torch = pytest.importorskip("torch")
+    from neural_cost.adapters import TorchAdapter
+    from neural_cost.analysis.workload import profile_workload
+
+    calls: list[float] = []
+
+    class Slow(torch.nn.Module):
+        def forward(self, x):
+            calls.append(time.perf_counter())
+            time.sleep(0.001)
+            return x * 2
+
+    adapter, model, args = TorchAdapter(), Slow(), (torch.ones(4),)
+    trace = adapter.trace(model, args)
+
+    def profiled_calls(warm: float) -> int:
+        calls.clear()
+        profile, notes = profile_workload(adapter, model, args, {}, trace, None, 2, warm)
+        assert profile is not None, notes
+        return len(calls)
+
+    cold, warmed = profiled_calls(0.0), profiled_calls(0.2)
+    assert 100 <= warmed - cold <= 200

@@ -171,7 +171,8 @@ def analyze_workload(
     that fails is a note. With a
     ``calibration`` (``analysis.calibrate_kernels.kernel_calibration``) the report also gives the
     expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``).
-    ``warm_seconds``: untimed runs for at least that long before the timed ones (``time_workload``)."""
+    ``warm_seconds``: untimed runs for at least that long before the timed ones (``time_workload``) and
+    before the profiled ones (``profile_workload``)."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
@@ -189,7 +190,9 @@ def analyze_workload(
     measured: Profile | None = None
     notes: tuple[str, ...] = ()
     if profile:
-        measured, notes = profile_workload(adapter, fn, args, keywords, trace, trace_options, profile_runs)
+        measured, notes = profile_workload(
+            adapter, fn, args, keywords, trace, trace_options, profile_runs, warm_seconds
+        )
     estimate = estimate_trace(trace)
     expected = (
         None
@@ -207,16 +210,19 @@ def profile_workload(
     trace: Trace,
     trace_options: Mapping[str, Any] | None = None,
     runs: int = 3,
+    warm_seconds: float = 0.0,
 ) -> tuple[Profile | None, tuple[str, ...]]:
     """``adapter.profile`` of the workload, or None and a note saying why there is none: an
-    adapter without a profiler, a trace without kernels, a profiler that failed."""
+    adapter without a profiler, a trace without kernels, a profiler that failed. ``warm_seconds``:
+    untimed runs for that long just before the profiled ones (``keep_warm``), as before the timed ones."""
     if not adapter.profiles:
         return None, (f"no measured time per kernel: {type(adapter).__name__} has no profiler",)
     if not trace.kernels:
         return None, ("no measured time per kernel: the trace has no kernels to join the profiler's events to",)
     options = {**adapter.workload_options(fn, args, dict(kwargs)), **(trace_options or {})}
     try:
-        return adapter.profile(fn, args, dict(kwargs), trace=trace, runs=runs, **options), ()
+        with warming(warm_seconds):
+            return adapter.profile(fn, args, dict(kwargs), trace=trace, runs=runs, **options), ()
     except Exception as error:  # the profiler is an extra: its failure is said, never fatal
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
         return None, (f"no measured time per kernel: the profiled pass failed ({type(error).__name__}: {reason})",)

@@ -93,6 +93,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
     from ..report.expected_text import expected_line, expected_table, flag_lines
+    from ..report.text import trace_note_lines
     from .output import write_json
 
     check_spec(args.target)
@@ -127,11 +128,13 @@ def run_predict(args: argparse.Namespace) -> int:
         f"kernels: {format_seconds(expected.kernel_seconds)} expected, "
         f"{format_seconds(sum(row.bound_seconds for row in expected.rows))} at their roofline bound",
         *[f"note: {note}" for note in expected.notes],
+        *trace_note_lines(trace.notes),
         *expected_table(expected, args.top),
     ]
     print("neural-cost predict\n" + "".join(f"  {line}\n" for line in lines), end="")
     if args.json:
-        print(f"wrote {write_json(args.json, {'expected': expected.to_dict(), 'floor_note': floor_note})}")
+        saved = {"expected": expected.to_dict(), "floor_note": floor_note, "trace_notes": list(trace.notes)}
+        print(f"wrote {write_json(args.json, saved)}")
     return 0
 
 

@@ -207,6 +207,18 @@ def warming(seconds: float) -> Iterator[None]:
         _warm.reset(token)
 
 
+def keep_warm(run: Callable[[], Any]) -> int:
+    """Run ``run()`` untimed until ``warming``'s seconds have passed (none outside ``warming``), as
+    ``benchmark`` does before its timed runs: a profiler started after a pause (tracing, a hooked
+    run) otherwise times the first kernels of its first run on an idle core's sleeping threads (a
+    ViT's first matmuls read 4.6× their expected time). The number of runs made."""
+    seconds, started, count = _warm.get(), time.perf_counter(), 0
+    while time.perf_counter() - started < seconds:
+        run()
+        count += 1
+    return count
+
+
 def display_name(fn: Any) -> str:
     """What to call ``fn`` in a message: what it wraps (``__wrapped__``, as ``functools.wraps``
     sets it), by its qualified name without ``<locals>`` paths (``build.<locals>.f`` is ``f``,

@@ -11,7 +11,7 @@ and the per-operation (per-scope, per-kernel) table. The kernel lines and table 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..analysis.utilization import batch_input
@@ -251,10 +251,24 @@ def _table(rows: tuple[RowTime, ...], top: int, noun: str, names: list[str], mea
     return lines
 
 
+#: Trace notes printed at most; the --json report keeps them all.
+TRACE_NOTES_SHOWN = 6
+
+
+def trace_note_lines(notes: Sequence[str]) -> list[str]:
+    """What the trace says about how it read the program (a torch.compile'd module traced eagerly,
+    a branch costed as its most expensive one, ops TensorFlow prunes, a backward of the sum of the
+    output): one ``note:`` each, the first ``TRACE_NOTES_SHOWN``, then how many more."""
+    lines = [f"note: {note}" for note in notes[:TRACE_NOTES_SHOWN]]
+    if len(notes) > TRACE_NOTES_SHOWN:
+        lines.append(f"note: … and {len(notes) - TRACE_NOTES_SHOWN} more trace notes (the --json report has them all)")
+    return lines
+
+
 def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False, by: str | None = None) -> str:
     """The text report; the table is per operation, per scope or per kernel (``by``, see ``table_view``)."""
     view = table_view(group_by_scope, by)
-    lines = [_coverage_line(report)]
+    lines = [_coverage_line(report), *trace_note_lines(report.estimate.notes)]
     measured = measured_line(report)
     if measured:
         lines.append(measured)

@@ -55,7 +55,7 @@ from ...core.errors import AdapterError
 from ...core.kernels import Kernel
 from ...core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
 from ...core.records import Trace
-from ...measure.timing import display_name
+from ...measure.timing import display_name, keep_warm
 from .compiled import Executables
 from .hlo import hlo_text
 
@@ -148,6 +148,7 @@ def profile_executable(
         raise AdapterError(f"JaxAdapter.profile: the executable's HLO cannot be read ({error})") from error
     compiled = executable.compiled
     _wait(compiled(*args, **kwargs))  # warm, outside the trace
+    keep_warm(lambda: _wait(compiled(*args, **kwargs)))  # analyze's warm_seconds: the threads awake
     events, wall = _record(compiled, args, kwargs, runs)
     profile = join(events, wall, runs, trace.kernels, module)
     platform = jax.default_backend()

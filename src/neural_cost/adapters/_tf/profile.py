@@ -60,6 +60,7 @@ from ...core.errors import AdapterError
 from ...core.kernels import Kernel
 from ...core.profile import Profile
 from ...core.records import Trace
+from ...measure.timing import keep_warm
 from .kernels import Pending
 from .profile_join import CONTAINERS, Interval, base_type, build_profile, count_notes, free_type, join_xla, shown
 from .walker import CALLS, Walker
@@ -113,6 +114,7 @@ def profile_concrete(
     runner: Any = concrete if xla else tf.function(lambda *args: concrete(*args)).get_concrete_function(*tensors)
     try:
         graph, why = _warm(runner, tensors, finish, collect=not xla)
+        keep_warm(lambda: finish(runner(*tensors)))  # analyze's warm_seconds: the threads awake
         events, wall, devices = _record(runner, tensors, finish, runs)
     finally:
         for variable, value in saved:

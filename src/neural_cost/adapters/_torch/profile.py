@@ -53,6 +53,7 @@ from ...core.errors import AdapterError
 from ...core.profile import MeasuredKernel, Profile, ProfileEvent, runs_merged, union_seconds
 from ...core.records import Trace
 from ...core.units import plural
+from ...measure.timing import keep_warm
 from .preserve import WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
 from .profile_collectives import Collectives, collective_kernels, interval, join_transfers, transfer_events
 from .recorder import Recorder, module_scopes
@@ -71,9 +72,8 @@ def op_name(kind: str) -> str:
 
 
 def _joins_as(name: str) -> str:
-    """An in-place op joins as its out-of-place form (``aten::add_`` → ``aten::add``): under the
-    recorder's dispatch mode composites take their out-of-place path (linear's bias add,
-    autograd's gradient accumulation), which eager runs in place."""
+    """An in-place op joins as its out-of-place form (``aten::add_`` → ``aten::add``): under the recorder
+    composites take their out-of-place path (linear's bias add, gradient accumulation), eager runs in place."""
     return name[:-1] if name.endswith("_") and not name.endswith("__") else name
 
 
@@ -84,8 +84,7 @@ def _shape_key(shapes: Sequence[Any]) -> tuple[tuple[int, ...], ...]:
 
 
 def _call_shapes(args: Any, kwargs: Any) -> tuple[tuple[int, ...], ...]:
-    values = [*args, *(kwargs or {}).values()]
-    return _shape_key([list(v.shape) for v in values if isinstance(v, torch.Tensor) and v.dim() > 0])
+    return _shape_key([list(v.shape) for v in [*args, *(kwargs or {}).values()] if isinstance(v, torch.Tensor)])
 
 
 class _ShapeRecorder(Recorder):  # type: ignore[no-untyped-call]
@@ -169,6 +168,7 @@ def profile_eager(
                     work()
             with recorder:
                 work()
+            keep_warm(work)  # analyze's warm_seconds: the profiled runs start on awake threads, as the timed ones
         except Exception as error:
             raise AdapterError(f"TorchAdapter.profile: the warm run raised {type(error).__name__}: {error}") from error
         events, wall = _profiled_runs(work, runs, device if on_cuda else None)
