@@ -15,8 +15,8 @@ passes a second apart, before the model's rows): on this shared machine everythi
 drift probes re-run under 0.8× their calibrated time twice (``Drift.calibration_slow``: it looks to
 have been measured in a slow spell) is measured again before the first row. Before each pass a few
 calibration points are re-run (``machine_drift``): the row's ``drift`` column is their time ÷ their
-calibrated time for the pass it kept, so a row measured in a slow spell says so; rows within 10%
-of the calibrated speed are summarized apart as well as with all the others.
+calibrated time for the pass it kept, so a row measured in a slow spell says so; rows at most 10% slower
+than calibrated (faster ones included) are summarized apart as well as with all the others.
 
 Thresholds (issue 17): median error ≤ 10% and none above 25% over the (model, batch) rows;
 predict within 15% at every unseen batch. They are printed as met or not; the script always
@@ -287,7 +287,8 @@ def summarize(rows: list[Row], reason: str) -> None:
     if steady and len(steady) < len(scored):
         errors = [row.error for row in steady if row.error is not None]
         print(
-            f"{len(errors)} rows measured with the machine within {STEADY_DRIFT - 1:.0%} of its calibrated speed: "
+            f"{len(errors)} rows measured with the machine at most {STEADY_DRIFT - 1:.0%} slower than calibrated "
+            f"(faster included): "
             f"median {percent(statistics.median(errors))}, max {percent(max(errors))} (the others ran in a slow spell)"
         )
     if scored:
