@@ -373,3 +373,26 @@ def test_xplane_events_and_work_finished_on_the_pool(tmp_path):
         "fusion.3": (36, 41, 1),
         "node/a:MatMul": (50, 60, 0),
     }
+
+
+def test_an_add_chain_grappler_rewrote_into_two_nodes_runs_once_per_run():
+    """``relu(x * s + b + r)``, ``b`` broadcast: Grappler's ArithmeticOptimizer runs the two adds as
+    an ``AddN`` and an ``AddV2`` (``AddOpsRewrite_Leaf_1_add_1``, ``AddOpsRewrite_add_1``), each a
+    fusion of both adds. Each add kernel thus has two events a run — parts of one execution, not a
+    second run: its events count once a run, and the note says Grappler made several nodes of it
+    (it said "a loop's trip count or a conditional's branch differs", with no loop in sight)."""
+
+    @tf.function
+    def f(x, s, b, r):
+        return tf.nn.relu(x * s + b + r)
+
+    args = (tf.ones((8, 32, 32, 64)), tf.ones((64,)), tf.ones((64,)), tf.ones((8, 32, 32, 64)))
+    runs = 3
+    report = _analyze(f, args, runs)
+    kernels, profile = report.estimate.kernels, report.profile
+    assert [k.name for k in kernels] == ["mul", "add", "add_1", "Relu"]
+    assert _events_by_kernel(report) == {0: runs, 1: runs, 2: runs, 3: runs}
+    assert not any("a different number of times" in note for note in profile.notes)
+    (split,) = [note for note in profile.notes if "ran as several nodes Grappler made of them" in note]
+    assert split.startswith("2 op(s)") and "(add, add_1)" in split
+    _check_time(profile)

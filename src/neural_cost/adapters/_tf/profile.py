@@ -25,7 +25,9 @@ file the profiler wrote (``xplane.py``) and joins its events to ``Trace.kernels`
   after the one it replaced (``while/Exp/unary_ops_composition:_UnaryOpsComposition`` for Neg +
   Exp) is that node's fusion, when the node is not in the graph run and the name is not an op of
   the traced graph. Without the graph run (not collected) a fusion's time is on its node's
-  kernel, noted.
+  kernel, noted. A kernel whose events come from several nodes (a chain of adds Grappler runs as
+  an ``AddN`` and an ``AddV2``) counts the events of the node that ran most, as a folded op does:
+  parts of one execution, not more runs (noted).
 - **XLA kernels** (a ``jit_compile`` function, ``xla.py``): by the ``hlo_op`` stat, events of the
   module whose name starts with the function's (``a_inference_f_25__…``: the executed module is
   not the one compiled for the trace). Only when every executed instruction is a kernel of the
@@ -290,6 +292,16 @@ class _GraphJoin:
                 f"{len(counts)} folded library op(s) (a Keras norm layer, Gelu: one kernel) ran as several graph ops "
                 f"({shown([self.kernels[i].name for i in sorted(counts)])}): each one's time is the union of their "
                 f"events, its events those of the graph op that ran most"
+            )
+        # one op Grappler rewrote into several nodes (ArithmeticOptimizer's AddOpsRewrite: an AddN and
+        # an AddV2 for a chain of adds): each node's events are parts of one execution, not more runs
+        split = {i: max(nodes.values()) for i, nodes in per_node.items() if len(nodes) > 1 and i not in counts}
+        if split:
+            counts.update(split)
+            notes.append(
+                f"{len(split)} op(s) ran as several nodes Grappler made of them "
+                f"({shown([self.kernels[i].name for i in sorted(split)])}): each one's time is the union of "
+                f"their events, its events those of the node that ran most"
             )
         count_notes(matched, self.kernels, runs, notes, counts)
         return build_profile(matched, unmatched, wall, runs, notes, counts)
