@@ -217,7 +217,12 @@ def test_a_stall_in_one_profiled_run_names_no_kernel():
 
     assert finding((2e-6, 2e-6, 3e-3)) is None
     message = finding((3e-3, 3e-3, 3e-3))
-    assert message is not None and "fusion.0: 1305.1× its expected time (3.000 ms measured" in message
+    assert message is not None and "fusion.0: 1305.1× its expected time (3.000 ms measured, " in message
+    # 1, 1 and 3 ms: measured 5/3 = 1.667 ms a run, its median execution 1 ms × 3 / 3 = 1 ms a run:
+    # 1 ms / 2.29867 µs = 435.0×, and the finding says which time it read
+    message = finding((1e-3, 1e-3, 3e-3))
+    assert message is not None
+    assert "fusion.0: 435.0× its expected time (1.000 ms measured at its median execution, " in message
 
 
 def test_a_curve_with_a_nan_knot_is_refused():

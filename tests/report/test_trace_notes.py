@@ -32,4 +32,7 @@ def test_many_trace_notes_are_cut_with_a_count_of_the_rest():
 
 
 def test_a_report_without_trace_notes_prints_none():
-    assert not any("trace notes" in line for line in _lines([]))
+    """Two notes add exactly two lines, at positions 2 and 3; none add none."""
+    bare, noted = _lines([]), _lines(["a", "b"])
+    assert len(noted) == len(bare) + 2 and noted[:2] + noted[4:] == bare
+    assert not any(line.startswith("  note: … and") for line in bare)

@@ -363,7 +363,9 @@ def _above_expected(report: GapReport) -> Iterator[str]:
     if rows:
         shown = "; ".join(
             f"{row.name}: {typical[row.index] * unwatched / row.seconds:.1f}× its expected time "
-            f"({format_seconds(typical[row.index])} measured, {format_seconds(row.seconds)} expected)"
+            f"({format_seconds(typical[row.index])} measured"
+            f"{' at its median execution' if typical[row.index] < (row.measured_seconds or 0.0) else ''}, "
+            f"{format_seconds(row.seconds)} expected)"
             for row in rows[:3]
         )
         scaled = (

@@ -286,22 +286,22 @@ class _GraphJoin:
                 f"{len(nodes)} node(s) match several kernels by name ({shown(nodes)}): their events are joined to "
                 f"none, listed as unmatched"
             )
-        counts = {i: max(per_node[i].values()) for i in self.folded if per_node.get(i)}
-        if counts:
+        # a kernel whose events come from several graph nodes ran once a run, as the node that ran most:
+        # a folded library op (one kernel, many graph ops), or one op Grappler rewrote into several nodes
+        # (ArithmeticOptimizer's AddOpsRewrite: an AddN and an AddV2 for a chain of adds)
+        counts = {i: max(nodes.values()) for i, nodes in per_node.items() if i in self.folded or len(nodes) > 1}
+        folded = [self.kernels[i].name for i in sorted(counts) if i in self.folded]
+        split = [self.kernels[i].name for i in sorted(counts) if i not in self.folded]
+        if folded:
             notes.append(
-                f"{len(counts)} folded library op(s) (a Keras norm layer, Gelu: one kernel) ran as several graph ops "
-                f"({shown([self.kernels[i].name for i in sorted(counts)])}): each one's time is the union of their "
-                f"events, its events those of the graph op that ran most"
+                f"{len(folded)} folded library op(s) (a Keras norm layer, Gelu: one kernel) ran as several graph ops "
+                f"({shown(folded)}): each one's time is the union of their events, its events those of the graph op "
+                f"that ran most"
             )
-        # one op Grappler rewrote into several nodes (ArithmeticOptimizer's AddOpsRewrite: an AddN and
-        # an AddV2 for a chain of adds): each node's events are parts of one execution, not more runs
-        split = {i: max(nodes.values()) for i, nodes in per_node.items() if len(nodes) > 1 and i not in counts}
         if split:
-            counts.update(split)
             notes.append(
-                f"{len(split)} op(s) ran as several nodes Grappler made of them "
-                f"({shown([self.kernels[i].name for i in sorted(split)])}): each one's time is the union of "
-                f"their events, its events those of the node that ran most"
+                f"{len(split)} op(s) ran as several nodes Grappler made of them ({shown(split)}): each one's time is "
+                f"the union of their events, its events those of the node that ran most"
             )
         count_notes(matched, self.kernels, runs, notes, counts)
         return build_profile(matched, unmatched, wall, runs, notes, counts)
