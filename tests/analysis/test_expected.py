@@ -836,3 +836,31 @@ def test_expected_time_reads_a_two_curve_class_down_to_its_quickest_point():
     assert next(row for row in expected.rows if row.name == "fusion.0").seconds == pytest.approx(52.8384e-6)
     alone = expected_time(_estimate(), _calibration({"matmul": matmul}), machine={})
     assert next(row for row in alone.rows if row.name == "fusion.0").seconds == pytest.approx(100e-6)
+
+
+def test_a_memory_bound_loop_kernel_without_a_loop_curve_reads_the_loop_pointwise_curve():
+    """copy.3 runs 5 times per run (a loop body's copy): ``copy@loop``. A standalone copy's curve is
+    of programs that each pay a launch (here flat at 4 µs: a JAX standalone gather's quickest was
+    3.9 µs), which a loop body's kernel does not; it reads ``elementwise@loop`` (flat 0.1 µs) when
+    the calibration has that: 5 × 0.1 µs = 0.5 µs, not 5 × 4 µs = 20 µs, said as borrowed. Without
+    a loop curve it still reads copy's; a compute-bound loop kernel (matmul@loop) reads matmul's."""
+    from neural_cost import Kernel
+    from neural_cost.analysis.kernel_classes import borrowed_class, read_class
+
+    kernels = (Kernel("copy.3", (), traffic_bytes=4_000, footprint_bytes=4_000, executions=5, kind="copy"),)
+    estimate = estimate_trace(Trace(OPS, Coverage.full(OPS), kernels=kernels, kernel_source="hand", framework="jax"))
+    copy = ClassModel("copy", Curve((-5.0,), (math.log10(4e-6),)), None, points=3)
+    loop = ClassModel("elementwise@loop", Curve((-5.0,), (-7.0,)), None, points=3)
+    matmul = ClassModel("matmul", Curve((-5.0,), (-6.0,)), None, points=3)
+    both = _calibration({"copy": copy, "elementwise@loop": loop, "matmul": matmul})
+    expected = expected_time(estimate, both, machine={})
+    row = next(r for r in expected.rows if r.name == "copy.3")
+    assert row.kernel_class == "copy@loop"
+    assert row.seconds == pytest.approx(5 * 1e-7)
+    assert "copy@loop (1) off elementwise@loop" in " ".join(expected.notes)
+    standalone = expected_time(estimate, _calibration({"copy": copy}), machine={})
+    assert next(r for r in standalone.rows if r.name == "copy.3").seconds == pytest.approx(5 * 4e-6)
+    assert read_class(both, "gather@loop") == read_class(both, "reduce@loop") == "elementwise@loop"
+    assert borrowed_class(both, "norm@loop") == "elementwise@loop"
+    assert read_class(both, "matmul@loop") == "matmul"  # compute-bound: its class's curve
+    assert read_class(both, "copy") == "copy"  # a standalone kernel reads its own

@@ -1,6 +1,6 @@
 """Notes said of single profiled runs, merged across the runs that said the same."""
 
-from neural_cost.core.profile import runs_merged
+from neural_cost.core.profile import count_mismatch_note, runs_merged
 
 
 def test_the_same_note_of_several_runs_is_said_once():
@@ -27,3 +27,22 @@ def test_the_same_note_of_several_runs_is_said_once():
         "profiled run 2: y",
         "x",
     )
+
+
+def test_kernels_with_the_same_counts_are_one_group_the_largest_miss_first():
+    """An mctx search's profile: 61 loop-body kernels ran 65 times a run where 256 were counted
+    (a 32-step scan × a while loop counted 8 by default: it ran about 2 each), 16 ran 0 where 5
+    (a branch not taken), 2 ran 97 where 288. Executions missed per group: 61 × 191 = 11,651,
+    2 × 191 = 382, 16 × 5 = 80 — that order; three groups shown, two names each."""
+    differ = [(f"fusion.{i}", 65.0, 256) for i in range(61)]
+    differ += [(f"copy.{i}", 0.0, 5) for i in range(16)]
+    differ += [("wrapped_reduce.5", 97.0, 288), ("wrapped_reduce.6", 97.0, 288)]
+    assert count_mismatch_note(differ) == (
+        "79 kernel(s) ran a different number of times than the trace counts: 61 ran 65 times a run where 256 were "
+        "counted (fusion.0, fusion.1 and 59 more); 2 ran 97 times a run where 288 were counted (wrapped_reduce.5, "
+        "wrapped_reduce.6); 16 ran 0 times a run where 5 were counted (copy.0, copy.1 and 14 more) — a loop's trip "
+        "count or a conditional's branch differs from what the estimate assumed"
+    )
+    one_more = count_mismatch_note([*differ, ("dot.1", 2.5, 3)], groups=3)
+    assert one_more.count(" ran ") == 4 and "1 more group(s) of other counts" in one_more  # 0.5 × 1: the least
+    assert "dot.1" not in one_more

@@ -19,21 +19,23 @@ records are what it computes, not how long it takes. A kernel that runs none of 
 ``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by (``recordless_kind``),
 else ``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled loop's
 body) is its class ``@loop`` (``matmul@loop``): its executions follow one another inside one launch,
-without the entry cost a standalone program's kernel pays; without a calibration of its own it falls
-back to its class. A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class
-``@xla`` (``XLA``): it reads the XLA classes first, then the graph op's (``read_class``). A training
-step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward (both
-gradients in one call), a batch norm that computes its batch's statistics, a norm's backward — at
-the same roofline time each runs slower than its forward class (a training-mode batch norm 6× an
-inference one in a ResNet step); a calibration without them reads them off the forward class's
-curve, noted. A convolution's backward is ``conv_backward:narrow`` or ``conv_backward:wide`` by the
-forward convolution's view (a 32-channel layer's ran at 0.67 of its roofline where the grid's wide
-ones ran at 0.9–1.1), and a strided layer's, forward or backward, ``:strided`` or ``:subsampled``
-(``STRIDED``), a depthwise one's ``depthwise_conv_backward:stride1`` or ``:strided``
-(``DEPTHWISE``). A kernel that only draws random numbers (a dropout's ``bernoulli_``) is ``random``
-— drawn inside a fusion with other work, it is that work's class: PyTorch's CPU generator runs one
-element at a time on one core, 2–6 ns an element where an add takes a fraction of one; without a
-curve of its own it reads the pointwise ops' (``FALLBACK_CLASSES``).
+without the entry cost a standalone program's kernel pays; without a calibration of its own a
+memory-bound one (``LOOP_POINTWISE``: a copy, gather, reduction...) reads the loop's pointwise curve
+(``elementwise@loop``) and any other falls back to its class. A TensorFlow kernel XLA compiled (a
+``jit_compile`` function's) is its class ``@xla`` (``XLA``): it reads the XLA classes first, then the
+graph op's (``read_class``). A training step's own kernels are classes of their own
+(``TRAINING_CLASSES``): a convolution's backward (both gradients in one call), a batch norm that
+computes its batch's statistics, a norm's backward — at the same roofline time each runs slower
+than its forward class (a training-mode batch norm 6× an inference one in a ResNet step); a
+calibration without them reads them off the forward class's curve, noted. A convolution's backward
+is ``conv_backward:narrow`` or ``conv_backward:wide`` by the forward convolution's view (a
+32-channel layer's ran at 0.67 of its roofline where the grid's wide ones ran at 0.9–1.1), and a
+strided layer's, forward or backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise
+one's ``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A kernel that only draws
+random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work,
+it is that work's class: PyTorch's CPU generator runs one element at a time on one core, 2–6 ns an
+element where an add takes a fraction of one; without a curve of its own it reads the pointwise ops'
+(``FALLBACK_CLASSES``).
 """
 
 from __future__ import annotations
@@ -226,11 +228,23 @@ def read_class(calibration: KernelCalibration, name: str) -> str | None:
     return _read(calibration, name.replace(XLA, "", 1)) if found is None and XLA in name else found
 
 
+#: Memory-bound kernel classes that, in a loop body and without a loop curve of their own, read the
+#: loop's pointwise curve (``LOOP_POINTWISE_CURVE``) rather than their standalone class's: each point
+#: of a standalone curve is a program that pays a launch, a floor a loop body's kernel does not pay
+#: (JAX's quickest standalone gather took 3.9 µs on a 2-core VM; the gathers of an mctx search's loop
+#: body 0.2 µs an execution under the profiler, and the search was expected at 49× its run).
+LOOP_POINTWISE = frozenset({"copy", "gather", "reduce", "softmax", "norm", "pool", "random"})
+LOOP_POINTWISE_CURVE = "elementwise" + LOOP
+
+
 def _read(calibration: KernelCalibration, name: str) -> str | None:
     if name in calibration.classes:
         return name
     if name.endswith(LOOP):
-        return _read(calibration, name[: -len(LOOP)])
+        base = name[: -len(LOOP)]
+        if base.partition(":")[0] in LOOP_POINTWISE and LOOP_POINTWISE_CURVE in calibration.classes:
+            return LOOP_POINTWISE_CURVE
+        return _read(calibration, base)
     if family(name):
         return _read(calibration, family(name) or "")
     base, at, suffix = name.partition("@")  # norm_training@xla → norm@xla

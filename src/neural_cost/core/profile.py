@@ -29,7 +29,7 @@ from typing import Any
 
 from .errors import RecordError
 
-__all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "runs_merged", "union_seconds"]
+__all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "count_mismatch_note", "runs_merged", "union_seconds"]
 
 
 def _seconds(value: Any, where: str) -> float:
@@ -222,3 +222,26 @@ def runs_merged(notes: Iterable[str]) -> tuple[str, ...]:
             which = f"{at[0]}–{at[-1]}" if consecutive else ", ".join(map(str, at))
             merged.append(f"profiled runs {which}: {said}")
     return tuple(merged)
+
+
+def count_mismatch_note(differ: Iterable[tuple[str, float, int]], *, groups: int = 3, names: int = 2) -> str:
+    """The note on kernels whose profiled executions differ from the trace's: ``differ`` is
+    (kernel, executions per run seen, executions counted). Kernels with the same pair are one
+    group — a loop body's kernels move together, so "61 ran 65 times a run where 256 were
+    counted" shows a loop's real trip count where a list of names did not — the groups that
+    missed or added the most executions first, ``groups`` of them, each naming ``names`` kernels."""
+    together: dict[tuple[float, int], list[str]] = {}
+    for name, seen, counted in differ:
+        together.setdefault((seen, counted), []).append(name)
+    order = sorted(together.items(), key=lambda item: -abs(item[0][0] - item[0][1]) * len(item[1]))
+    said = []
+    for (seen, counted), kernels in order[:groups]:
+        listed = ", ".join(kernels[:names]) + (f" and {len(kernels) - names} more" if len(kernels) > names else "")
+        said.append(f"{len(kernels)} ran {seen:g} times a run where {counted} were counted ({listed})")
+    if len(order) > groups:
+        said.append(f"{len(order) - groups} more group(s) of other counts")
+    total = sum(len(kernels) for kernels in together.values())
+    return (
+        f"{total} kernel(s) ran a different number of times than the trace counts: {'; '.join(said)} — a loop's "
+        f"trip count or a conditional's branch differs from what the estimate assumed"
+    )

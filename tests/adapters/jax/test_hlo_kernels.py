@@ -390,3 +390,46 @@ def test_unreadable_programs_raise_adapter_errors():
         compiled_kernels(type("Empty", (), {"as_text": lambda self: None})())
     with pytest.raises(AdapterError, match="cannot read HLO instruction"):
         compiled_kernels("HloModule m\n\nENTRY %main () -> f32[] {\n  this is not HLO\n}\n")
+
+
+def _noisy_search(key, v, n):
+    """A PRNG draw (XLA:CPU runs threefry's rounds as a 5-trip while loop, no loop of the trace)
+    before a loop whose bound is traced: the trace's only loop, ``while_0``."""
+    noisy = v + jax.random.uniform(key, v.shape)
+    return lax.fori_loop(0, n, lambda i, a: chain(a), noisy)
+
+
+def test_a_loop_xla_made_takes_no_trace_loop_from_the_loop_at_its_line():
+    """The compiled module has two while loops: threefry's (known trip count 5, at the draw's
+    line) and the fori_loop (no known count). Matched in program order, the threefry loop took
+    ``while_0`` and the fori_loop matched nothing: 8 by default, not the 5 given for ``while_0``."""
+    from neural_cost.adapters._jax.hlo_text import parse_hlo
+
+    args = (jax.random.PRNGKey(0), X, jax.ShapeDtypeStruct((), jnp.int32))
+    compiled, trace, result = kernels_of(_noisy_search, args, adapter=JaxAdapter(trip_counts={"while_0": 5}))
+    module = parse_hlo(compiled.as_text())
+    loops = [i for body in module.computations.values() for i in body if i.opcode == "while"]
+    assert sorted(str(i.known_trip_count) for i in loops) == ["5", "None"]  # threefry's and ours
+    assert [loop.label for loop in trace.loop_assumptions] == ["while_0"]
+    assert {k.executions for k in _big(result)} == {1, 5}  # both loops' bodies 5 times, none the default 8
+    assert sorted(loop[1:] for loop in result.loops) == [(5, "explicit", "while_0"), (5, "known_trip_count", None)]
+    assert not [note for note in result.notes if "matches no loop" in note or "XLA knows" in note]
+
+
+def test_take_loop_matches_by_source_line_else_in_program_order():
+    from collections import deque
+
+    from neural_cost.adapters._jax.loops import take_loop
+    from neural_cost.core.records import LoopAssumption
+
+    scan = LoopAssumption("scan_0", 32, "static", location="/x/mctx/search.py:111:12 (search)")
+    simulate = LoopAssumption("while_0", 8, "default", location="/x/mctx/search.py:183:14 (simulate)")
+    backward = LoopAssumption("while_1", 8, "default", location="/x/mctx/search.py:290:15 (backward)")
+    queue = deque([scan, simulate, backward])
+    assert take_loop(queue, "policies.py:184") is None and len(queue) == 3  # a loop XLA made
+    assert take_loop(queue, "search.py:183") is simulate
+    assert take_loop(queue, "search.py:111") is scan
+    assert take_loop(queue, None) is backward and not queue  # no line: the next in program order
+    unlocated = LoopAssumption("while_2", 8, "default")
+    assert take_loop(deque([unlocated, scan]), "search.py:111") is unlocated  # lines missing: in order
+    assert take_loop(None, "search.py:1") is None

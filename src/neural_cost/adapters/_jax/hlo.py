@@ -22,8 +22,8 @@ buffer is a fusion operand) moves only its update: the buffer aliases the result
 Executions multiply down the loop nest: a while body runs ``trips`` times, its condition
 ``trips + 1``. ``trips`` is XLA's ``known_trip_count`` when the loop carries one; otherwise
 (a bound that is a traced value) ``trip_count(loop)`` when given, else the trip count the
-walker used for the jaxpr loop at the same scope, in program order (``loops``: the trace's
-loop assumptions), else ``default_trip_count`` with a note. A conditional runs its heaviest
+walker used for the jaxpr loop at the same scope and source line (``loops.take_loop``; in program
+order where lines are missing), else ``default_trip_count`` with a note. A conditional runs its heaviest
 branch (by traffic), as the walker costs its costliest one; the others are listed with 0
 executions. The records each kernel executes come from ``hlo_map.assign``; in a partitioned
 module each mark carries one device's shapes of its instruction and operands, and the mesh the
@@ -53,6 +53,7 @@ from .hlo_map import (
 )
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays, parse_hlo
 from .hlo_work import kernel_work
+from .loops import take_loop
 from .ops_collectives import COLLECTIVES
 from .sharded import mesh_of
 
@@ -385,7 +386,7 @@ class _Walk:
         loop = WhileLoop(instruction.name, instruction.op_name, scope, self.while_index, instruction.known_trip_count)
         self.while_index += 1
         queue = self.candidates.get(scope)
-        matched = queue.popleft() if queue else None
+        matched = take_loop(queue, self.module.source(instruction))
         label = matched.label if matched is not None else None
         asked = self.trip_count(loop) if self.trip_count is not None else None
         if loop.known_trip_count is not None:

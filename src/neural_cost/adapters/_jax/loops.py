@@ -12,10 +12,13 @@ where ⌊0.3/0.1⌋ + 1 says 3), so it is run out in that precision, up to ``FLO
 from __future__ import annotations
 
 import operator
+import os
+from collections import deque
 from typing import Any
 
 import numpy as np
 
+from ...core.records import LoopAssumption
 from .._walk import closed_form_trips
 from .table import literal_value
 
@@ -121,3 +124,35 @@ def _step(
     if b is carried_in and update.primitive.name == "add":
         return _constant(a, body, outer, cond_nconsts, nconsts)
     return None
+
+
+def _line(location: str | None) -> str | None:
+    """``file.py:LINE`` of a location: a trace loop's ``/path/search.py:183:14 (simulate)`` or an
+    HLO instruction's ``search.py:183``."""
+    if not location:
+        return None
+    parts = os.path.basename(location.split(" (", 1)[0]).split(":")
+    return f"{parts[0]}:{parts[1]}" if len(parts) > 1 and parts[1].isdigit() else None
+
+
+def take_loop(queue: deque[LoopAssumption] | None, source: str | None) -> LoopAssumption | None:
+    """The trace loop (of ``queue``: the trace's loops at one scope, in program order) that a
+    compiled while loop at ``source`` (its ``file.py:line``) runs, taken out of the queue.
+
+    A trace loop from the same line is it. A compiled loop whose line no trace loop has, where
+    every trace loop has one, is a loop XLA made: a PRNG's threefry rounds (``jax.random``'s
+    draws run as 5-trip while loops on CPU) are no loop of the trace, and taking the next trace
+    loop in order for them shifted every later match (an mctx search's 32-step scan was read as
+    its data-dependent ``while_0``, and a trip count given for ``while_0`` went to another loop).
+    Without lines to compare, the next trace loop in program order."""
+    if not queue:
+        return None
+    line = _line(source)
+    lines = [_line(loop.location) for loop in queue]
+    if line is not None and None not in lines:
+        if line not in lines:
+            return None
+        found = queue[lines.index(line)]
+        queue.remove(found)
+        return found
+    return queue.popleft()

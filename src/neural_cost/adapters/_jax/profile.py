@@ -53,7 +53,7 @@ import jax
 
 from ...core.errors import AdapterError
 from ...core.kernels import Kernel
-from ...core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
+from ...core.profile import MeasuredKernel, Profile, ProfileEvent, count_mismatch_note, union_seconds
 from ...core.records import Trace
 from ...measure.timing import display_name, keep_warm
 from .compiled import Executables
@@ -296,7 +296,8 @@ def _notes(
     """What the events say that the trace's kernels did not: counted-loop conditions that never
     ran, and kernels whose measured executions differ from the trace's."""
     counted = module.counted
-    silent, differ = [], []
+    silent: list[str] = []
+    differ: list[tuple[str, float, int]] = []
     for i, kernel in enumerate(kernels):
         seen = len(matched.get(i, ()))
         if seen == kernel.executions * runs:
@@ -304,7 +305,7 @@ def _notes(
         if seen == 0 and kernel.name in counted:
             silent.append(kernel.name)
         else:
-            differ.append(f"{kernel.name} {seen / runs:g} per run, counted {kernel.executions}")
+            differ.append((kernel.name, seen / runs, kernel.executions))
     notes = []
     if silent:
         notes.append(
@@ -312,10 +313,7 @@ def _notes(
             f"({_shown(silent)}): XLA runs such a loop as a counted loop, without its condition"
         )
     if differ:
-        notes.append(
-            f"{len(differ)} kernel(s) ran a different number of times than the trace counts ({_shown(differ)}): "
-            f"a loop's trip count or a conditional's branch differs from what the estimate assumed"
-        )
+        notes.append(count_mismatch_note(differ))
     if kept > MAX_EVENTS:
         notes.append(f"{kept:,} kernel events: the first {MAX_EVENTS:,} are kept for the trace viewer")
     return tuple(notes)

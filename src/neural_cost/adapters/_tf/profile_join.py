@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ...core.kernels import Kernel
-from ...core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
+from ...core.profile import MeasuredKernel, Profile, ProfileEvent, count_mismatch_note, union_seconds
 from .table import TABLE, Free
 from .walker import CALLS, IFS, WHILES
 from .xplane import Event
@@ -110,7 +110,7 @@ def count_notes(
     seen = {i: (counts or {}).get(i, len(intervals)) for i, intervals in matched.items() if intervals}
     silent = [k.name for i, k in enumerate(kernels) if i not in seen]
     differ = [
-        f"{k.name} {seen[i] / runs:g} per run, counted {k.executions}"
+        (k.name, seen[i] / runs, k.executions)
         for i, k in enumerate(kernels)
         if i in seen and seen[i] != k.executions * runs
     ]
@@ -120,10 +120,7 @@ def count_notes(
             f"(Grappler removed or folded them, XLA runs a counted loop without its condition, or another branch ran)"
         )
     if differ:
-        notes.append(
-            f"{len(differ)} kernel(s) ran a different number of times than the trace counts ({shown(differ)}): a "
-            f"loop's trip count or a conditional's branch differs from what the estimate assumed"
-        )
+        notes.append(count_mismatch_note(differ))
 
 
 def join_xla(events: list[Event], wall: float, runs: int, kernels: tuple[Kernel, ...], function: str) -> Profile:
