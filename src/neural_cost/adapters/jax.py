@@ -10,6 +10,7 @@ each one record of the op's kind (``_jax/composites.py``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -272,7 +273,9 @@ class JaxAdapter(FrameworkAdapter):
 
     # -- hardware ---------------------------------------------------------------------------
     def workload_options(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """A Flax ``model.apply``'s first argument is the variables: parameters. An unbound
+        """A Flax ``model.apply``'s first argument is the variables: parameters; so are the Flax NNX
+        objects passed positionally (a module, its optimizer: their state, not a batch — an NNX step
+        ``step(model, optimizer, x, y)`` had its batch read off a 1,024-wide norm's bias). An unbound
         Flax module cannot run as ``model(*args)``: an error that says to pass ``apply``."""
         if _is_unbound_linen(model):
             raise AdapterError(
@@ -282,7 +285,10 @@ class JaxAdapter(FrameworkAdapter):
         owner = getattr(model, "__self__", None)
         if owner is not None and getattr(model, "__name__", "") == "apply" and _is_unbound_linen(owner):
             return {"param_argnums": 0}
-        return {}
+        nnx = sys.modules.get("flax.nnx")  # loaded by whoever made an NNX object: no flax import here
+        state = getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
+        found = tuple(i for i, arg in enumerate(args) if state is not None and isinstance(arg, state))
+        return {"param_argnums": found} if found else {}
 
     def hardware(self, device: Any = None) -> HardwareSpec:
         """The spec of ``device``, else of the device JAX selected (``JAX_PLATFORMS`` respected)."""

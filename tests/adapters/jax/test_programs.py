@@ -172,3 +172,41 @@ def test_cross_check_shows_xla_beside_ours():
 def test_hardware_is_the_device_jax_selected():
     spec = JaxAdapter().hardware()
     assert spec.kind == "cpu"
+
+
+def test_flax_nnx_objects_passed_to_a_step_are_parameters_not_the_batch():
+    """An NNX training step ``step(model, optimizer, x, y)``: the module and its optimizer are
+    state. Unmarked, the batch was read off the first input whose leading dim matched the first
+    output's — the norm's 1,024-wide bias the step hands back — and the report said batch 1024
+    and 16× the samples/s. Marked (``workload_options``), the batch is x's 64."""
+    import optax
+    from flax import nnx
+
+    from neural_cost.analysis.utilization import batch_input
+    from neural_cost.analysis.workload import trace_workload
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.norm = nnx.LayerNorm(1024, rngs=rngs)
+            self.dense = nnx.Linear(1024, 10, rngs=rngs)
+
+        def __call__(self, x):
+            return self.dense(self.norm(x))
+
+    model = Net(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+    x, y = jnp.ones((64, 1024)), jnp.zeros((64,), jnp.int32)
+
+    @nnx.jit
+    def step(model, optimizer, x, y):
+        def loss_fn(m):
+            return optax.softmax_cross_entropy_with_integer_labels(m(x), y).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    assert ADAPTER.workload_options(step, (model, optimizer, x, y), {}) == {"param_argnums": (0, 1)}
+    estimate = estimate_trace(trace_workload(ADAPTER, step, (model, optimizer, x, y)))
+    assert batch_input(estimate) == ("arg2", (64, 1024))
+    assert ADAPTER.workload_options(step, (x, y), {}) == {}  # plain arrays: nothing marked
