@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-from neural_cost import AdapterError, profile_model  # noqa: E402
+from neural_cost import AdapterError, estimate_trace, profile_model  # noqa: E402
 from neural_cost.adapters import TorchAdapter  # noqa: E402
 from neural_cost.analysis.memory import liveness_peak  # noqa: E402
 from neural_cost.costs import causal_pairs  # noqa: E402
@@ -280,3 +280,19 @@ def test_benchmark_passes_every_keyword_to_the_model():
     measured = ADAPTER.benchmark(model, torch.randn(4), warmup=0, repeats=2, kwargs={"device": "npu9"})
     assert seen == ["npu9"] * 3  # the untimed guarded probe run, then the 2 timed runs
     assert measured.device_kind == "cpu" and measured.device != "npu9"
+
+
+def test_masked_fill_and_the_embedding_gradient_zero_fill_name_catalog_entries():
+    """``masked_fill`` is a select (the catalog's ``where``: 1 FLOP an element) and the zeroed
+    table of an embedding's gradient a ``fill`` (0 FLOPs): both named entries the catalog did not
+    have ("masked_fill", "zeros"), so every GPT-2 ``generate`` and every LM training step said
+    "names no catalog entry ... the default" in its report. masked_fill of a (4, 8) tensor: 32 FLOPs."""
+    x, mask = torch.randn(4, 8), torch.rand(4, 8) > 0.5
+    estimate = estimate_trace(ADAPTER.trace(lambda x, m: x.masked_fill(m, 0.0), (x, mask)))
+    assert estimate.flops == 32 and not [n for n in estimate.notes if "names no catalog entry" in n]
+    table = nn.Embedding(16, 4)
+    ids = torch.tensor([[1, 2, 3]])
+    step = ADAPTER.trace(table, (ids,), training=True)
+    fills = [op for op in step.operations if op.name.endswith(".zero")]
+    assert fills and all(op.attrs["op"] == "fill" for op in fills)
+    assert not [n for n in estimate_trace(step).notes if "names no catalog entry" in n]

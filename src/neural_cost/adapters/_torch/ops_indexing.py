@@ -220,7 +220,7 @@ def _embedding_backward(call: AtenCall, ctx: TorchContext) -> Ops:
     grad, indices = a["grad_output"], a["indices"]
     out = _spec(ctx, call.out)
     updates = _spec(ctx, grad)
-    records = [_record(ctx, f"{call.name}.zero", "elementwise", [], out, attrs={"op": "zeros"})]
+    records = [_record(ctx, f"{call.name}.zero", "elementwise", [], out, attrs={"op": "fill"})]
     if a["scale_grad_by_freq"]:
         records.append(_record(ctx, f"{call.name}.scale", "elementwise", [updates], updates, attrs={"op": "div"}))
     records.append(_record(ctx, call.name, "scatter", [out, _spec(ctx, indices), updates], out, attrs={"mode": "add"}))
@@ -258,7 +258,7 @@ def _embedding_bag_backward(call: AtenCall, ctx: TorchContext) -> Ops:
     grad, indices = a["grad"], a["indices"]
     out = _spec(ctx, call.out)
     updates: Spec = ((int(indices.numel()), int(grad.shape[-1])), ctx.dtype(grad))
-    records = [_record(ctx, f"{call.name}.zero", "elementwise", [], out, attrs={"op": "zeros"})]
+    records = [_record(ctx, f"{call.name}.zero", "elementwise", [], out, attrs={"op": "fill"})]
     if int(a["mode"]) == 1 or _is_tensor(a["per_sample_weights"]):
         records.append(_record(ctx, f"{call.name}.scale", "elementwise", [updates], updates, attrs={"op": "mul"}))
     records.append(_record(ctx, call.name, "scatter", [out, _spec(ctx, indices), updates], out, attrs={"mode": "add"}))

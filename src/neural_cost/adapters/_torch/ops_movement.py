@@ -138,7 +138,7 @@ def _masked_fill(call: AtenCall, ctx: TorchContext) -> Ops:
     """(self, mask, value): ``elementwise`` select, 1 per element, reading self, the
     boolean mask and a tensor value."""
     inputs = [t for t in call.args[:3] if _is_tensor(t)]
-    return [ctx.op(call, "elementwise", inputs, call.out, attrs={"op": "masked_fill"})]
+    return [ctx.op(call, "elementwise", inputs, call.out, attrs={"op": "where"})]
 
 
 # --- sorting, selection, scans ----------------------------------------------------------
