@@ -1,6 +1,7 @@
 """`neural-cost compare`: one child process per JAX platform, one table; and the build helpers it rests on."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -278,6 +279,43 @@ def test_infer_framework_from_the_model_type_first():
     assert infer_framework(fake("flax.linen.module", "Dense"), ()) == "jax"
     # a model's type decides even when its arguments are another framework's
     assert infer_framework(fake("torch.nn"), (fake("jaxlib._jax", "ArrayImpl"),)) == "torch"
+
+
+def test_a_keras_model_is_the_program_of_its_backend(monkeypatch):
+    """Keras 3 runs a model on its backend: under ``KERAS_BACKEND=jax`` a Sequential is a JAX
+    program (it was told to be TensorFlow's, and failed there: "Cannot convert a symbolic
+    tf.Tensor to a numpy array"); a backend that names no framework of ours stays TensorFlow."""
+    import types
+
+    said = {"backend": "jax"}
+    keras = types.SimpleNamespace(backend=types.SimpleNamespace(backend=lambda: said["backend"]))
+    monkeypatch.setitem(sys.modules, "keras", keras)
+    model = fake("keras.src.models.sequential", "Sequential")
+    assert infer_framework(model, (np.ones(2),)) == "jax"
+    said["backend"] = "torch"
+    assert infer_framework(model, ()) == "torch"
+    said["backend"] = "numpy"
+    assert infer_framework(model, ()) == "tensorflow"
+
+
+def test_keras_on_jax_from_the_command_line(tmp_path, capsys):
+    """The user's file sets ``KERAS_BACKEND=jax`` before importing Keras (as Keras' guide does);
+    run in a fresh process so that this one's Keras (TensorFlow's) is not the one loaded."""
+    script = tmp_path / "keras_jax.py"
+    script.write_text(
+        "import os\nos.environ['KERAS_BACKEND'] = 'jax'\nimport keras\nimport numpy as np\n\n"
+        "def build():\n    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])\n"
+        "    return model, (np.ones((2, 8), 'float32'),)\n"
+    )
+    command = ["analyze", f"{script}:build", *FAST, "--json", str(tmp_path / "r.json")]
+    found = subprocess.run(
+        [sys.executable, "-m", "neural_cost.cli.main", *command],
+        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=600,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr[-2000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["estimate"]["framework"] == "jax"
+    assert report["estimate"]["flops"] == 2 * 2 * 8 * 4 + 2 * 4  # (2, 8) @ (8, 4): 2·M·K·N, the bias: M·N
 
 
 def test_infer_framework_from_array_leaves():

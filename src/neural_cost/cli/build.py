@@ -251,10 +251,22 @@ def training_options(workload: Workload, adapter: Any, framework: str) -> dict[s
 
 def _framework_of(value: Any) -> str | None:
     for cls in type(value).__mro__:
-        framework = _PACKAGE_FRAMEWORK.get(str(cls.__module__).partition(".")[0])
+        package = str(cls.__module__).partition(".")[0]
+        framework = _PACKAGE_FRAMEWORK.get(package)
         if framework is not None:
-            return framework
+            return _keras_backend() if package == "keras" else framework
     return None
+
+
+def _keras_backend() -> str:
+    """The framework a Keras 3 model runs on: its backend (``KERAS_BACKEND=jax`` makes a JAX
+    program, which was told to be TensorFlow's and failed there), TensorFlow where it says none."""
+    keras = sys.modules.get("keras")
+    try:
+        backend = str(keras.backend.backend()) if keras is not None else "tensorflow"
+    except Exception:  # an old Keras without backend(), or one half imported
+        backend = "tensorflow"
+    return backend if backend in ("jax", "torch") else "tensorflow"
 
 
 def _leaves(value: Any) -> Iterator[Any]:
