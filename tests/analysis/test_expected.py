@@ -842,8 +842,9 @@ def test_a_memory_bound_loop_kernel_without_a_loop_curve_reads_the_loop_pointwis
     """copy.3 runs 5 times per run (a loop body's copy): ``copy@loop``. A standalone copy's curve is
     of programs that each pay a launch (here flat at 4 µs: a JAX standalone gather's quickest was
     3.9 µs), which a loop body's kernel does not; it reads ``elementwise@loop`` (flat 0.1 µs) when
-    the calibration has that: 5 × 0.1 µs = 0.5 µs, not 5 × 4 µs = 20 µs, said as borrowed. Without
-    a loop curve it still reads copy's; a compute-bound loop kernel (matmul@loop) reads matmul's."""
+    the calibration has that: 5 × 0.1 µs = 0.5 µs, not 5 × 4 µs = 20 µs, said as borrowed; without
+    it, the standalone ``elementwise`` (flat 1.5 µs: 7.5 µs); with neither, copy's own. A
+    compute-bound loop kernel (matmul@loop) reads matmul's."""
     from neural_cost import Kernel
     from neural_cost.analysis.kernel_classes import borrowed_class, read_class
 
@@ -864,3 +865,10 @@ def test_a_memory_bound_loop_kernel_without_a_loop_curve_reads_the_loop_pointwis
     assert borrowed_class(both, "norm@loop") == "elementwise@loop"
     assert read_class(both, "matmul@loop") == "matmul"  # compute-bound: its class's curve
     assert read_class(both, "copy") == "copy"  # a standalone kernel reads its own
+    # no loop curve (TensorFlow's grids have no loops): the standalone pointwise curve, flat 1.5 µs
+    pointwise = ClassModel("elementwise", Curve((-5.0,), (math.log10(1.5e-6),)), None, points=3)
+    graph = _calibration({"copy": copy, "elementwise": pointwise})
+    row = next(r for r in expected_time(estimate, graph, machine={}).rows if r.name == "copy.3")
+    assert row.seconds == pytest.approx(5 * 1.5e-6)
+    xla = _calibration({"copy@xla": copy, "elementwise@xla": pointwise, "elementwise": loop})
+    assert read_class(xla, "copy@xla@loop") == "elementwise@xla"  # an XLA kernel: its XLA kind's

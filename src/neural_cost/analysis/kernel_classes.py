@@ -21,14 +21,14 @@ else ``other``: scored at its bound, noted. A kernel that runs more than once pe
 body) is its class ``@loop`` (``matmul@loop``): its executions follow one another inside one launch,
 without the entry cost a standalone program's kernel pays; without a calibration of its own a
 memory-bound one (``LOOP_POINTWISE``: a copy, gather, reduction...) reads the loop's pointwise curve
-(``elementwise@loop``) and any other falls back to its class. A TensorFlow kernel XLA compiled (a
-``jit_compile`` function's) is its class ``@xla`` (``XLA``): it reads the XLA classes first, then the
-graph op's (``read_class``). A training step's own kernels are classes of their own
-(``TRAINING_CLASSES``): a convolution's backward (both gradients in one call), a batch norm that
-computes its batch's statistics, a norm's backward — at the same roofline time each runs slower
-than its forward class (a training-mode batch norm 6× an inference one in a ResNet step); a
-calibration without them reads them off the forward class's curve, noted. A convolution's backward
-is ``conv_backward:narrow`` or ``conv_backward:wide`` by the forward convolution's view (a
+(``elementwise@loop``), else the standalone pointwise curve, and any other falls back to its class.
+A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``): it
+reads the XLA classes first, then the graph op's (``read_class``). A training step's own kernels are
+classes of their own (``TRAINING_CLASSES``): a convolution's backward (both gradients in one call),
+a batch norm that computes its batch's statistics, a norm's backward — at the same roofline time
+each runs slower than its forward class (a training-mode batch norm 6× an inference one in a ResNet
+step); a calibration without them reads them off the forward class's curve, noted. A convolution's
+backward is ``conv_backward:narrow`` or ``conv_backward:wide`` by the forward convolution's view (a
 32-channel layer's ran at 0.67 of its roofline where the grid's wide ones ran at 0.9–1.1), and a
 strided layer's, forward or backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise
 one's ``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A kernel that only draws
@@ -229,10 +229,13 @@ def read_class(calibration: KernelCalibration, name: str) -> str | None:
 
 
 #: Memory-bound kernel classes that, in a loop body and without a loop curve of their own, read the
-#: loop's pointwise curve (``LOOP_POINTWISE_CURVE``) rather than their standalone class's: each point
-#: of a standalone curve is a program that pays a launch, a floor a loop body's kernel does not pay
-#: (JAX's quickest standalone gather took 3.9 µs on a 2-core VM; the gathers of an mctx search's loop
-#: body 0.2 µs an execution under the profiler, and the search was expected at 49× its run).
+#: loop's pointwise curve (``LOOP_POINTWISE_CURVE``), else the standalone pointwise curve (of their
+#: ``@xla`` kind for an XLA kernel), rather than their standalone class's: each point of a standalone
+#: curve is a program that pays a launch, a floor a loop body's kernel does not pay (JAX's quickest
+#: standalone gather took 3.9 µs on a 2-core VM; the gathers of an mctx search's loop body 0.2 µs an
+#: execution under the profiler, and the search was expected at 49× its run), and a class's own curve
+#: can be of another op (TensorFlow's ``copy`` is fitted on transposes, 8 µs at its quickest, where a
+#: Keras LSTM's while bodies slice and read tensor lists in about 3 µs profiled).
 LOOP_POINTWISE = frozenset({"copy", "gather", "reduce", "softmax", "norm", "pool", "random"})
 LOOP_POINTWISE_CURVE = "elementwise" + LOOP
 
@@ -242,8 +245,11 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
         return name
     if name.endswith(LOOP):
         base = name[: -len(LOOP)]
-        if base.partition(":")[0] in LOOP_POINTWISE and LOOP_POINTWISE_CURVE in calibration.classes:
-            return LOOP_POINTWISE_CURVE
+        kind, at, suffix = base.partition("@")  # copy@xla: an XLA kernel reads elementwise@xla
+        if kind.partition(":")[0] in LOOP_POINTWISE:
+            for pointwise in (LOOP_POINTWISE_CURVE, "elementwise" + at + suffix):
+                if pointwise in calibration.classes:
+                    return pointwise
         return _read(calibration, base)
     if family(name):
         return _read(calibration, family(name) or "")
