@@ -433,3 +433,5 @@ def test_take_loop_matches_by_source_line_else_in_program_order():
     unlocated = LoopAssumption("while_2", 8, "default")
     assert take_loop(deque([unlocated, scan]), "search.py:111") is unlocated  # lines missing: in order
     assert take_loop(None, "search.py:1") is None
+    bracketed = LoopAssumption("while_0", 8, "default", location="/x/my (copy)/search.py:183:14 (simulate)")
+    assert take_loop(deque([scan, bracketed]), "search.py:183") is bracketed  # a folder's parenthesis

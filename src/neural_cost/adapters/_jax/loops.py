@@ -127,11 +127,12 @@ def _step(
 
 
 def _line(location: str | None) -> str | None:
-    """``file.py:LINE`` of a location: a trace loop's ``/path/search.py:183:14 (simulate)`` or an
-    HLO instruction's ``search.py:183``."""
+    """``file.py:LINE`` of a location: a trace loop's ``/path/search.py:183:14 (simulate)`` (JAX's
+    summary of its equation's source; the function's name is the last parenthesis, a folder may
+    hold one too) or an HLO instruction's ``search.py:183``."""
     if not location:
         return None
-    parts = os.path.basename(location.split(" (", 1)[0]).split(":")
+    parts = os.path.basename(location.rsplit(" (", 1)[0] if location.endswith(")") else location).split(":")
     return f"{parts[0]}:{parts[1]}" if len(parts) > 1 and parts[1].isdigit() else None
 
 
