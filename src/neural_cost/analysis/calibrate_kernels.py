@@ -18,10 +18,9 @@ reads that file, or calibrates when there is none (or it was made with another f
 from __future__ import annotations
 
 import datetime
-import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,15 +33,13 @@ from ..hardware.spec import HardwareSpec
 from .calibration_history import history_path, load_history, merged, save_history
 from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
-from .kernel_classes import Part, class_model, one_part, parts
-from .kernels import KernelTime, kernel_rows
+from .kernel_classes import class_model, one_part, parts
+from .kernels import kernel_rows
+from .profiled_points import _fused, _Pending, _per_run, _point, _Prepared, _profiled_points, profiler_cost
 from .workload import time_workload, trace_workload
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter, MicroProgram
-    from ..core.estimate import CostEstimate
-    from ..core.records import Trace
-from ..core.profile import Profile
 
 _WALL = "wall time of one-kernel programs (Python and dispatch included)"
 _PROFILED = "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler when its kernels fill at least half of the latter"  # noqa: E501
@@ -59,54 +56,24 @@ def _repeats(adapter: FrameworkAdapter, program: MicroProgram) -> int:
     return int(min(_MAX_REPEATS, max(_MIN_REPEATS, _PASS_SECONDS / max(probe.median_seconds, 1e-7))))
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """A wall-timed program of several kernels: its main kernel's time is the program's less what
-    the first fit expects of the others (``_resolve``)."""
-
-    program: str
-    #: The main kernel and the others as the expected time reads them (``kernel_classes.parts``).
-    main: Part
-    others: tuple[Part, ...]
-    seconds: float
-
-
-def _point(part: Part, seconds: float, program: str) -> Point:
-    """A point of ``part``'s class: its roofline times and ``seconds`` per read of its curve."""
-    n = part.repeats
-    return Point(part.kernel_class, part.compute_seconds / n, part.memory_seconds / n, seconds / n, program)
-
-
-@dataclass
-class _Prepared:
-    """One micro-program traced and scored, and its best time so far: per kernel index for a
-    profiled program, under the key None for a wall-timed one."""
-
-    program: MicroProgram
-    estimate: CostEstimate
-    scored: tuple[KernelTime, ...]
-    repeats: int
-    trace: Trace
-    hardware: HardwareSpec
-    best: dict[int | None, float] = field(default_factory=dict)
-    fused: bool = False
-    #: Per profiled pass: the run's wall time unwatched ÷ its wall time under the profiler (≤ 1).
-    unwatched: list[float] = field(default_factory=list)
-
-    def unwatched_ratio(self) -> float:
-        """The median of the passes' ratios (1 without any): applied to the smallest raw kernel
-        time, so that a stall in one pass neither slows a kernel nor, through its ratio, speeds it."""
-        return statistics.median(self.unwatched) if self.unwatched else 1.0
-
-    def keep(self, key: int | None, seconds: float) -> None:
-        self.best[key] = min(seconds, self.best.get(key, seconds))
-
-
 def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram) -> _Prepared:
     repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
     trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
     estimate = estimate_trace(trace)
     return _Prepared(program, estimate, kernel_rows(estimate, hardware)[0], repeats, trace, hardware)
+
+
+#: Kernel events a profile of one program gathers at most (fewer runs of a loop of thousands a run:
+#: reading a profile costs about 0.1 ms an event).
+_PROFILED_EVENTS = 10_000
+
+
+def _profiled_runs(prepared: _Prepared) -> int:
+    """Profiled runs of a program: 3 to 20 as its timed runs, fewer (1 at least) where they would
+    gather more than ``_PROFILED_EVENTS`` events."""
+    runs = max(3, min(prepared.repeats, 20))
+    events = sum(row.executions for row in prepared.scored if row.index is not None)
+    return runs if events * runs <= _PROFILED_EVENTS else max(1, _PROFILED_EVENTS // events)
 
 
 def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
@@ -122,7 +89,7 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         program.args,
         program.kwargs,
         trace=prepared.trace,
-        runs=max(3, min(prepared.repeats, 20)),
+        runs=_profiled_runs(prepared),
         **program.trace_options,
     )
     prepared.fused = prepared.fused or _fused(profile, {measured.kernel for measured in profile.kernels})
@@ -130,6 +97,10 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
     # wall time under the profiler (``Profile.unwatched_ratio``), so the model predicts runs nobody
     # profiles.
     prepared.unwatched.append(profile.unwatched_ratio(wall.median_seconds))
+    if (short := program.shorter) is not None:
+        prepared.walls.append(wall.median_seconds)
+        timed = time_workload(adapter, short.fn, short.args, short.kwargs, warmup=1, repeats=prepared.repeats)
+        prepared.short_walls.append(timed.median_seconds)
     executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
     for measured in profile.kernels:
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
@@ -181,83 +152,14 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
     return points, notes
 
 
-#: A kernel measured under these fractions of its roofline compute and memory times did not run
-#: the work its records describe (its events span a launch only, or its records ran in another
-#: kernel). The compute peak is the chip's own; a measured bandwidth can be below what a kernel
-#: that only streams reads gets, so the memory side has more room.
-_BELOW_COMPUTE, _BELOW_MEMORY = 0.5, 0.25
-#: Kernels that run none of the program's records taking this share of its kernel time: its
-#: records were joined to kernels other than those that ran them.
-_UNJOINED_SHARE = 0.5
-
-
-def _per_run(profile: Profile, kernel: int, executions: int) -> float | None:
-    """A kernel's profiled seconds per run: its executions times the median of its events'
-    durations (a stall in one run moves it little), when the profile kept one event per
-    execution; else the union of its events over the runs (``Profile.seconds_per_run``)."""
-    durations = sorted(event.duration_seconds for event in profile.events if event.kernel == kernel)
-    if executions < 1 or len(durations) != executions * profile.runs:
-        return profile.seconds_per_run(kernel)
-    mid = len(durations) // 2
-    median = durations[mid] if len(durations) % 2 else (durations[mid - 1] + durations[mid]) / 2
-    return executions * median
-
-
-def _fused(profile: Profile, kernels: set[int]) -> bool:
-    """Whether the profiler timed some of ``kernels`` as one op: a fused op's event is split
-    evenly over the kernels it ran (``_tf/profile.py``), so two of them have events of equal
-    length back to back on one thread — which kernels timed apart never have."""
-
-    def key(thread: int, at: float, length: float) -> tuple[int, int, int]:
-        return thread, round(at * 1e12), round(length * 1e12)  # picoseconds
-
-    events = [event for event in profile.events if event.kernel in kernels]
-    ends = {key(e.thread, e.start_seconds + e.duration_seconds, e.duration_seconds): e.kernel for e in events}
-    return any(ends.get(key(e.thread, e.start_seconds, e.duration_seconds), e.kernel) != e.kernel for e in events)
-
-
-def _profiled_points(prepared: _Prepared) -> list[Point | _Pending]:
-    """Each kernel's profiled time per run, the smallest over the passes, as a point. A program
-    whose profile cannot be read per kernel is refused (NeuralCostError, noted by
-    ``measure_points``): when kernels that run none of its records took most of its kernel time,
-    a kernel measured well under its roofline bound, or a kernel runs several contractions. A
-    program some of whose kernels the profiler timed as one fused op is one pending entry,
-    resolved as a wall-timed program of several kernels is: the main kernel's time is theirs less
-    what the first fit expects of the others."""
-    estimate, program, scored, fused = prepared.estimate, prepared.program, prepared.scored, prepared.fused
-    unwatched = prepared.unwatched_ratio()
-    best = {key: seconds * unwatched for key, seconds in prepared.best.items() if key is not None}
-    rows = [row for row in scored if row.index is not None and row.index in best]
-    total = sum(best[row.index] for row in rows if row.index is not None)
-    unjoined = sum(best[row.index] for row in rows if row.index is not None and not row.operations)
-    if total > 0 and unjoined >= _UNJOINED_SHARE * total:
-        raise NeuralCostError(
-            f"kernels that run none of its records took {unjoined / total:.0%} of its kernel time: its records "
-            f"were joined to other kernels than those that ran them"
-        )
-    usable = [row for row in rows if row.operations and row.executions and not row.unmodeled]
-    for row in usable:
-        assert row.index is not None
-        if best[row.index] < max(_BELOW_COMPUTE * row.compute_seconds, _BELOW_MEMORY * row.memory_seconds):
-            raise NeuralCostError(
-                f"kernel {row.name} measured {best[row.index] / row.bound_seconds:.2f}× its roofline bound: its "
-                f"events do not span the work of its records"
-            )
-    times = {row.index: best[row.index] for row in usable if row.index is not None}
-    if len(usable) > 1 and fused:
-        main = one_part(estimate, usable[0], prepared.hardware)  # the costliest bound first
-        rest = tuple(part for row in usable[1:] for part in parts(estimate, row, prepared.hardware))
-        return [_Pending(program.name, main, rest, sum(times.values()))]
-    points: list[Point | _Pending] = []
-    for row in usable:  # a kernel of several contractions is no one class's point: ``one_part`` refuses it
-        assert row.index is not None
-        points.append(_point(one_part(estimate, row, prepared.hardware), times[row.index], program.name))
-    return points
-
-
-def _points(adapter: FrameworkAdapter, prepared: _Prepared, first_touch: float | None) -> list[Point | _Pending]:
-    """A measured program's points, as its framework's kernels are timed (wall or profiled)."""
-    return _wall_points(prepared, first_touch) if adapter.kernel_timing == "wall" else _profiled_points(prepared)
+def _points(
+    adapter: FrameworkAdapter, prepared: _Prepared, first_touch: float | None, cost: float | None = None
+) -> list[Point | _Pending]:
+    """A measured program's points, as its framework's kernels are timed (wall or profiled; ``cost``:
+    the profiler's per event, ``profiler_cost``)."""
+    if adapter.kernel_timing == "wall":
+        return _wall_points(prepared, first_touch)
+    return _profiled_points(prepared, cost)
 
 
 def measure_points(
@@ -296,11 +198,12 @@ def measure_points(
                 failed.add(item.program.name)
                 notes.append(f"{item.program.name}: {error}")
     points: list[Point | _Pending] = []
+    cost = profiler_cost([item for item in prepared if item.program.name not in failed])
     for item in prepared:
         if item.program.name in failed:
             continue
         try:
-            found = _points(adapter, item, first_touch)
+            found = _points(adapter, item, first_touch, cost)
         except NeuralCostError as error:
             notes.append(f"{item.program.name}: {error}")
             continue

@@ -177,10 +177,19 @@ def _rnn(xs: jax.Array, h: jax.Array, wx: jax.Array, wh: jax.Array) -> jax.Array
     return lax.scan(step, h, xs)[1]
 
 
+#: A loop program's twin runs this many times fewer trips (``MicroProgram.shorter``).
+_SHORTER = 8
+
+
+def _mlp_loop(steps: int) -> Callable[..., Any]:
+    """A residual ReLU layer applied ``steps`` times in a ``fori_loop`` (a fresh function object)."""
+    return _named(lambda h, w: lax.fori_loop(0, steps, lambda i, h: h + jax.nn.relu(h @ w) * 0.5, h), "loop")
+
+
 #: Loop bodies, ``(batch, steps, features, hidden)`` of a scanned tanh cell: a compiled loop's kernels
 #: run back to back in one launch (their own classes, ``@loop``). Hidden widths reach 1,024 (the
 #: grid stopped at 256: a 512-wide cell's dots were read off the curve's last segment).
-_SCANS = ((4, 16, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 16, 16, 32), (2, 32, 32, 64),
+_SCANS = ((4, 64, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 256, 16, 32), (2, 128, 32, 64),
           (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256),
           (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024))  # fmt: skip
 
@@ -192,18 +201,49 @@ def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
             fn = _named(lambda q, k, v, c=causal: jax.nn.dot_product_attention(q, k, v, is_causal=c), "attention")
             yield MicroProgram(f"attention {b}x{s}x{h}x{d}{' causal' if causal else ''}", fn, (q, k, v))
     for batch, steps, features, hidden in _SCANS[: 1 if quick else None]:
-        xs, wx, wh = rand(steps, batch, features), rand(features, hidden, k=1), rand(hidden, hidden, k=3)
-        fn = _named(_rnn, "scan")
-        yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", fn, (xs, rand(batch, hidden, k=2), wx, wh))
-    for batch, steps, width in ((4, 16, 64), (16, 32, 128), (64, 16, 256), (1, 64, 32))[: 0 if quick else None]:
-        fn = _named(lambda h, w, n=steps: lax.fori_loop(0, n, lambda i, h: h + jax.nn.relu(h @ w) * 0.5, h), "loop")
-        yield MicroProgram(f"fori_loop mlp {batch}x{width} x{steps}", fn, (rand(batch, width), rand(width, width, k=1)))
+        wx, wh, h0 = rand(features, hidden, k=1), rand(hidden, hidden, k=3), rand(batch, hidden, k=2)
+        few = steps // _SHORTER
+        short = MicroProgram("", _named(_rnn, "scan"), (rand(few, batch, features), h0, wx, wh), trips=few)
+        yield MicroProgram(f"scan {batch}x{steps}x{features}->{hidden}", _named(_rnn, "scan"),
+                           (rand(steps, batch, features), h0, wx, wh), trips=steps, shorter=short)  # fmt: skip
+    for batch, steps, width in ((4, 64, 64), (16, 32, 128), (64, 16, 256), (1, 256, 32))[: 0 if quick else None]:
+        args = (rand(batch, width), rand(width, width, k=1))
+        short = MicroProgram("", _mlp_loop(steps // _SHORTER), args, trips=steps // _SHORTER)
+        yield MicroProgram(
+            f"fori_loop mlp {batch}x{width} x{steps}", _mlp_loop(steps), args, trips=steps, shorter=short
+        )
+
+
+def _draws(keys: jax.Array, acc: jax.Array) -> jax.Array:
+    """Random numbers drawn in a scan, as an RL rollout or a tree search draws them each step:
+    XLA:CPU runs each draw's threefry rounds as a loop of its own, dozens of tiny kernels a step
+    that run none of the records (a loop body of the kind ``_loop_times`` reads off the wall)."""
+
+    def step(acc: jax.Array, key: jax.Array) -> tuple[jax.Array, None]:
+        k1, k2 = jax.random.split(key)
+        u = jax.random.uniform(k1, acc.shape)
+        return acc * 0.5 + jnp.where(u > 0.5, u, -u) + jax.random.normal(k2, acc.shape), None
+
+    return lax.scan(step, acc, keys)[0]
+
+
+def _rng_loops(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    keys = jax.random.split(jax.random.PRNGKey(0), _DRAW_STEPS)
+    for batch in _DRAW_BATCHES[: 0 if quick else None]:
+        acc, few = rand(batch), _DRAW_STEPS // _SHORTER
+        short = MicroProgram("", _named(_draws, "draws"), (keys[:few], acc), trips=few)
+        yield MicroProgram(f"draws {batch} x{_DRAW_STEPS}", _named(_draws, "draws"), (keys, acc),
+                           trips=_DRAW_STEPS, shorter=short)  # fmt: skip
+
+
+#: Draws a step (``_draws``) of these many numbers, over this many steps.
+_DRAW_BATCHES, _DRAW_STEPS = (1, 64, 1024), 64
 
 
 def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the JAX calibration (the module docstring)."""
     rand = _Inputs(jax.device_put)
     programs: list[MicroProgram] = []
-    for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan):
+    for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan, _rng_loops):
         programs += family(rand, quick)
     return programs

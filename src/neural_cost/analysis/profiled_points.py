@@ -1,0 +1,203 @@
+"""A kernel calibration's measured programs and the points of a profiled one (``calibrate_kernels``).
+
+A compiled framework's program is profiled: each kernel's time per run is read off its events
+(``_per_run``), scaled by the program's wall time unwatched ÷ its wall time under the profiler
+(``Profile.unwatched_ratio``), and refused where the events cannot be the kernels' work. A loop's
+kernels are read otherwise (``_loop_times``): under ``jax.profiler`` an event costs 0.2–0.4 µs,
+while a loop body's kernels take tens of ns — a gymnax CartPole step runs some 470 kernels in 11
+µs — so the loop takes its own time from two wall times (the program and its twin at fewer trips,
+``MicroProgram.shorter``), and its kernels share it as their events less the profiler's cost per
+event (``profiler_cost``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..core.errors import NeuralCostError
+from ..hardware.kernel_model import Point
+from .kernel_classes import Part, one_part, parts
+
+if TYPE_CHECKING:
+    from ..adapters.base import MicroProgram
+    from ..core.estimate import CostEstimate
+    from ..core.profile import Profile
+    from ..core.records import Trace
+    from ..hardware.spec import HardwareSpec
+    from .kernels import KernelTime
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A wall-timed program of several kernels: its main kernel's time is the program's less what
+    the first fit expects of the others (``_resolve``)."""
+
+    program: str
+    #: The main kernel and the others as the expected time reads them (``kernel_classes.parts``).
+    main: Part
+    others: tuple[Part, ...]
+    seconds: float
+
+
+def _point(part: Part, seconds: float, program: str) -> Point:
+    """A point of ``part``'s class: its roofline times and ``seconds`` per read of its curve."""
+    n = part.repeats
+    return Point(part.kernel_class, part.compute_seconds / n, part.memory_seconds / n, seconds / n, program)
+
+
+@dataclass
+class _Prepared:
+    """One micro-program traced and scored, and its best time so far: per kernel index for a
+    profiled program, under the key None for a wall-timed one."""
+
+    program: MicroProgram
+    estimate: CostEstimate
+    scored: tuple[KernelTime, ...]
+    repeats: int
+    trace: Trace
+    hardware: HardwareSpec
+    best: dict[int | None, float] = field(default_factory=dict)
+    fused: bool = False
+    #: Per profiled pass: the run's wall time unwatched ÷ its wall time under the profiler (≤ 1).
+    unwatched: list[float] = field(default_factory=list)
+    #: A loop program's unwatched wall times, its own and its shorter twin's (``MicroProgram.trips``).
+    walls: list[float] = field(default_factory=list)
+    short_walls: list[float] = field(default_factory=list)
+
+    def unwatched_ratio(self) -> float:
+        """The median of the passes' ratios (1 without any): applied to the smallest raw kernel
+        time, so that a stall in one pass neither slows a kernel nor, through its ratio, speeds it."""
+        return statistics.median(self.unwatched) if self.unwatched else 1.0
+
+    def keep(self, key: int | None, seconds: float) -> None:
+        self.best[key] = min(seconds, self.best.get(key, seconds))
+
+
+#: A kernel measured under these fractions of its roofline compute and memory times did not run
+#: the work its records describe (its events span a launch only, or its records ran in another
+#: kernel). The compute peak is the chip's own; a measured bandwidth can be below what a kernel
+#: that only streams reads gets, so the memory side has more room.
+_BELOW_COMPUTE, _BELOW_MEMORY = 0.5, 0.25
+#: Kernels that run none of the program's records taking this share of its kernel time: its
+#: records were joined to kernels other than those that ran them.
+_UNJOINED_SHARE = 0.5
+
+
+def _per_run(profile: Profile, kernel: int, executions: int) -> float | None:
+    """A kernel's profiled seconds per run: its executions times the median of its events'
+    durations (a stall in one run moves it little), when the profile kept one event per
+    execution; else the union of its events over the runs (``Profile.seconds_per_run``)."""
+    durations = sorted(event.duration_seconds for event in profile.events if event.kernel == kernel)
+    if executions < 1 or len(durations) != executions * profile.runs:
+        return profile.seconds_per_run(kernel)
+    mid = len(durations) // 2
+    median = durations[mid] if len(durations) % 2 else (durations[mid - 1] + durations[mid]) / 2
+    return executions * median
+
+
+def _fused(profile: Profile, kernels: set[int]) -> bool:
+    """Whether the profiler timed some of ``kernels`` as one op: a fused op's event is split
+    evenly over the kernels it ran (``_tf/profile.py``), so two of them have events of equal
+    length back to back on one thread — which kernels timed apart never have."""
+
+    def key(thread: int, at: float, length: float) -> tuple[int, int, int]:
+        return thread, round(at * 1e12), round(length * 1e12)  # picoseconds
+
+    events = [event for event in profile.events if event.kernel in kernels]
+    ends = {key(e.thread, e.start_seconds + e.duration_seconds, e.duration_seconds): e.kernel for e in events}
+    return any(ends.get(key(e.thread, e.start_seconds, e.duration_seconds), e.kernel) != e.kernel for e in events)
+
+
+#: A loop kernel's own time is at least this share of its profiled time: its events less the
+#: profiler's cost per event would leave nothing of one whose events are all cost.
+_LOOP_FLOOR_SHARE = 0.1
+
+
+def _loop(prepared: _Prepared) -> tuple[float, dict[int, float], int] | None:
+    """A loop program's loop time per run, profiler-free (``MicroProgram.shorter``: its wall
+    time less its shorter twin's, the smallest of the passes each, per trip, times its trips), its
+    loop kernels' (those run more than once) profiled seconds per run, and their events per run;
+    None without a twin, or when the wall times are not apart (a stall in the longer one's passes)."""
+    program, short = prepared.program, prepared.program.shorter
+    if short is None or not prepared.walls or not prepared.short_walls or program.trips <= short.trips:
+        return None
+    loop = (min(prepared.walls) - min(prepared.short_walls)) / (program.trips - short.trips) * program.trips
+    looped = {r.index: r.executions for r in prepared.scored if r.index is not None and r.executions > 1}
+    raw = {index: prepared.best[index] for index in looped if index in prepared.best}
+    events = sum(looped[index] for index in raw)
+    return (loop, raw, events) if loop > 0 and events else None
+
+
+def profiler_cost(prepared: Sequence[_Prepared]) -> float | None:
+    """The profiler's cost per kernel event, from the loop programs: the median of their loop
+    kernels' profiled time above their loop's own time, per event, over those where it is above
+    (198–429 ns a event on a 2-core VM, the most in bodies of tiny kernels alone: threefry's
+    rounds). Where it is below, the loop spends time between its events (a library's thread pool
+    around a dot: a scan of 512-wide dots ran 2 µs a trip beyond them), which hides the cost, and
+    says nothing of it. None without a loop program where it is above."""
+    found = [(sum(raw.values()) - loop) / events for loop, raw, events in filter(None, map(_loop, prepared))]
+    above = [cost for cost in found if cost > 0]
+    return statistics.median(above) if above else None
+
+
+def _loop_times(prepared: _Prepared, cost: float | None) -> dict[int, float]:
+    """A loop program's loop kernels' seconds per run (``_loop``): the loop's own time shared as
+    their profiled times less the profiler's ``cost`` per event (this program's own estimate when
+    None), each at least ``_LOOP_FLOOR_SHARE`` of its own; {} for a program without a loop time."""
+    found = _loop(prepared)
+    if found is None:
+        return {}
+    loop, raw, events = found
+    cost = max(0.0, (sum(raw.values()) - loop) / events) if cost is None else cost
+    executions = {r.index: r.executions for r in prepared.scored if r.index is not None}
+    own = {i: max(seconds - executions[i] * cost, _LOOP_FLOOR_SHARE * seconds) for i, seconds in raw.items()}
+    return {index: seconds * loop / sum(own.values()) for index, seconds in own.items()}
+
+
+def _profiled_points(prepared: _Prepared, cost: float | None = None) -> list[Point | _Pending]:
+    """Each kernel's profiled time per run, the smallest over the passes, as a point. A program
+    whose profile cannot be read per kernel is refused (NeuralCostError, noted by
+    ``measure_points``): when kernels that run none of its records took most of its kernel time,
+    a kernel measured well under its roofline bound, or a kernel runs several contractions. A
+    program some of whose kernels the profiler timed as one fused op is one pending entry,
+    resolved as a wall-timed program of several kernels is: the main kernel's time is theirs less
+    what the first fit expects of the others. A loop program's loop kernels are timed off its wall
+    times (``_loop_times``), record-less ones included, and only the rest are checked for records
+    joined elsewhere."""
+    estimate, program, scored, fused = prepared.estimate, prepared.program, prepared.scored, prepared.fused
+    unwatched = prepared.unwatched_ratio()
+    best = {key: seconds * unwatched for key, seconds in prepared.best.items() if key is not None}
+    rows = [row for row in scored if row.index is not None and row.index in best]
+    looped = _loop_times(prepared, cost)  # a loop's kernels: its wall time per trip, not their events
+    timed = [row for row in rows if row.index not in looped]  # the rest, read off their events
+    total = sum(best[row.index] for row in timed if row.index is not None)
+    unjoined = sum(best[row.index] for row in timed if row.index is not None and not row.operations)
+    if any(row.operations for row in timed) and unjoined >= _UNJOINED_SHARE * total:
+        raise NeuralCostError(
+            f"kernels that run none of its records took {unjoined / total:.0%} of its kernel time: its records "
+            f"were joined to other kernels than those that ran them"
+        )
+    best.update(looped)
+    # A loop's record-less kernels too (a threefry round's copies): their class is their opcodes',
+    # their roofline their compiled traffic, their time the loop's, not a joined record's.
+    usable = [row for row in rows if (row.operations or row.index in looped) and row.executions and not row.unmodeled]
+    for row in usable:
+        assert row.index is not None
+        if best[row.index] < max(_BELOW_COMPUTE * row.compute_seconds, _BELOW_MEMORY * row.memory_seconds):
+            raise NeuralCostError(
+                f"kernel {row.name} measured {best[row.index] / row.bound_seconds:.2f}× its roofline bound: its "
+                f"events do not span the work of its records"
+            )
+    times = {row.index: best[row.index] for row in usable if row.index is not None}
+    if len(usable) > 1 and fused:
+        main = one_part(estimate, usable[0], prepared.hardware)  # the costliest bound first
+        rest = tuple(part for row in usable[1:] for part in parts(estimate, row, prepared.hardware))
+        return [_Pending(program.name, main, rest, sum(times.values()))]
+    points: list[Point | _Pending] = []
+    for row in usable:  # a kernel of several contractions is no one class's point: ``one_part`` refuses it
+        assert row.index is not None
+        points.append(_point(one_part(estimate, row, prepared.hardware), times[row.index], program.name))
+    return points
