@@ -46,3 +46,18 @@ def test_kernels_with_the_same_counts_are_one_group_the_largest_miss_first():
     one_more = count_mismatch_note([*differ, ("dot.1", 2.5, 3)], groups=3)
     assert one_more.count(" ran ") == 4 and "1 more group(s) of other counts" in one_more  # 0.5 × 1: the least
     assert "dot.1" not in one_more
+
+
+def test_a_profile_whose_kernels_outlast_the_timed_run_says_the_profiler_slowed_it():
+    from neural_cost.core.profile import MeasuredKernel, Profile, slowed_note
+
+    # 2 runs, 20 ms of kernel time and 20,000 events in all: 10 ms and 10,000 events a run
+    profile = Profile(runs=2, wall_seconds=0.024, kernels=(MeasuredKernel(0, 0.02, 20_000),), kernel_seconds=0.02,
+                      source="hand")  # fmt: skip
+    assert slowed_note(profile, 0.002) == (  # 10 ms ÷ 2 ms = 5.0×
+        "the profiler slowed this program: its kernels took 10.000 ms a run under it, the whole timed run 2.000 ms "
+        "(5.0×), over 10,000 kernel events a run — its cost per event, not the kernels' work, fills the measured "
+        "column; the expected time and the observed run are not the profiler's"
+    )
+    assert slowed_note(profile, 0.0067) is None  # 10 ms ≤ 1.5 × 6.7 ms
+    assert slowed_note(profile, 0.0) is None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..core.errors import AdapterError
+from ..core.profile import slowed_note
 from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
@@ -193,6 +194,8 @@ def analyze_workload(
         measured, notes = profile_workload(
             adapter, fn, args, keywords, trace, trace_options, profile_runs, warm_seconds
         )
+        slowed = slowed_note(measured, measurement.median_seconds) if measured is not None else None
+        notes += (slowed,) if slowed else ()
     estimate = estimate_trace(trace)
     expected = (
         None

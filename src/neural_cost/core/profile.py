@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import RecordError
+from .units import format_int, format_seconds
 
 __all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "count_mismatch_note", "runs_merged", "union_seconds"]
 
@@ -244,4 +245,26 @@ def count_mismatch_note(differ: Iterable[tuple[str, float, int]], *, groups: int
     return (
         f"{total} kernel(s) ran a different number of times than the trace counts: {'; '.join(said)} — a loop's "
         f"trip count or a conditional's branch differs from what the estimate assumed"
+    )
+
+
+#: Kernel time under the profiler, per run, beyond this multiple of the timed run's: a note says
+#: the measured column is the profiler's view.
+SLOWED_BY_PROFILER = 1.5
+
+
+def slowed_note(profile: Profile, run_seconds: float) -> str | None:
+    """The note on a profile whose kernels alone took longer a run than the whole timed run did:
+    a profiler's events cost a few tenths of a µs each (``jax.profiler`` on a 2-core VM: 0.2–0.4
+    µs), and a loop of tiny kernels runs thousands a run (a gymnax rollout: 94,484 events a run,
+    74.8 ms of kernels profiled against a 3.6 ms run). None when it did not."""
+    kernel = profile.kernel_seconds / profile.runs
+    if run_seconds <= 0 or kernel <= SLOWED_BY_PROFILER * run_seconds:
+        return None
+    events = sum(measured.events for measured in profile.kernels) / profile.runs
+    return (
+        f"the profiler slowed this program: its kernels took {format_seconds(kernel)} a run under it, the whole timed "
+        f"run {format_seconds(run_seconds)} ({kernel / run_seconds:.1f}×), over {format_int(round(events))} kernel "
+        f"events a run — its cost per event, not the kernels' work, fills the measured column; the expected time "
+        f"and the observed run are not the profiler's"
     )

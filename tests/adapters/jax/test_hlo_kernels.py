@@ -435,3 +435,8 @@ def test_take_loop_matches_by_source_line_else_in_program_order():
     assert take_loop(None, "search.py:1") is None
     bracketed = LoopAssumption("while_0", 8, "default", location="/x/my (copy)/search.py:183:14 (simulate)")
     assert take_loop(deque([scan, bracketed]), "search.py:183") is bracketed  # a folder's parenthesis
+    # a draw's threefry loop compiled on its scan's line: XLA knows 5 trips, the scan is static at 32
+    queue = deque([scan])
+    assert take_loop(queue, "search.py:111", known=5) is None and len(queue) == 1
+    assert take_loop(queue, "search.py:111", known=32) is scan and not queue
+    assert take_loop(deque([simulate]), "search.py:183", known=5) is simulate  # a guessed count may be wrong

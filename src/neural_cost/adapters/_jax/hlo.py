@@ -386,7 +386,7 @@ class _Walk:
         loop = WhileLoop(instruction.name, instruction.op_name, scope, self.while_index, instruction.known_trip_count)
         self.while_index += 1
         queue = self.candidates.get(scope)
-        matched = take_loop(queue, self.module.source(instruction))
+        matched = take_loop(queue, self.module.source(instruction), instruction.known_trip_count)
         label = matched.label if matched is not None else None
         asked = self.trip_count(loop) if self.trip_count is not None else None
         if loop.known_trip_count is not None:

@@ -136,7 +136,9 @@ def _line(location: str | None) -> str | None:
     return f"{parts[0]}:{parts[1]}" if len(parts) > 1 and parts[1].isdigit() else None
 
 
-def take_loop(queue: deque[LoopAssumption] | None, source: str | None) -> LoopAssumption | None:
+def take_loop(
+    queue: deque[LoopAssumption] | None, source: str | None, known: int | None = None
+) -> LoopAssumption | None:
     """The trace loop (of ``queue``: the trace's loops at one scope, in program order) that a
     compiled while loop at ``source`` (its ``file.py:line``) runs, taken out of the queue.
 
@@ -145,15 +147,22 @@ def take_loop(queue: deque[LoopAssumption] | None, source: str | None) -> LoopAs
     draws run as 5-trip while loops on CPU) are no loop of the trace, and taking the next trace
     loop in order for them shifted every later match (an mctx search's 32-step scan was read as
     its data-dependent ``while_0``, and a trip count given for ``while_0`` went to another loop).
+    A trace loop whose static trip count is not the one XLA knows (``known``) is not it either: a
+    draw inside a scan's body is compiled on the scan's line (a gymnax rollout's 5-trip threefry
+    loop took its 200-step ``scan_0``, and the report said XLA knew ``scan_0`` ran 5 times).
     Without lines to compare, the next trace loop in program order."""
     if not queue:
         return None
     line = _line(source)
     lines = [_line(loop.location) for loop in queue]
     if line is not None and None not in lines:
-        if line not in lines:
+        same = [
+            loop
+            for loop, at in zip(queue, lines, strict=True)
+            if at == line and not (known is not None and loop.source == "static" and loop.trip_count != known)
+        ]
+        if not same:
             return None
-        found = queue[lines.index(line)]
-        queue.remove(found)
-        return found
+        queue.remove(same[0])
+        return same[0]
     return queue.popleft()
