@@ -11,7 +11,9 @@ copy.1's 0.5 µs — 14.5 µs at 10 trips, 7.3 µs for its twin at 2 trips:
   (13 − 9) / 20 = 0.2 µs an event; fusion.0 10 − 10 × 0.2 = 8 µs a run (0.8 µs an execution),
   copy.2 3 − 2 = 1 µs (0.1 µs), 9 µs together: the loop's;
 - at a calibration's cost of 0.28 µs: fusion.0 10 − 2.8 = 7.2 µs, copy.2 max(3 − 2.8, 10% of 3) =
-  0.3 µs, 7.5 µs scaled to 9: 8.64 µs and 0.36 µs.
+  0.3 µs, 7.5 µs scaled to 9: 8.64 µs and 0.36 µs;
+- a loop kernel never reads above its events: at 30 µs for 10 trips the loop takes 28.375 µs, and
+  each kernel its events' time.
 
 Then JAX's loop programs: each twin compiles to the same kernels, run at its own trip count.
 """
@@ -126,6 +128,12 @@ def test_record_less_loop_kernels_do_not_refuse_the_program_but_once_run_ones_st
         _profiled_points(prepared)
 
 
+def test_a_loop_kernel_never_reads_slower_than_its_events():
+    # 30 µs at 10 trips: the loop takes (30 − 7.3) / 8 × 10 = 28.375 µs, above its 13 µs of events:
+    # no profiler cost shows (0), and scaled to the loop, fusion.0 would read 21.8 µs: its events' 10 µs
+    assert _loop_times(_prepared(walls=(30 * US, 7.3 * US)), None) == pytest.approx({0: 10 * US, 2: 3 * US})
+
+
 def test_a_twin_whose_wall_time_is_not_below_gives_no_loop_time():
     assert _loop_times(_prepared(walls=(7.3 * US, 7.3 * US)), None) == {}  # a stall: read off the events
 
@@ -165,5 +173,5 @@ def test_jax_loop_programs_and_their_twins_compile_to_the_same_kernels_at_their_
             kernels.append(trace_workload(adapter, each.fn, each.args, each.kwargs, each.trace_options).kernels)
         long_kernels, short_kernels = kernels
         assert [k.name for k in long_kernels] == [k.name for k in short_kernels], program.name
-        looped = [(k.executions, s.executions) for k, s in zip(long_kernels, short_kernels) if k.executions > 1]
+        looped = [(k.executions, s.executions) for k, s in zip(long_kernels, short_kernels, strict=True) if k.executions > 1]
         assert looped and all(n * short.trips == m * program.trips for n, m in looped), (program.name, looped)
