@@ -173,5 +173,6 @@ def test_jax_loop_programs_and_their_twins_compile_to_the_same_kernels_at_their_
             kernels.append(trace_workload(adapter, each.fn, each.args, each.kwargs, each.trace_options).kernels)
         long_kernels, short_kernels = kernels
         assert [k.name for k in long_kernels] == [k.name for k in short_kernels], program.name
-        looped = [(k.executions, s.executions) for k, s in zip(long_kernels, short_kernels, strict=True) if k.executions > 1]
+        pairs = zip(long_kernels, short_kernels, strict=True)
+        looped = [(k.executions, s.executions) for k, s in pairs if k.executions > 1]
         assert looped and all(n * short.trips == m * program.trips for n, m in looped), (program.name, looped)
