@@ -191,7 +191,8 @@ def _mlp_loop(steps: int) -> Callable[..., Any]:
 #: grid stopped at 256: a 512-wide cell's dots were read off the curve's last segment).
 _SCANS = ((4, 64, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 256, 16, 32), (2, 128, 32, 64),
           (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256),
-          (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024))  # fmt: skip
+          (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024), (4, 32, 384, 384),
+          (16, 16, 256, 768))  # fmt: skip
 
 
 def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
