@@ -6,7 +6,8 @@ device's spec (``analysis/kernels.py``) and measures them — as the adapter's
 ``kernel_timing`` says: ``wall`` (an eager framework: the program is one kernel, timed whole,
 Python and dispatch included as they are between a model's eager ops) or ``profile`` (a
 compiled one: each kernel's own time from the profiler, scaled by the program's wall time
-unwatched ÷ its wall time under the profiler, which slows what it watches). Every program is measured in
+unwatched ÷ its wall time under the profiler, which slows what it watches; a loop's kernels off
+the loop's own wall time, ``profiled_points``). Every program is measured in
 ``passes`` separate passes, round the whole grid in turn, and the smallest of their medians
 kept (a shared machine stalls; a stall never makes a kernel faster). The points are fitted per kernel class
 (``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter, MicroProgram
 
 _WALL = "wall time of one-kernel programs (Python and dispatch included)"
-_PROFILED = "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler when its kernels fill at least half of the latter"  # noqa: E501
+_PROFILED = (
+    "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler when its "
+    "kernels fill at least half of the latter; a loop's kernels share its own wall time (the program's less its "
+    "twin's at fewer trips), less the profiler's cost per event"
+)
 
 #: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs).
 _PASS_SECONDS = 0.04
