@@ -152,8 +152,8 @@ def test_a_profile_gathers_at_most_ten_thousand_events():
     many = tuple(Kernel(k.name, k.operations, traffic_bytes=k.traffic_bytes, footprint_bytes=k.footprint_bytes,
                         executions=k.executions * 100, kind=k.kind) for k in LOOP)  # fmt: skip
     adapter = _LoopAdapter(many, {}, {_long: 14.5 * US})
-    wide = _prepare(adapter, SPEC, MicroProgram("wide", _long))  # 10 × 100 + 1 + 10 × 100 = 2,001 a run
-    assert _profiled_runs(wide) == 4  # 10,000 // 2,001
+    wide = _prepare(adapter, SPEC, MicroProgram("wide", _long))  # (10 + 1 + 10) × 100 = 2,100 a run
+    assert _profiled_runs(wide) == 4  # 20 runs would gather 42,000: 10,000 // 2,100
 
 
 def test_jax_loop_programs_and_their_twins_compile_to_the_same_kernels_at_their_own_trips():

@@ -440,3 +440,6 @@ def test_take_loop_matches_by_source_line_else_in_program_order():
     assert take_loop(queue, "search.py:111", known=5) is None and len(queue) == 1
     assert take_loop(queue, "search.py:111", known=32) is scan and not queue
     assert take_loop(deque([simulate]), "search.py:183", known=5) is simulate  # a guessed count may be wrong
+    counted = LoopAssumption("while_3", 10, "inferred", location="/x/rollout.py:40:8 (rollout)")  # fori_loop(0, 10)
+    assert take_loop(deque([counted]), "rollout.py:40", known=5) is None  # its body's draw, on its line
+    assert take_loop(deque([counted]), "rollout.py:40", known=10) is counted

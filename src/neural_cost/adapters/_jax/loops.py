@@ -136,6 +136,10 @@ def _line(location: str | None) -> str | None:
     return f"{parts[0]}:{parts[1]}" if len(parts) > 1 and parts[1].isdigit() else None
 
 
+#: Trace trip counts that are exact: a scan's length, a counted loop's bound read from its constants.
+_EXACT = frozenset({"static", "inferred"})
+
+
 def take_loop(
     queue: deque[LoopAssumption] | None, source: str | None, known: int | None = None
 ) -> LoopAssumption | None:
@@ -147,9 +151,10 @@ def take_loop(
     draws run as 5-trip while loops on CPU) are no loop of the trace, and taking the next trace
     loop in order for them shifted every later match (an mctx search's 32-step scan was read as
     its data-dependent ``while_0``, and a trip count given for ``while_0`` went to another loop).
-    A trace loop whose static trip count is not the one XLA knows (``known``) is not it either: a
-    draw inside a scan's body is compiled on the scan's line (a gymnax rollout's 5-trip threefry
-    loop took its 200-step ``scan_0``, and the report said XLA knew ``scan_0`` ran 5 times).
+    A trace loop whose exact trip count (a scan's length, a counted loop's inferred bound) is not
+    the one XLA knows (``known``) is not it either: a draw inside a loop's body is compiled on the
+    loop's line (a gymnax rollout's 5-trip threefry loop took its 200-step ``scan_0``, and the
+    report said XLA knew ``scan_0`` ran 5 times). A given or defaulted count may be wrong: kept.
     Without lines to compare, the next trace loop in program order."""
     if not queue:
         return None
@@ -159,7 +164,7 @@ def take_loop(
         same = [
             loop
             for loop, at in zip(queue, lines, strict=True)
-            if at == line and not (known is not None and loop.source == "static" and loop.trip_count != known)
+            if at == line and not (known is not None and loop.source in _EXACT and loop.trip_count != known)
         ]
         if not same:
             return None
