@@ -95,6 +95,9 @@ def test_a_borrowed_curve_is_named_and_a_missing_one_is_not_borrowed():
     assert class_model(calibration, "conv_backward") is calibration.classes["conv"]
     assert borrowed_class(calibration, "conv_backward") == "conv"
     assert borrowed_class(calibration, "conv:narrow@loop") == "conv"  # through its loop's base
+    assert borrowed_class(calibration, "conv:wide:pooled@xla") == "conv"  # its plain class's, then the family's
+    wide = _calibration({**calibration.classes, "conv:wide": _flat("conv:wide", -6.0)})
+    assert borrowed_class(wide, "conv:wide:pooled") == "conv:wide"
     assert borrowed_class(calibration, "transcendental:tanh") == "transcendental"
     assert class_model(calibration, "norm_training") is None  # no norm curve either: the roofline
     assert borrowed_class(calibration, "norm_training") is None
@@ -239,7 +242,9 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     """XLA fuses conv → scale, shift, relu → 2×2 max pool → conv into one ``ynn_fusion`` (as it
     does a Flax CNN's layers). Read as one kernel it was one large convolution — one entry cost, the
     wide layer's efficiency for the 3-channel stem too. It is read as two parts, each a contraction
-    and the records after it, each off its own class's curve."""
+    and the records after it, each off its own class's curve; the stem's part pools its result
+    (``:pooled``: YNNPACK runs such a block on both cores), and reads its plain class without a
+    curve of its own."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     from neural_cost.adapters import adapter_for
@@ -265,7 +270,7 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
 
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
     found = parts(estimate, row, SPEC)
-    assert [part.kernel_class for part in found] == ["conv:narrow", "conv:wide"]
+    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:wide"]
     # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
     # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
     # each of 2,048 outputs; the second 2·4·4 × 64 × 576 taps × 2 = 2,359,296, alone.
@@ -275,7 +280,14 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     # Flat curves, conv:narrow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
     calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
     expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
-    assert (expected.kernel_class, expected.seconds) == ("conv:wide", pytest.approx(3e-6, rel=1e-5))
+    assert (expected.kernel_class, expected.seconds) == ("conv:wide:pooled", pytest.approx(3e-6, rel=1e-5))
+    note = next(n for n in expected_time(estimate, calibration, machine={}).notes if "another class's" in n)
+    assert "conv:narrow:pooled (1) off conv:narrow" in note
+    # with a pooled curve of its own (1.5 µs flat): 1.5 + 2 = 3.5 µs, nothing borrowed
+    pooled = _calibration({**calibration.classes, "conv:narrow:pooled": _flat("conv:narrow:pooled", -5.823909)})
+    result = expected_time(estimate, pooled, machine={})
+    assert next(r for r in result.rows if r.name == row.name).seconds == pytest.approx(3.5e-6, rel=1e-5)
+    assert not any("another class's" in n for n in result.notes)
     with pytest.raises(NeuralCostError, match="runs 2 contractions one after another"):
         one_part(estimate, row, SPEC)  # a calibration program such a kernel is no one class's point
 
@@ -481,3 +493,25 @@ def test_the_torch_grids_wide_linears_are_wide_matmul_points():
         rows = kernel_rows(estimate, SPEC)[0]
         classes = [kernel_class(estimate, row) for row in rows]
         assert [c for c in classes if c in ("matmul", "wide_matmul")] == [kind], (name, classes)
+
+
+def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
+    """JAX's conv → relu → 2×2 max pool programs: XLA:CPU fuses a 64 → 128-channel block into one
+    ``ynn_fusion`` (``conv:wide:pooled``); a 3 → 16-channel one it leaves a plain convolution kernel
+    (``conv:narrow``: it runs alone) beside a fusion of the relu and the pool (``pool``)."""
+    pytest.importorskip("jax")
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.workload import trace_workload
+
+    adapter = adapter_for("jax")
+    programs = {p.name: p for p in adapter.microbenchmarks(quick=True) if p.name.startswith("conv+relu+max_pool")}
+    classes = {}
+    for name in ("conv+relu+max_pool NHWC 8x64x28x28->128 k3", "conv+relu+max_pool NHWC 1x3x32x32->16 k3"):
+        program = programs[name]
+        adapter.benchmark(program.fn, *program.args, warmup=1, repeats=1)  # compiles: the trace reads its kernels
+        estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
+        classes[name] = sorted(kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0])
+    assert classes == {
+        "conv+relu+max_pool NHWC 8x64x28x28->128 k3": ["conv:wide:pooled"],
+        "conv+relu+max_pool NHWC 1x3x32x32->16 k3": ["conv:narrow", "pool"],
+    }

@@ -8,8 +8,9 @@ element that the FLOP count calls one: at the same roofline time such kernels ru
 longer than an add) — ``transcendental:tanh`` for one call of a function the grids time alone
 (``FUNCTIONS``), which falls back to the family's curve; a convolution whose input channels × taps
 or output channels (per group) are under 64 is ``conv:narrow`` (``conv_views.NARROW``), another of stride 1
-``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``); all fall back
-to the family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise
+``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``), each
+``:pooled`` when its kernel pools its result (``POOLED``: it reads its plain class without a curve
+of its own); all fall back to the family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise
 layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A product of two
 matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), which reads
 ``matmul``'s curve without one of its own. A kernel that runs
@@ -133,6 +134,22 @@ CONTRACTIONS = frozenset({"conv", "matmul", "linear"})
 #: Classes whose kernels may run several contractions, each read as a part (``parts``).
 _SPLIT = frozenset({"conv", "matmul", "wide_matmul", "depthwise_conv"})
 
+#: A convolution whose kernel pools its result (a window reduction after it in the same kernel:
+#: XLA:CPU's ``ynn_fusion`` of a CNN block, conv → norm → relu → max pool) is its class ``:pooled``
+#: (``conv:wide:pooled``): JAX 0.10.2's YNNPACK ran 22 of 24 such fusions on both cores of a 2-core
+#: VM (1.1–1.5× their bound), where it ran 19 of the same 24 convolutions ending in their own
+#: result, a relu or a mean on one (1.8–2.3×, as fast as pinned to one core) — a Flax CNN's 32→64
+#: and 64→128 blocks were read at twice their time off the plain curves. Without a curve of its
+#: own it reads its plain class's (``conv:wide``), noted.
+POOLED = ":pooled"
+
+
+def _pooled(base: str, costs: list[OperationCost]) -> str:
+    """``base`` + ``POOLED`` for a forward convolution class (``conv``, ``conv:wide``...) whose
+    ``costs`` (the kernel's, or its part's: the records after its convolution) pool."""
+    pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs)
+    return base + POOLED if pools and base.partition(":")[0] == "conv" else base
+
 
 @dataclass(frozen=True, slots=True)
 class Part:
@@ -188,7 +205,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         head = next(cost for cost in group if cost.kind in CONTRACTIONS)
         base = CLASS_OF_KIND[head.kind]
         if base == "conv":
-            base = conv_class(conv_width(head))
+            base = _pooled(conv_class(conv_width(head)), group)
         elif base == "matmul":
             base = matmul_class(head)
         share = (
@@ -251,6 +268,9 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
                 if pointwise in calibration.classes:
                     return pointwise
         return _read(calibration, base)
+    head, at, suffix = name.partition("@")
+    if head.endswith(POOLED):  # conv:wide:pooled@xla → conv:wide@xla
+        return _read(calibration, head.removesuffix(POOLED) + at + suffix)
     if family(name):
         return _read(calibration, family(name) or "")
     base, at, suffix = name.partition("@")  # norm_training@xla → norm@xla
@@ -333,7 +353,7 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
         return conv_class(backward_width(estimate, kernel), "conv_backward")
     if name == "conv":
-        return conv_class(width(estimate, kernel))
+        return _pooled(conv_class(width(estimate, kernel)), [estimate.by_operation[i] for i in kernel.operations])
     if name == "matmul":  # its heaviest matmul record's view
         costs = [estimate.by_operation[i] for i in kernel.operations]
         return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops))

@@ -6,7 +6,8 @@ program is a point — a dot's fused bias and activation belong to the dot's ker
 is a reduce fusion and a loop fusion. The grid spans the kernel kinds XLA:CPU makes, from a few
 microseconds to tens of milliseconds on a small CPU: dots (``x @ w`` alone, and with a bias
 and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, convolutions
-(``lax.conv_general_dilated``, NHWC and NCHW), loop fusions of elementwise chains from 10³ to
+(``lax.conv_general_dilated``, NHWC and NCHW; and fused with a relu and a 2×2 max pool, as a CNN
+block runs), loop fusions of elementwise chains from 10³ to
 10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer norm written
 in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
 (``lax.reduce_window``), ``jax.nn.dot_product_attention``, and a ``lax.scan`` of a small cell
@@ -59,6 +60,13 @@ def _conv(x: jax.Array, w: jax.Array, layout: str, stride: int = 1, groups: int 
     return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=spec, feature_group_count=groups)
 
 
+def _pooled_conv(x: jax.Array, w: jax.Array) -> jax.Array:
+    """A stride-1 convolution, a relu and a 2×2 max pool of stride 2, as a CNN block runs them."""
+    pooled: jax.Array = lax.reduce_window(jax.nn.relu(_conv(x, w, "NHWC")), -jnp.inf, lax.max, (1, 2, 2, 1),
+                                          (1, 2, 2, 1), "VALID")  # fmt: skip
+    return pooled
+
+
 def _dilated(x: jax.Array, w: jax.Array, groups: int, k: int) -> jax.Array:
     """A depthwise convolution of ``x`` dilated by 2 (as JAX differentiates a stride-2 layer): 2× its size out."""
     pads = ((k // 2 + 1, k // 2), (k // 2 + 1, k // 2))
@@ -88,6 +96,10 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         fn = _named(lambda x, w, layout=layout, s=stride: _conv(x, w, layout, s), "conv")
         strided = f" s{stride}" if stride > 1 else ""
         yield MicroProgram(f"conv {layout} {n}x{c_in}x{size}x{size}->{c_out} k{k}{strided}", fn, (x, w))
+    for n, c_in, c_out, size, k in _CONVS[:: 7 if quick else 1] + (() if quick else grid.LARGE_CONVS):
+        fn = _named(_pooled_conv, "conv")  # a CNN block, one ``ynn_fusion``: ``kernel_classes.POOLED``
+        yield MicroProgram(f"conv+relu+max_pool NHWC {n}x{c_in}x{size}x{size}->{c_out} k{k}", fn,
+                           (rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)))  # fmt: skip
     for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
         fn = _named(lambda x, w, s=stride, g=c: _conv(x, w, "NHWC", s, g), "conv")
         yield MicroProgram(f"conv depthwise NHWC {n}x{c}x{size}x{size} k{k} s{stride}", fn,
@@ -148,6 +160,15 @@ _POOLS: dict[str, Callable[..., Any]] = {
 }
 
 
+#: Small scatters and gathers (table rows, width, rows written or read): a tree search's or an
+#: environment's state updates, where the embedding lookups (8,192-row tables) are all large —
+#: XLA:CPU partitions those over the cores (31 µs at the quickest on a 2-core VM), and an mctx
+#: search's scatters of 80 B–2.7 kB, read off them, ran at about 1 µs.
+_SCATTERS = ((64, 8, 8), (256, 16, 32), (2048, 64, 128), (8192, 128, 1024), (512, 4, 64))
+#: One element a row ``(batch, nodes)``, as a batched tree search updates a node's statistics.
+_NODE_UPDATES = ((8, 33), (64, 129), (256, 1025))
+
+
 def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     for size in grid.sizes(quick):
         rows, width = grid.transpose_shape(size)
@@ -160,6 +181,16 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         ids = rand.ids(tokens, 8192)
         fn = _named(lambda table, ids: jnp.take(table, ids, axis=0), "embedding")
         yield MicroProgram(f"embedding {tokens}x{dim}", fn, (rand(8192, dim), ids))
+    for rows, dim, count in _SCATTERS[: 1 if quick else None]:
+        table, ids = rand(rows, dim), rand.ids(count, rows)
+        fn = _named(lambda table, ids, values: table.at[ids].set(values), "scatter")
+        yield MicroProgram(f"scatter {count} rows of {rows}x{dim}", fn, (table, ids, rand(count, dim, k=1)))
+        fn = _named(lambda table, ids: jnp.take(table, ids, axis=0), "take")
+        yield MicroProgram(f"take {count} rows of {rows}x{dim}", fn, (table, ids))
+    for batch, nodes in () if quick else _NODE_UPDATES:
+        fn = _named(lambda x, ids, v: x.at[jnp.arange(x.shape[0]), ids].set(v), "scatter")
+        yield MicroProgram(f"scatter a node per row {batch}x{nodes}", fn,
+                           (rand(batch, nodes), rand.ids(batch, nodes), rand(batch, k=1)))  # fmt: skip
     for n, hw, c in grid.POOL_MAPS[: 2 if quick else None]:
         x = rand(n, hw, hw, c)
         for name, pool in _POOLS.items():

@@ -7,8 +7,10 @@ over rows 1..4096 and widths 32..3072 (alone and with ``BiasAdd``), ``BatchMatMu
 ``Conv2D`` (NHWC), pointwise ops from 10³ to 10⁷ elements, ``Sum``/``Mean``/``Max`` over the
 last axis, ``Softmax``, ``FusedBatchNormV3`` for inference, ``MaxPool``/``AvgPool``,
 ``Transpose``, ``GatherV2`` (an embedding lookup), and a Keras ``Dense`` and ``Conv2D`` layer
-call. Inputs are fixed random tensors; ``quick`` keeps every class at a few sizes (for tests).
-Every program is a tf.function of its own. Then ``jit_compile`` functions (``_xla``): XLA's
+call; and loops (``_loops``): an LSTM-style cell and a residual ReLU layer in a
+``tf.while_loop``, whose ops run once a step (their classes ``@loop``), each with a twin at an
+eighth of its steps. Inputs are fixed random tensors; ``quick`` keeps every class at a few sizes
+(for tests). Every program is a tf.function of its own. Then ``jit_compile`` functions (``_xla``): XLA's
 fusions, dots and convolutions, whose kernels are classes of their own (``matmul@xla``: a
 TensorFlow function compiled by XLA does not run the graph ops the rest of the grid times), and
 depthwise convolutions, which XLA:CPU runs 5–60 times slower than the graph op.
@@ -148,6 +150,66 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield _program(f"AvgPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.avg_pool2d(t, 2, 2, "VALID"), x)
 
 
+#: A loop program's twin runs this many times fewer steps (``MicroProgram.shorter``).
+_SHORTER = 8
+#: LSTM-style cells ``(batch, steps, features, hidden)`` in a ``tf.while_loop``, as a Keras ``LSTM``
+#: layer runs them: its ops run once a step through TensorFlow's executor (2–3 µs an op on a
+#: 2-core VM, under a µs of it in the op's own event), none of which a standalone program's
+#: curve knows (a Keras LSTM + GRU's loop ops read at 2× their run).
+_CELLS = ((1, 64, 16, 32), (4, 64, 32, 64), (8, 32, 64, 128), (32, 32, 64, 128), (2, 64, 64, 64),
+          (16, 32, 128, 256), (64, 16, 128, 128), (8, 32, 256, 512))  # fmt: skip
+#: Residual ReLU layers ``(batch, width, steps)`` in a ``tf.while_loop``.
+_LAYER_LOOPS = ((1, 32, 64), (4, 64, 64), (16, 128, 32), (64, 256, 16))
+
+
+def _cell_loop(steps: int) -> Callable[..., Any]:
+    """An LSTM-style cell run ``steps`` times in a ``tf.while_loop``, its inputs read from and its
+    outputs written to tensor lists, as Keras runs its recurrent layers."""
+
+    def cell(xs: Any, h: Any, c: Any, wx: Any, wh: Any, b: Any) -> Any:
+        inputs = tf.TensorArray(tf.float32, size=steps).unstack(xs)
+        outputs = tf.TensorArray(tf.float32, size=steps)
+
+        def body(i: Any, h: Any, c: Any, outputs: Any) -> tuple[Any, ...]:
+            z = tf.nn.bias_add(tf.matmul(inputs.read(i), wx) + tf.matmul(h, wh), b)
+            gate_in, gate_forget, candidate, gate_out = tf.split(z, 4, axis=1)
+            c = tf.sigmoid(gate_forget) * c + tf.sigmoid(gate_in) * tf.tanh(candidate)
+            h = tf.sigmoid(gate_out) * tf.tanh(c)
+            return i + 1, h, c, outputs.write(i, h)
+
+        return tf.while_loop(lambda i, *_: i < steps, body, (tf.constant(0), h, c, outputs))[3].stack()
+
+    return cell
+
+
+def _layer_loop(steps: int) -> Callable[..., Any]:
+    """A residual ReLU layer applied ``steps`` times in a ``tf.while_loop``."""
+
+    def layers(h: Any, w: Any) -> Any:
+        def body(i: Any, h: Any) -> tuple[Any, Any]:
+            return i + 1, h + tf.nn.relu(tf.matmul(h, w)) * 0.5
+
+        return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0), h))[1]
+
+    return layers
+
+
+def _loops(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    """Loop programs, each with its twin at ``steps // _SHORTER`` (a tf.function of its own)."""
+    for batch, steps, features, hidden in _CELLS[: 1 if quick else None]:
+        state = (rand(batch, hidden, k=1), rand(batch, hidden, k=2), rand(features, 4 * hidden, k=3),
+                 rand(hidden, 4 * hidden, k=4), rand(4 * hidden, k=5))  # fmt: skip
+        few = steps // _SHORTER
+        short = MicroProgram("", tf.function(_cell_loop(few)), (rand(few, batch, features), *state), trips=few)
+        yield MicroProgram(f"while cell {batch}x{steps}x{features}->{hidden}", tf.function(_cell_loop(steps)),
+                           (rand(steps, batch, features), *state), trips=steps, shorter=short)  # fmt: skip
+    for batch, width, steps in () if quick else _LAYER_LOOPS:
+        args = (rand(batch, width), rand(width, width, k=1))
+        short = MicroProgram("", tf.function(_layer_loop(steps // _SHORTER)), args, trips=steps // _SHORTER)
+        yield MicroProgram(f"while relu layer {batch}x{width} x{steps}", tf.function(_layer_loop(steps)), args,
+                           trips=steps, shorter=short)  # fmt: skip
+
+
 def _xla_program(name: str, fn: Callable[..., Any], *args: Any) -> MicroProgram:
     return MicroProgram(f"xla {name}", tf.function(fn, jit_compile=True), tuple(args))
 
@@ -235,6 +297,6 @@ def tf_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the TensorFlow calibration (the module docstring)."""
     rand = _Inputs(tf.constant)
     programs: list[MicroProgram] = []
-    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory, _xla):
+    for family in (_matmuls, _convs, _pointwise, _reductions_norms, _memory, _loops, _xla):
         programs += family(rand, quick)
     return programs
