@@ -238,6 +238,22 @@ def test_a_loop_members_points_fit_its_familys_loop_curve():
     assert set(calibration.classes) == {"conv:narrow@loop", "conv@loop"}
 
 
+def test_pooled_points_stay_out_of_the_conv_familys_curve():
+    """A pooled convolution (``conv:wide:pooled``: YNNPACK runs it on both cores) is no member of
+    ``conv``: the family's curve serves plain transposed and input-dilated convolutions. Plain ones
+    at 2× their compute time, pooled ones at 1×: the family reads 2×."""
+    from neural_cost.hardware.kernel_model import Point, fit_calibration
+
+    plain = [Point("conv:wide", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4)]
+    pooled = [Point("conv:wide:pooled", 1e-4 * k, 1e-5 * k, 1e-4 * k) for k in (1, 2, 4)]
+    calibration = fit_calibration("jax", SPEC, plain + pooled)
+    assert set(calibration.classes) == {"conv", "conv:wide", "conv:wide:pooled"}
+    assert family("conv:wide:pooled") is None and family("conv:wide:pooled@loop") is None
+    assert calibration.classes["conv"].points == 3
+    assert calibration.classes["conv"].seconds(2e-4, 2e-5) == pytest.approx(4e-4, rel=1e-6)  # the plain knot
+    assert calibration.classes["conv:wide:pooled"].seconds(2e-4, 2e-5) == pytest.approx(2e-4, rel=1e-6)
+
+
 def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     """XLA fuses conv → scale, shift, relu → 2×2 max pool → conv into one ``ynn_fusion`` (as it
     does a Flax CNN's layers). Read as one kernel it was one large convolution — one entry cost, the

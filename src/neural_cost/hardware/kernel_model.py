@@ -361,9 +361,13 @@ def _boolean(value: Any, name: str) -> bool:
 
 def family(name: str) -> str | None:
     """The family of a member class, its ``@`` suffix kept (``transcendental:tanh@loop`` →
-    ``transcendental@loop``, ``conv:narrow`` → ``conv``); None for a class that is no member."""
+    ``transcendental@loop``, ``conv:narrow`` → ``conv``); None for a class that is no member —
+    one of two qualifiers too (``conv:wide:pooled``: its points, of another way to run, would bend
+    its family's curve; it reads its one-qualifier class's, ``analysis.kernel_classes``)."""
     head, member, tail = name.partition(":")
-    return head + ("@" + tail.split("@", 1)[1] if "@" in tail else "") if member else None
+    if not member or ":" in tail.split("@", 1)[0]:
+        return None
+    return head + ("@" + tail.split("@", 1)[1] if "@" in tail else "")
 
 
 def fit_calibration(
