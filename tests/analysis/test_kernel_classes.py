@@ -531,3 +531,19 @@ def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
         "conv+relu+max_pool NHWC 8x64x28x28->128 k3": ["conv:wide:pooled"],
         "conv+relu+max_pool NHWC 1x3x32x32->16 k3": ["conv:narrow", "pool"],
     }
+
+
+def test_only_a_pool_after_the_convolution_makes_it_pooled():
+    """``_pooled`` reads the records in order: a pool after the kernel's first convolution pools its
+    result (``:pooled``); one before it pools its input (plain); a backward class is never pooled."""
+    from types import SimpleNamespace
+
+    from neural_cost.analysis.kernel_classes import _pooled
+
+    def costs(*kinds):
+        return [SimpleNamespace(kind=kind) for kind in kinds]
+
+    assert _pooled("conv:wide", costs("conv", "elementwise", "pooling")) == "conv:wide:pooled"
+    assert _pooled("conv:narrow", costs("pooling", "conv", "elementwise")) == "conv:narrow"
+    assert _pooled("conv:wide", costs("conv")) == "conv:wide"
+    assert _pooled("conv_backward:wide", costs("conv", "pooling")) == "conv_backward:wide"

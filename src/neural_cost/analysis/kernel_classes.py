@@ -145,9 +145,11 @@ POOLED = ":pooled"
 
 
 def _pooled(base: str, costs: list[OperationCost]) -> str:
-    """``base`` + ``POOLED`` for a forward convolution class (``conv``, ``conv:wide``...) whose
-    ``costs`` (the kernel's, or its part's: the records after its convolution) pool."""
-    pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs)
+    """``base`` + ``POOLED`` for a forward convolution class (``conv``, ``conv:wide``...) when a
+    record of ``costs`` (the kernel's, or its part's, in order) after its first convolution pools:
+    a pool before it pools the convolution's input, not its result."""
+    first = next((i for i, cost in enumerate(costs) if cost.kind == "conv"), len(costs))
+    pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs[first + 1 :])
     return base + POOLED if pools and base.partition(":")[0] == "conv" else base
 
 

@@ -208,8 +208,7 @@ def _rnn(xs: jax.Array, h: jax.Array, wx: jax.Array, wh: jax.Array) -> jax.Array
     return lax.scan(step, h, xs)[1]
 
 
-#: A loop program's twin runs this many times fewer trips (``MicroProgram.shorter``).
-_SHORTER = 8
+_SHORTER = grid.SHORTER
 
 
 def _mlp_loop(steps: int) -> Callable[..., Any]:

@@ -150,8 +150,7 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         yield _program(f"AvgPool {n}x{hw}x{hw}x{c}", lambda t: tf.nn.avg_pool2d(t, 2, 2, "VALID"), x)
 
 
-#: A loop program's twin runs this many times fewer steps (``MicroProgram.shorter``).
-_SHORTER = 8
+_SHORTER = grid.SHORTER
 #: LSTM-style cells ``(batch, steps, features, hidden)`` in a ``tf.while_loop``, as a Keras ``LSTM``
 #: layer runs them: its ops run once a step through TensorFlow's executor (2–3 µs an op on a
 #: 2-core VM, under a µs of it in the op's own event), none of which a standalone program's
