@@ -10,8 +10,11 @@ longer than an add) — ``transcendental:tanh`` for one call of a function the g
 or output channels (per group) are under 64 is ``conv:narrow`` (``conv_views.NARROW``), another of stride 1
 ``conv:wide``, a strided one ``conv:strided`` or ``conv:subsampled`` (``STRIDED``), each
 ``:pooled`` when its kernel pools its result (``POOLED``: it reads its plain class without a curve
-of its own); all fall back to the family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise
-layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A product of two
+of its own); all fall back to the family's ``conv``, which a transposed or input-dilated
+convolution reads (a depthwise layer's input gradient is ``depthwise_conv:stride1``, a strided
+one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or more slices (a
+GRU's gates) is ``elementwise:sliced`` or ``transcendental:sliced`` (``SLICED``: read as a pooled
+one is). A product of two
 matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), which reads
 ``matmul``'s curve without one of its own. A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
-from ..core.kernels import Kernel, recordless_kind
+from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
 from ..hardware.kernel_model import ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, conv_width, width
@@ -142,6 +145,12 @@ _SPLIT = frozenset({"conv", "matmul", "wide_matmul", "depthwise_conv"})
 #: and 64→128 blocks were read at twice their time off the plain curves. Without a curve of its
 #: own it reads its plain class's (``conv:wide``), noted.
 POOLED = ":pooled"
+#: The qualifier of a pointwise kernel (``elementwise:sliced``, ``transcendental:sliced``) that reads a
+#: dynamic slice through two or more slices (``core.kernels.SLICED_DYNAMIC_SLICE``: a GRU's gates
+#: over a step's row of precomputed projections): on XLA:CPU it ran 5–8× slower than its class's
+#: curve reads at the same roofline time (a Keras GRU on JAX at 8×64: 12 µs a step, read 1.1 µs).
+#: Without a curve of its own it reads its plain class's, noted.
+SLICED = ":sliced"
 
 
 def _pooled(base: str, costs: list[OperationCost]) -> str:
@@ -239,9 +248,10 @@ FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
 
 
 def read_class(calibration: KernelCalibration, name: str) -> str | None:
-    """The class whose curve a kernel of class ``name`` reads: its own; else a loop's kernel its
-    class's, a function's its family's (``transcendental:tanh`` → ``transcendental``), a training
-    kernel its forward class's; and an XLA kernel with none of those among the XLA classes the
+    """The class whose curve a kernel of class ``name`` reads: its own; else a pooled or sliced
+    kernel its plain class's (``POOLED``, ``SLICED``), a loop's kernel its class's, a function's
+    its family's (``transcendental:tanh`` → ``transcendental``), a training kernel its forward
+    class's; and an XLA kernel with none of those among the XLA classes the
     graph op's, by the same steps (``conv:wide@xla`` → ``conv@xla`` → ``conv:wide``). None: no curve."""
     found = _read(calibration, name)
     return _read(calibration, name.replace(XLA, "", 1)) if found is None and XLA in name else found
@@ -262,6 +272,10 @@ LOOP_POINTWISE_CURVE = "elementwise" + LOOP
 def _read(calibration: KernelCalibration, name: str) -> str | None:
     if name in calibration.classes:
         return name
+    head, at, suffix = name.partition("@")
+    for way in (POOLED, SLICED):  # conv:wide:pooled@xla → conv:wide@xla, transcendental:sliced@loop → …@loop
+        if head.endswith(way):
+            return _read(calibration, head.removesuffix(way) + at + suffix)
     if name.endswith(LOOP):
         base = name[: -len(LOOP)]
         kind, at, suffix = base.partition("@")  # copy@xla: an XLA kernel reads elementwise@xla
@@ -270,9 +284,6 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
                 if pointwise in calibration.classes:
                     return pointwise
         return _read(calibration, base)
-    head, at, suffix = name.partition("@")
-    if head.endswith(POOLED):  # conv:wide:pooled@xla → conv:wide@xla
-        return _read(calibration, head.removesuffix(POOLED) + at + suffix)
     if family(name):
         return _read(calibration, family(name) or "")
     base, at, suffix = name.partition("@")  # norm_training@xla → norm@xla
@@ -347,7 +358,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         return "rnn"
     if not kernel.operations:  # a contraction, layout copy or split reduction XLA made: its kind's curve
         contraction = {"convolution": "conv", "dot": "matmul"}.get(kernel.compiled_contraction or "")
-        return contraction if kernel.compiled_flops and contraction else recordless_kind(kernel) or "other"
+        if kernel.compiled_flops and contraction:
+            return contraction
+        return _sliced(kernel, recordless_kind(kernel) or "other")
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
     if len(classes) > 1:  # draws fused with other work (XLA's threefry bits in a loop fusion): that work's class
         classes.discard("random")
@@ -365,8 +378,16 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
         # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
         function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
-        return f"transcendental:{function}" if function in FUNCTIONS else "transcendental"
-    return name
+        return _sliced(kernel, f"transcendental:{function}" if function in FUNCTIONS else "transcendental")
+    return _sliced(kernel, name)
+
+
+def _sliced(kernel: Kernel, name: str) -> str:
+    """``name``'s pointwise family + ``SLICED`` when the kernel reads a dynamic slice through two or
+    more slices (``transcendental:tanh`` → ``transcendental:sliced``); else ``name``."""
+    head = name.partition(":")[0]
+    sliced = SLICED_DYNAMIC_SLICE in kernel.compiled_traits and head in ("elementwise", "transcendental")
+    return head + SLICED if sliced else name
 
 
 def one_part(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> Part:

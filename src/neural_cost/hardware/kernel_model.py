@@ -359,13 +359,20 @@ def _boolean(value: Any, name: str) -> bool:
     raise ValueError(f"{name}={value!r} is not true or false")
 
 
+#: Qualifiers that name another way a kernel runs (``conv:wide:pooled``, ``transcendental:sliced``),
+#: not a member of its family: their points would bend the family's curve.
+WAYS = frozenset({"pooled", "sliced"})
+
+
 def family(name: str) -> str | None:
     """The family of a member class, its ``@`` suffix kept (``transcendental:tanh@loop`` →
     ``transcendental@loop``, ``conv:narrow`` → ``conv``); None for a class that is no member —
-    one of two qualifiers too (``conv:wide:pooled``: its points, of another way to run, would bend
-    its family's curve; it reads its one-qualifier class's, ``analysis.kernel_classes``)."""
+    one of two qualifiers, or of a way to run (``WAYS``: ``conv:wide:pooled``,
+    ``transcendental:sliced``), whose points would bend its family's curve; it reads its class
+    without that qualifier's (``analysis.kernel_classes``)."""
     head, member, tail = name.partition(":")
-    if not member or ":" in tail.split("@", 1)[0]:
+    qualifiers = tail.split("@", 1)[0]
+    if not member or ":" in qualifiers or qualifiers in WAYS:
         return None
     return head + ("@" + tail.split("@", 1)[1] if "@" in tail else "")
 

@@ -269,6 +269,7 @@ KERNEL = record(
         "unmodeled": array(TEXT),
         "compiled_flops_by_dtype": FLOPS_BY_DTYPE,
         "compiled_contraction": nullable(NAME),
+        "compiled_traits": array(NAME),
     },
 )
 KERNEL_ROW = record(

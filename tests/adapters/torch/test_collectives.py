@@ -176,7 +176,8 @@ def test_profile_joins_the_all_reduce_kernels_and_their_gloo_transfers(ddp, rank
     kernels = result["collective_kernels"]
     assert len(kernels) == len([r for r in result["records"] if r["collective"] == "all_reduce"])
     assert all(k["events"] == 2 and k["seconds"] > 0 for k in kernels), kernels
-    assert all(k["intervals"] == 4 and k["threads"] >= 2 for k in kernels), kernels
+    # on failure, the notes say why a run's transfers were left unjoined (seen once, under load)
+    assert all(k["intervals"] == 4 and k["threads"] >= 2 for k in kernels), (kernels, result["notes"])
     assert not [u for u in result["unmatched"] if u[0].startswith("gloo:")], result["unmatched"]
     assert [n for n in result["notes"] if n.startswith(TRANSFERS)] == [
         n for n in result["notes"] if n.startswith(JOINED)

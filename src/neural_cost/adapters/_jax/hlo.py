@@ -244,6 +244,7 @@ class _Walk:
             site.operand_sizes = element_counts([held[0][1] for held in operands])
         work = kernel_work(self.module, kernel, defined)
         site.compiled_flops, site.contraction = work.flops_by_dtype, work.opcode
+        site.traits = tuple(sorted(work.traits))
         if kernel.op_name:
             marks = self._marks_of(kernel, defined, kernel.opcode != "fusion")
             collective = collective_of(self.module, kernel) is not None

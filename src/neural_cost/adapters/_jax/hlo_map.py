@@ -203,6 +203,8 @@ class Site:
     #: (``hlo_work``): a kernel XLA made without metadata is matched by it.
     compiled_flops: dict[str, int] = field(default_factory=dict)
     contraction: str | None = None
+    #: How its fused code runs, beyond its records (``Kernel.compiled_traits``, from ``hlo_work``).
+    traits: tuple[str, ...] = ()
 
     def scopes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(m.scope for m in self.marks if m.scope))
@@ -294,6 +296,7 @@ def assign(
             source=site.source,
             compiled_flops_by_dtype={dtype: flops * site.executions for dtype, flops in site.compiled_flops.items()},
             compiled_contraction=site.contraction,
+            compiled_traits=site.traits,
         )
         for s, site in enumerate(sites)
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from ...core.kernels import SLICED_DYNAMIC_SLICE
 from .hlo_text import ELEMENT_DTYPES, HloModule, Instruction, arrays
 
 __all__ = ["KernelWork", "contraction_flops", "kernel_work"]
@@ -61,14 +62,16 @@ def contraction_flops(instruction: Instruction, defined: dict[str, Instruction])
 
 class KernelWork:
     """What one kernel's contractions compute per execution: FLOPs by dtype, and the opcode of
-    the heaviest (``convolution`` or ``dot``; None without any)."""
+    the heaviest (``convolution`` or ``dot``; None without any); and the ways its fused code runs
+    that its records do not say (``Kernel.compiled_traits``)."""
 
-    __slots__ = ("_heaviest", "flops_by_dtype", "opcode")
+    __slots__ = ("_heaviest", "flops_by_dtype", "opcode", "traits")
 
     def __init__(self) -> None:
         self.flops_by_dtype: dict[str, int] = {}
         self.opcode: str | None = None
         self._heaviest = 0
+        self.traits: set[str] = set()
 
     def add(self, opcode: str, dtype: str, flops: int) -> None:
         self.flops_by_dtype[dtype] = self.flops_by_dtype.get(dtype, 0) + flops
@@ -100,7 +103,35 @@ def _fused(module: HloModule, computations: tuple[str, ...], work: KernelWork, s
         seen.add(name)
         instructions = module.computations.get(name, ())
         defined = {i.name: i for i in instructions}
+        if _sliced_dynamic_slice(instructions):
+            work.traits.add(SLICED_DYNAMIC_SLICE)
         for instruction in instructions:
             _add(work, instruction, defined)
             if instruction.opcode == "fusion":
                 _fused(module, instruction.calls("calls"), work, seen)
+
+
+#: Opcodes that read their operand's elements as they are (a view): a slice of one is a slice of it.
+_VIEWS = frozenset({"bitcast", "reshape"})
+
+
+def _sliced_dynamic_slice(instructions: tuple[Instruction, ...]) -> bool:
+    """Whether a fused computation reads one ``dynamic-slice`` (directly or through bitcasts and
+    reshapes) with two or more ``slice`` instructions (``SLICED_DYNAMIC_SLICE``)."""
+    users: dict[str, list[Instruction]] = {}
+    for instruction in instructions:
+        for operand in dict.fromkeys(instruction.operands):
+            users.setdefault(operand, []).append(instruction)
+    for instruction in instructions:
+        if instruction.opcode != "dynamic-slice":
+            continue
+        slices, pending = 0, [instruction.name]
+        while pending:
+            for user in users.get(pending.pop(), ()):
+                if user.opcode == "slice":
+                    slices += 1
+                elif user.opcode in _VIEWS:
+                    pending.append(user.name)
+        if slices >= 2:
+            return True
+    return False

@@ -10,10 +10,11 @@ and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, co
 block runs), loop fusions of elementwise chains from 10³ to
 10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer norm written
 in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
-(``lax.reduce_window``), ``jax.nn.dot_product_attention``, and a ``lax.scan`` of a small cell
-(a while loop: its kernels run once per trip). Inputs are fixed random arrays; ``quick`` keeps
-every class at a few sizes (for tests). Every program is a function object of its own (the
-adapter keeps one executable per function and signature).
+(``lax.reduce_window``), ``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
+(a while loop: its kernels run once per trip), and of a GRU's gates over precomputed projections.
+Inputs are fixed random arrays; ``quick`` keeps every class at a few sizes (for tests). Every
+program is a function object of its own (the adapter keeps one executable per function and
+signature).
 """
 
 from __future__ import annotations
@@ -245,6 +246,38 @@ def _attention_scan(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         )
 
 
+def _gates(xs: jax.Array, h: jax.Array) -> jax.Array:
+    """A GRU's gates scanned over its precomputed input projections (``xs``: steps × batch × 3
+    hidden, as Keras's GRU computes them before its loop), each step's row read through three
+    slices: one loop fusion a step (``kernel_classes.SLICED``), no contraction."""
+
+    def step(h: jax.Array, x: jax.Array) -> tuple[jax.Array, None]:
+        xz, xr, xn = jnp.split(x, 3, axis=-1)
+        z, r = jax.nn.sigmoid(xz + h), jax.nn.sigmoid(xr + h)
+        return z * h + (1 - z) * jnp.tanh(xn + r * h), None
+
+    return lax.scan(step, h, xs)[0]
+
+
+def _affine(xs: jax.Array, h: jax.Array) -> jax.Array:
+    """``h ← h·a + b`` scanned over ``xs`` (steps × batch × 2 widths), ``a`` and ``b`` its row's two
+    slices: the pointwise kind of ``_gates``, without a function."""
+    return lax.scan(lambda h, x: (h * x[..., : h.shape[-1]] + x[..., h.shape[-1] :], None), h, xs)[0]
+
+
+#: ``(batch, hidden, steps)`` of the gate loops (``_gates``; the first three also ``_affine``'s).
+_GATES = ((8, 64, 64), (16, 512, 16), (64, 256, 16), (8, 256, 32), (32, 128, 32), (1, 128, 64))
+
+
+def _gate_loops(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for index, (batch, hidden, steps) in enumerate(_GATES[: 0 if quick else None]):
+        h, few = rand(batch, hidden), steps // _SHORTER
+        for name, fn, width in (("gates", _gates, 3), ("affine", _affine, 2))[: 2 if index < 3 else 1]:
+            short = MicroProgram("", _named(fn, name), (rand(few, batch, width * hidden, k=1), h), trips=few)
+            yield MicroProgram(f"{name} {batch}x{hidden} x{steps}", _named(fn, name),
+                               (rand(steps, batch, width * hidden, k=1), h), trips=steps, shorter=short)  # fmt: skip
+
+
 def _draws(keys: jax.Array, acc: jax.Array) -> jax.Array:
     """Random numbers drawn in a scan, as an RL rollout or a tree search draws them each step:
     XLA:CPU runs each draw's threefry rounds as a loop of its own, dozens of tiny kernels a step
@@ -275,6 +308,6 @@ def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the JAX calibration (the module docstring)."""
     rand = _Inputs(jax.device_put)
     programs: list[MicroProgram] = []
-    for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan, _rng_loops):
+    for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan, _gate_loops, _rng_loops):
         programs += family(rand, quick)
     return programs

@@ -113,6 +113,7 @@ def assign(
             kind=site.kind,
             compiled_flops_by_dtype={dtype: flops * site.executions for dtype, flops in site.compiled_flops.items()},
             compiled_contraction=site.contraction,
+            compiled_traits=site.traits,
         )
         for s, site in enumerate(sites)
     )
