@@ -359,8 +359,7 @@ def _boolean(value: Any, name: str) -> bool:
     raise ValueError(f"{name}={value!r} is not true or false")
 
 
-#: Qualifiers that name another way a kernel runs (``conv:wide:pooled``, ``transcendental:sliced``),
-#: not a member of its family: their points would bend the family's curve.
+#: Qualifiers of another way to run (``conv:wide:pooled``, ``transcendental:sliced``): no family member.
 WAYS = frozenset({"pooled", "sliced"})
 
 
