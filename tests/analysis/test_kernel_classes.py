@@ -513,8 +513,9 @@ def test_the_torch_grids_wide_linears_are_wide_matmul_points():
 
 def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
     """JAX's conv → relu → 2×2 max pool programs: XLA:CPU fuses a 64 → 128-channel block into one
-    ``ynn_fusion`` (``conv:wide:pooled``); a 3 → 16-channel one it leaves a plain convolution kernel
-    (``conv:narrow``: it runs alone) beside a fusion of the relu and the pool (``pool``)."""
+    ``ynn_fusion`` (``conv:wide:pooled``); a 3 → 16-channel one it leaves a lone HLO convolution
+    (``conv:narrow:generic``: no YNNPACK fusion, it runs alone) beside a fusion of the relu and the
+    pool (``pool``)."""
     pytest.importorskip("jax")
     from neural_cost.adapters import adapter_for
     from neural_cost.analysis.workload import trace_workload
@@ -529,8 +530,38 @@ def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
         classes[name] = sorted(kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0])
     assert classes == {
         "conv+relu+max_pool NHWC 8x64x28x28->128 k3": ["conv:wide:pooled"],
-        "conv+relu+max_pool NHWC 1x3x32x32->16 k3": ["conv:narrow", "pool"],
+        "conv+relu+max_pool NHWC 1x3x32x32->16 k3": ["conv:narrow:generic", "pool"],
     }
+
+
+def test_a_convolution_xla_runs_as_a_lone_instruction_is_generic():
+    """A "same" 3×3 convolution of 64 → 64 channels: on an 8×8 input XLA:CPU (the pinned jax 0.10.2)
+    runs it as a YNNPACK fusion (``conv:wide``); on a 2×2 input, smaller than its window, as a lone
+    ``convolution`` instruction (``conv:wide:generic``: 2–55 GFLOP/s here, where YNNPACK's ran at
+    40–150), which a calibration without such points reads off ``conv:wide``, named; no family member."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.workload import trace_workload
+    from neural_cost.hardware.kernel_model import Point, fit_calibration
+
+    adapter = adapter_for("jax")
+    conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                             dimension_numbers=("NHWC", "HWIO", "NHWC")))  # fmt: skip
+    found = {}
+    for side in (8, 2):
+        args = (jnp.ones((4, side, side, 64)), jnp.ones((3, 3, 64, 64)))
+        adapter.benchmark(conv, *args, warmup=1, repeats=1)  # compiles: the trace reads its kernels
+        estimate = estimate_trace(trace_workload(adapter, conv, args, {}))
+        rows = [row for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
+        found[side] = [(estimate.kernels[row.index].kind, kernel_class(estimate, row)) for row in rows]
+    # beside the lone convolution, a fusion that lays out its operand (a copy)
+    assert found == {8: [("fusion", "conv:wide")], 2: [("convolution", "conv:wide:generic"), ("fusion", "copy")]}
+    assert family("conv:wide:generic") is None
+    calibration = fit_calibration("jax", SPEC, [Point("conv:wide", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4)])
+    assert class_model(calibration, "conv:wide:generic") is calibration.classes["conv:wide"]
+    assert borrowed_class(calibration, "conv:wide:generic") == "conv:wide"
 
 
 def test_only_a_pool_after_the_convolution_makes_it_pooled():

@@ -169,7 +169,8 @@ def test_a_profile_gathers_at_most_ten_thousand_events():
 
 
 @pytest.mark.parametrize(
-    ("framework", "kinds"), [("jax", ("scan", "fori_loop", "gates", "affine", "draws")), ("tensorflow", ("while cell", "while relu"))]
+    ("framework", "kinds"),
+    [("jax", ("scan", "fori_loop", "gates", "affine", "draws")), ("tensorflow", ("while cell", "while relu"))],
 )
 def test_loop_programs_and_their_twins_compile_to_the_same_kernels_at_their_own_trips(framework, kinds):
     pytest.importorskip(framework)

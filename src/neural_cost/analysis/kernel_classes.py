@@ -14,7 +14,7 @@ of its own); all fall back to the family's ``conv``, which a transposed or input
 convolution reads (a depthwise layer's input gradient is ``depthwise_conv:stride1``, a strided
 one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or more slices (a
 GRU's gates) is ``elementwise:sliced`` or ``transcendental:sliced`` (``SLICED``: read as a pooled
-one is). A product of two
+one is), and a convolution XLA runs as a lone HLO instruction ``:generic`` (``GENERIC``). A product of two
 matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), which reads
 ``matmul``'s curve without one of its own. A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
@@ -145,6 +145,14 @@ _SPLIT = frozenset({"conv", "matmul", "wide_matmul", "depthwise_conv"})
 #: and 64→128 blocks were read at twice their time off the plain curves. Without a curve of its
 #: own it reads its plain class's (``conv:wide``), noted.
 POOLED = ":pooled"
+#: The qualifier of a convolution that XLA runs as a lone HLO ``convolution`` instruction, not a
+#: library's fusion (``conv:wide:generic``): XLA:CPU 0.10.2 leaves YNNPACK out where the input is
+#: smaller than the window (a ResNet-50's 512-channel 3×3 layers on a 2×2 map, its last stage at 64
+#: pixels: 33 ms each, read 0.55 ms off the YNNPACK curve — the whole model expected at a third of its
+#: time) and for some narrow ones (16 output channels); such kernels ran at 2–55 GFLOP/s where
+#: YNNPACK's ran at 40–150. Not depthwise classes, whose grids time both kinds already. Without a curve
+#: of its own it reads its plain class's, noted.
+GENERIC = ":generic"
 #: The qualifier of a pointwise kernel (``elementwise:sliced``, ``transcendental:sliced``) that reads a
 #: dynamic slice through two or more slices (``core.kernels.SLICED_DYNAMIC_SLICE``: a GRU's gates
 #: over a step's row of precomputed projections): on XLA:CPU it ran 5–8× slower than its class's
@@ -248,8 +256,8 @@ FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
 
 
 def read_class(calibration: KernelCalibration, name: str) -> str | None:
-    """The class whose curve a kernel of class ``name`` reads: its own; else a pooled or sliced
-    kernel its plain class's (``POOLED``, ``SLICED``), a loop's kernel its class's, a function's
+    """The class whose curve a kernel of class ``name`` reads: its own; else a pooled, sliced or
+    generic kernel its plain class's (``POOLED``, ``SLICED``, ``GENERIC``), a loop's kernel its class's, a function's
     its family's (``transcendental:tanh`` → ``transcendental``), a training kernel its forward
     class's; and an XLA kernel with none of those among the XLA classes the
     graph op's, by the same steps (``conv:wide@xla`` → ``conv@xla`` → ``conv:wide``). None: no curve."""
@@ -273,7 +281,7 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
     if name in calibration.classes:
         return name
     head, at, suffix = name.partition("@")
-    for way in (POOLED, SLICED):  # conv:wide:pooled@xla → conv:wide@xla, transcendental:sliced@loop → …@loop
+    for way in (POOLED, SLICED, GENERIC):  # conv:wide:pooled@xla → conv:wide@xla, transcendental:sliced@loop → …@loop
         if head.endswith(way):
             return _read(calibration, head.removesuffix(way) + at + suffix)
     if name.endswith(LOOP):
@@ -367,6 +375,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     name = min(classes, key=PRIORITY.index)
     if name == "conv" and call_name(kernel).startswith("convolution_backward"):
         return conv_class(backward_width(estimate, kernel), "conv_backward")
+    if name == "conv" and kernel.kind == "convolution":  # a lone HLO convolution: XLA's own, no library's
+        found = conv_class(width(estimate, kernel))
+        return found if found.startswith("depthwise") else found + GENERIC
     if name == "conv":
         return _pooled(conv_class(width(estimate, kernel)), [estimate.by_operation[i] for i in kernel.operations])
     if name == "matmul":  # its heaviest matmul record's view

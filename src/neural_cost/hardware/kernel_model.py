@@ -360,7 +360,7 @@ def _boolean(value: Any, name: str) -> bool:
 
 
 #: Qualifiers of another way to run (``conv:wide:pooled``, ``transcendental:sliced``): no family member.
-WAYS = frozenset({"pooled", "sliced"})
+WAYS = frozenset({"pooled", "sliced", "generic"})
 
 
 def family(name: str) -> str | None:

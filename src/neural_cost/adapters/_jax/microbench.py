@@ -83,6 +83,13 @@ _CONVS = (*grid.CONVS, (8, 3, 32, 48, 3), (2, 32, 64, 28, 5), (1, 16, 16, 8, 3),
 _NCHW = {1, 5, 9}
 
 
+#: ``(batch, side, input channels, output channels, kernel side)`` of "same" convolutions whose input is
+#: smaller than their window (a ResNet's last stage on 32–64-pixel images): XLA:CPU 0.10.2 runs them as
+#: a lone ``convolution``, not a YNNPACK fusion, at 2–55 GFLOP/s here (``kernel_classes.GENERIC``).
+_GENERIC_CONVS = ((4, 2, 256, 256, 3), (1, 2, 512, 512, 3), (4, 2, 512, 512, 3), (8, 2, 128, 128, 3),
+                  (4, 4, 128, 128, 5), (16, 1, 256, 256, 3), (2, 3, 64, 64, 5), (8, 2, 64, 256, 3))  # fmt: skip
+
+
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     convs = [("NCHW" if i in _NCHW else "NHWC", *conv, 1) for i, conv in enumerate(_CONVS)]
     if quick:  # NHWC ones
@@ -100,6 +107,10 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     for n, c_in, c_out, size, k in _CONVS[:: 7 if quick else 1] + (() if quick else grid.LARGE_CONVS):
         fn = _named(_pooled_conv, "conv")  # a CNN block, one ``ynn_fusion``: ``kernel_classes.POOLED``
         yield MicroProgram(f"conv+relu+max_pool NHWC {n}x{c_in}x{size}x{size}->{c_out} k{k}", fn,
+                           (rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)))  # fmt: skip
+    for n, size, c_in, c_out, k in () if quick else _GENERIC_CONVS:
+        fn = _named(lambda x, w: _conv(x, w, "NHWC"), "conv")  # ``kernel_classes.GENERIC``
+        yield MicroProgram(f"conv NHWC {n}x{c_in}x{size}x{size}->{c_out} k{k} (under its window)", fn,
                            (rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)))  # fmt: skip
     for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
         fn = _named(lambda x, w, s=stride, g=c: _conv(x, w, "NHWC", s, g), "conv")
