@@ -155,8 +155,8 @@ POOLED = ":pooled"
 GENERIC = ":generic"
 #: The qualifier of a pointwise kernel (``elementwise:sliced``, ``transcendental:sliced``) that reads a
 #: dynamic slice through two or more slices (``core.kernels.SLICED_DYNAMIC_SLICE``: a GRU's gates
-#: over a step's row of precomputed projections): on XLA:CPU it ran 5–8× slower than its class's
-#: curve reads at the same roofline time (a Keras GRU on JAX at 8×64: 12 µs a step, read 1.1 µs).
+#: over a step's row of precomputed projections): on XLA:CPU it ran 4–7× slower than the same math
+#: on a row sliced once, and a Keras GRU's on JAX at 8×64 took 12 µs a step, read 1.1 µs off its class.
 #: Without a curve of its own it reads its plain class's, noted.
 SLICED = ":sliced"
 
@@ -257,9 +257,9 @@ FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
 
 def read_class(calibration: KernelCalibration, name: str) -> str | None:
     """The class whose curve a kernel of class ``name`` reads: its own; else a pooled, sliced or
-    generic kernel its plain class's (``POOLED``, ``SLICED``, ``GENERIC``), a loop's kernel its class's, a function's
-    its family's (``transcendental:tanh`` → ``transcendental``), a training kernel its forward
-    class's; and an XLA kernel with none of those among the XLA classes the
+    generic kernel its plain class's (``POOLED``, ``SLICED``, ``GENERIC``), a loop's kernel its
+    class's, a function's its family's (``transcendental:tanh`` → ``transcendental``), a training
+    kernel its forward class's; and an XLA kernel with none of those among the XLA classes the
     graph op's, by the same steps (``conv:wide@xla`` → ``conv@xla`` → ``conv:wide``). None: no curve."""
     found = _read(calibration, name)
     return _read(calibration, name.replace(XLA, "", 1)) if found is None and XLA in name else found

@@ -36,8 +36,8 @@ __all__ = ["COMPILED_EXCESS", "SLICED_DYNAMIC_SLICE", "Kernel", "check_kernels",
 COMPILED_EXCESS = 2.0
 #: A ``compiled_traits`` entry: the kernel (an XLA loop fusion) reads a dynamic slice of an array —
 #: a loop step's row of precomputed projections — through two or more static slices of it, as a
-#: GRU's three gates read theirs. On XLA:CPU such a fusion ran 5–8× slower than the same math on
-#: an array sliced once (a 8×512 step of two exps read from two slices: 33 µs, against 7 µs from
+#: GRU's three gates read theirs. On XLA:CPU such a fusion ran 4–7× slower than the same math on
+#: a row sliced once (an 8×512 step of two exps read from two slices: 33 µs, against 7 µs from
 #: one), as if emitted an element at a time; a loop step that reads its row once, or slices an
 #: array it carries, ran at the pointwise ops' speed.
 SLICED_DYNAMIC_SLICE = "sliced_dynamic_slice"
