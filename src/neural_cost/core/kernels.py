@@ -58,6 +58,16 @@ def _indices(value: Any, where: str) -> tuple[int, ...]:
     return indices
 
 
+def _names(value: Any, where: str, what: str) -> tuple[str, ...]:
+    """A sequence of names (never one string), each checked (``check_name``), as a tuple."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise RecordError(f"{where}={value!r} must be a sequence of {what}")
+    names = tuple(value)
+    for i, name in enumerate(names):
+        check_name(name, f"{where}[{i}]")
+    return names
+
+
 def _flops(value: Any, where: str) -> FrozenAttrs:
     if not isinstance(value, Mapping):
         raise RecordError(f"{where}={value!r} must map dtype names to FLOP counts")
@@ -111,13 +121,7 @@ class Kernel:
         setattr_(self, "flops_by_dtype", _flops(self.flops_by_dtype, f"{where} flops_by_dtype"))
         for name in ("traffic_bytes", "footprint_bytes", "executions"):
             _count(getattr(self, name), f"{where} {name}")
-        raw_scopes: Any = self.scopes
-        if isinstance(raw_scopes, (str, bytes)) or not isinstance(raw_scopes, Iterable):
-            raise RecordError(f"{where} scopes={raw_scopes!r} must be a sequence of scope paths")
-        scopes = tuple(raw_scopes)
-        for i, scope in enumerate(scopes):
-            check_name(scope, f"{where} scopes[{i}]")
-        setattr_(self, "scopes", scopes)
+        setattr_(self, "scopes", _names(self.scopes, f"{where} scopes", "scope paths"))
         check_name(self.level, f"{where} level", optional=True)
         check_name(self.kind, f"{where} kind", optional=True)
         check_name(self.source, f"{where} source", optional=True)
@@ -128,13 +132,7 @@ class Kernel:
         compiled = _flops(self.compiled_flops_by_dtype, f"{where} compiled_flops_by_dtype")
         setattr_(self, "compiled_flops_by_dtype", compiled)
         check_name(self.compiled_contraction, f"{where} compiled_contraction", optional=True)
-        raw_traits: Any = self.compiled_traits
-        if isinstance(raw_traits, (str, bytes)) or not isinstance(raw_traits, Iterable):
-            raise RecordError(f"{where} compiled_traits={raw_traits!r} must be a sequence of trait names")
-        traits = tuple(raw_traits)
-        for i, trait in enumerate(traits):
-            check_name(trait, f"{where} compiled_traits[{i}]")
-        setattr_(self, "compiled_traits", traits)
+        setattr_(self, "compiled_traits", _names(self.compiled_traits, f"{where} compiled_traits", "trait names"))
 
     @property
     def flops(self) -> int:
