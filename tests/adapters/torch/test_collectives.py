@@ -169,15 +169,24 @@ def test_profile_joins_the_all_reduce_kernels_and_their_gloo_transfers(ddp, rank
     """Each bucket all-reduce kernel has its 2 executions (one per profiled run); its time is the
     ``c10d::allreduce_`` call on the calling thread and the ``gloo:all_reduce`` transfer on a
     gloo worker thread, joined in order: 4 intervals on at least 2 threads."""
-    from neural_cost.adapters._torch.profile_collectives import JOINED, TRANSFERS
+    from neural_cost.adapters._torch.profile_collectives import JOINED, TRANSFERS, UNJOINED
     from neural_cost.analysis import communication
 
     result = ddp[rank]
     kernels = result["collective_kernels"]
     assert len(kernels) == len([r for r in result["records"] if r["collective"] == "all_reduce"])
     assert all(k["events"] == 2 and k["seconds"] > 0 for k in kernels), kernels
-    # on failure, the notes say why a run's transfers were left unjoined (seen once, under load)
-    assert all(k["intervals"] == 4 and k["threads"] >= 2 for k in kernels), (kernels, result["notes"])
+    unjoined = _unjoined(result)
+    if unjoined:  # seen twice in full runs on a loaded 2-core VM, never alone: the run that did not join says so
+        assert len(unjoined) == 1 and unjoined[0].startswith(f"{UNJOINED}: profiled run "), unjoined
+        assert "the order cannot be trusted; the transfers are left unmatched" in unjoined[0], unjoined
+        # the other run joined: each kernel's 2 calls and that run's transfer; the rest left unmatched, named
+        assert all(k["intervals"] == 3 for k in kernels), "\n".join(map(str, [*kernels, *result["notes"]]))
+        assert [u for u in result["unmatched"] if u[0].startswith("gloo:")], result["unmatched"]
+        return
+    assert all(k["intervals"] == 4 and k["threads"] >= 2 for k in kernels), "\n".join(
+        map(str, [*kernels, *result["notes"]])
+    )
     assert not [u for u in result["unmatched"] if u[0].startswith("gloo:")], result["unmatched"]
     assert [n for n in result["notes"] if n.startswith(TRANSFERS)] == [
         n for n in result["notes"] if n.startswith(JOINED)
@@ -196,6 +205,13 @@ def test_ddp_all_reduce_time_is_measured_beside_its_bound(ddp, rank):
     buckets = len(result["ddp_buckets"])  # DDP's own count (2 here, see the docstring)
     assert comm["collectives"] == buckets and comm["wire_bytes"] == PARAM_BYTES
     assert comm["seconds"] == pytest.approx(buckets * 50e-6 + PARAM_BYTES / 1e9)  # 126.128 µs for 2
+    if _unjoined(result):  # the time is refused, never half joined (test above)
+        assert comm["measured_seconds"] is None, comm
+        assert (
+            comm["measured_by"]
+            == "not measured: the transfers did not join their collective kernels (see the profile's notes)"
+        )
+        return
     measured = sum(k["seconds"] for k in result["collective_kernels"]) / 2  # 2 profiled runs
     assert comm["measured_seconds"] > 0 and comm["measured_seconds"] == pytest.approx(measured)
     assert comm["measured_by"] == "profiled: gloo worker events joined in order, waits for slower ranks included"
@@ -204,6 +220,13 @@ def test_ddp_all_reduce_time_is_measured_beside_its_bound(ddp, rank):
     assert f"on loopback at 1.00 GB/s + 50.0 µs latency each: {bound} (" in line, line
     label = "profiled: gloo worker events joined in order, waits for slower ranks included"
     assert f"· measured {format_seconds(measured)} ({label}) ·" in line, line
+
+
+def _unjoined(result: dict) -> list[str]:
+    """The notes of profiled runs whose gloo transfers were left unjoined."""
+    from neural_cost.adapters._torch.profile_collectives import UNJOINED
+
+    return [note for note in result["notes"] if note.startswith(UNJOINED)]
 
 
 class _Event:
