@@ -53,7 +53,7 @@ from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
-from ..hardware.kernel_model import ClassModel, KernelCalibration, family
+from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, conv_width, width
 from .kernels import UNMAPPED, KernelTime, Levels
@@ -149,7 +149,7 @@ POOLED = ":pooled"
 #: library's fusion (``conv:wide:generic``): XLA:CPU 0.10.2 leaves YNNPACK out where the input is
 #: smaller than the window (a ResNet-50's 512-channel 3×3 layers on a 2×2 map, its last stage at 64
 #: pixels: 33 ms each, read 0.55 ms off the YNNPACK curve — the whole model expected at a third of its
-#: time) and for some narrow ones (16 output channels); such kernels ran at 2–55 GFLOP/s where
+#: time) and for some narrow ones (16 output channels); the former ran at 2–55 GFLOP/s where
 #: YNNPACK's ran at 40–150. Not depthwise classes, whose grids time both kinds already. Without a curve
 #: of its own it reads its plain class's, noted.
 GENERIC = ":generic"
@@ -281,9 +281,9 @@ def _read(calibration: KernelCalibration, name: str) -> str | None:
     if name in calibration.classes:
         return name
     head, at, suffix = name.partition("@")
-    for way in (POOLED, SLICED, GENERIC):  # conv:wide:pooled@xla → conv:wide@xla, transcendental:sliced@loop → …@loop
-        if head.endswith(way):
-            return _read(calibration, head.removesuffix(way) + at + suffix)
+    way = head.rpartition(":")[2]  # conv:wide:pooled@xla → conv:wide@xla, transcendental:sliced@loop → …@loop
+    if way in WAYS and ":" in head:
+        return _read(calibration, head.removesuffix(":" + way) + at + suffix)
     if name.endswith(LOOP):
         base = name[: -len(LOOP)]
         kind, at, suffix = base.partition("@")  # copy@xla: an XLA kernel reads elementwise@xla
