@@ -41,7 +41,7 @@ US = 1e-6
 
 
 class _HandAdapter(FrameworkAdapter):
-    """Traces to fixed kernels; each run takes 0.1 s (5 profiled runs); the profile is given."""
+    """Traces to fixed kernels; each run takes 0.1 s (3 profiled runs); the profile is given."""
 
     framework = "hand"
 
@@ -59,7 +59,7 @@ class _HandAdapter(FrameworkAdapter):
         return Measurement(samples_seconds=(0.1,) * repeats)
 
     def profile(self, model: Any, args: Any = (), kwargs: Any = None, *, trace: Trace, runs: int = 3, **options: Any):
-        assert runs == 5  # max(3, min(repeats, 20)), repeats = max(5, 0.04 s / 0.1 s)
+        assert runs == 3  # max(3, min(repeats, 10)), repeats = max(3, 0.02 s / 0.1 s)
         events = [
             ProfileEvent(kernel, run * 1e-3 + start, duration(run) if callable(duration) else duration)
             for kernel, spans in self.per_run.items()
@@ -79,7 +79,7 @@ class _HandAdapter(FrameworkAdapter):
 
 
 def _stalled(run: int) -> float:
-    return (1.0, 1.1, 1.2, 1.3, 9.0)[run] * US
+    return (1.0, 1.2, 9.0)[run] * US  # one run of three stalled: the median is 1.2 µs
 
 
 def _points(adapter: FrameworkAdapter) -> list[Point | _Pending]:
@@ -279,6 +279,32 @@ def test_drift_probes_are_the_longest_quick_program_of_each_class_in_range_and_a
     assert dict(loaded.probes) == {"add 1": ("elementwise", 500e-6), "mm 1": ("matmul", 1e-3)}
 
 
+def test_a_probe_candidate_far_outside_the_range_is_not_timed_further():
+    """The drift probes' range is 50 µs–2 ms; a first run under 25 µs (half its start: a run is
+    never shorter than its kernel) or over 6 ms (thrice its end) ends the candidate: 'add 1' at
+    10 µs and 'mm 3' at 10 ms get their first run only (warmup and one timed run: 2 calls), 'mm 1'
+    at 1 ms two passes more: 2 + 2 × (2 warmups + 20 runs, 0.02 s ÷ 1 ms) = 46 calls."""
+    from neural_cost.analysis.calibrate_kernels import probe_times
+
+    mm, add = OPS[0], OPS[1]
+    adapter = _CountingAdapter({"mm 1": (mm, 1e-3), "add 1": (add, 10e-6), "mm 3": (mm, 10e-3)})
+    assert probe_times(adapter, SPEC) == {"mm 1": ("matmul", pytest.approx(1e-3))}
+    assert adapter.calls == {"mm 1": 46, "add 1": 2, "mm 3": 2}
+
+
+class _CountingAdapter(_WallAdapter):
+    """``_WallAdapter`` counting each program's runs (warmups included)."""
+
+    def __init__(self, programs: dict[str, tuple[Any, float]]) -> None:
+        super().__init__(programs)
+        self.calls: dict[str, int] = dict.fromkeys(programs, 0)
+
+    def benchmark(self, model: Any, *args: Any, warmup: int = 10, repeats: int = 30, **options: Any) -> Measurement:
+        name = next(name for name, fn in self.functions.items() if fn is model)
+        self.calls[name] += warmup + repeats
+        return super().benchmark(model, *args, warmup=warmup, repeats=repeats, **options)
+
+
 def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(monkeypatch):
     """A program writing one 4,096 × 2,048 float32 result (33,554,432 B = 32 MiB: glibc maps it
     anew on every run) timed at 10 ms: at 1e-10 s per fresh byte its point is 10 − 3.3554432 =
@@ -304,13 +330,13 @@ def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(m
 
 
 class _WatchedAdapter(_HandAdapter):
-    """Runs in 0.5 ms unwatched and 1 ms a run under the profiler (5 runs in 5 ms)."""
+    """Runs in 0.5 ms unwatched and 1 ms a run under the profiler (3 runs in 3 ms)."""
 
     def benchmark(self, model: Any, *args: Any, warmup: int = 10, repeats: int = 30, **options: Any) -> Measurement:
         return Measurement(samples_seconds=(0.5e-3,) * repeats)
 
     def profile(self, model: Any, args: Any = (), kwargs: Any = None, *, trace: Trace, runs: int = 3, **options: Any):
-        return super().profile(model, args, kwargs, trace=trace, runs=5, **options)
+        return super().profile(model, args, kwargs, trace=trace, runs=3, **options)
 
 
 def test_profiled_kernel_times_lose_the_profilers_own_slowdown():

@@ -159,13 +159,13 @@ def test_no_profiler_cost_when_most_loops_spend_time_between_their_events():
 
 
 def test_a_profile_gathers_at_most_ten_thousand_events():
-    prepared = _prepared()  # 21 events a run; repeats 400 (0.04 s ÷ 14.5 µs, capped)
-    assert _profiled_runs(prepared) == 20
+    prepared = _prepared()  # 21 events a run; repeats 400 (0.02 s ÷ 14.5 µs, capped)
+    assert _profiled_runs(prepared) == 10  # _PROFILED_RUNS
     many = tuple(Kernel(k.name, k.operations, traffic_bytes=k.traffic_bytes, footprint_bytes=k.footprint_bytes,
                         executions=k.executions * 100, kind=k.kind) for k in LOOP)  # fmt: skip
     adapter = _LoopAdapter(many, {}, {_long: 14.5 * US})
     wide = _prepare(adapter, SPEC, MicroProgram("wide", _long))  # (10 + 1 + 10) × 100 = 2,100 a run
-    assert _profiled_runs(wide) == 4  # 20 runs would gather 42,000: 10,000 // 2,100
+    assert _profiled_runs(wide) == 4  # 10 runs would gather 21,000: 10,000 // 2,100
 
 
 @pytest.mark.parametrize(

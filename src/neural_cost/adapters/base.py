@@ -28,6 +28,7 @@ operation (none at all, or only free and unmodeled ones) is an error naming its 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,6 +219,12 @@ class FrameworkAdapter:
         the adapter cannot say. An eager framework's expected time predicts the faults of results
         glibc maps anew; a compiled program's are measured and priced at this cost, never predicted."""
         return None
+
+    def keeping_compiled(self, count: int) -> AbstractContextManager[None]:
+        """Inside the ``with`` block, keep at least ``count`` compiled programs (a calibration goes
+        round hundreds in each pass; an adapter that keeps a few compiles each again every pass).
+        Nothing to do for an adapter that compiles nothing."""
+        return nullcontext()
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         """The kernel calibration's micro-programs for this framework (``quick``: a small grid,

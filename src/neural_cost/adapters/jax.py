@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import jax
@@ -263,6 +264,9 @@ class JaxAdapter(FrameworkAdapter):
         from ..measure.first_touch import first_touch_probe
 
         return first_touch_probe()
+
+    def keeping_compiled(self, count: int) -> AbstractContextManager[None]:
+        return self.executables.keeping(count)
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         """Jitted micro-programs per XLA kernel kind (``_jax/microbench.py``); each kernel of a

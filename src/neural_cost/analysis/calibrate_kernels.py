@@ -49,34 +49,36 @@ _PROFILED = (
     "twin's at fewer trips), less the profiler's cost per event"
 )
 
-#: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs).
-_PASS_SECONDS = 0.04
-_MIN_REPEATS = 5
+#: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs): 0.04 s and
+#: 5 runs took a JAX calibration 4.1 minutes on the 2-core VM, over the 3 it is allowed; a pass's
+#: median of 3 runs of a program of 8 ms or more moves less than its passes do.
+_PASS_SECONDS = 0.02
+_MIN_REPEATS = 3
 _MAX_REPEATS = 400
 
 
-def _repeats(adapter: FrameworkAdapter, program: MicroProgram) -> int:
-    """As many runs as fill ``_PASS_SECONDS``, from one run's time after a warmup run."""
-    probe = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=1)
-    return int(min(_MAX_REPEATS, max(_MIN_REPEATS, _PASS_SECONDS / max(probe.median_seconds, 1e-7))))
-
-
 def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram) -> _Prepared:
-    repeats = _repeats(adapter, program)  # also compiles, for an adapter that reads kernels from it
+    """The program traced and scored, with as many runs a pass as fill ``_PASS_SECONDS``, counted
+    from one run's time after a warmup run (which also compiles, for an adapter that reads kernels from it)."""
+    first = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=1).median_seconds
+    repeats = int(min(_MAX_REPEATS, max(_MIN_REPEATS, _PASS_SECONDS / max(first, 1e-7))))
     trace = trace_workload(adapter, program.fn, program.args, program.kwargs, program.trace_options)
     estimate = estimate_trace(trace)
-    return _Prepared(program, estimate, kernel_rows(estimate, hardware)[0], repeats, trace, hardware)
+    scored = kernel_rows(estimate, hardware)[0]
+    return _Prepared(program, estimate, scored, repeats, trace, hardware, first_run=first)
 
 
 #: Kernel events a profile of one program gathers at most (fewer runs of a loop of thousands a run:
 #: reading a profile costs about 0.1 ms an event).
 _PROFILED_EVENTS = 10_000
+#: Profiled runs of a program per pass at most: a kernel's point is the median of its events.
+_PROFILED_RUNS = 10
 
 
 def _profiled_runs(prepared: _Prepared) -> int:
-    """Profiled runs of a program: 3 to 20 as its timed runs, fewer (1 at least) where they would
-    gather more than ``_PROFILED_EVENTS`` events."""
-    runs = max(3, min(prepared.repeats, 20))
+    """Profiled runs of a program: 3 to ``_PROFILED_RUNS`` as its timed runs, fewer (1 at least)
+    where they would gather more than ``_PROFILED_EVENTS`` events."""
+    runs = max(3, min(prepared.repeats, _PROFILED_RUNS))
     events = sum(row.executions for row in prepared.scored if row.index is not None)
     return runs if events * runs <= _PROFILED_EVENTS else max(1, _PROFILED_EVENTS // events)
 
@@ -180,6 +182,18 @@ def measure_points(
     program that could not be measured. The passes go round the whole grid in turn, so that
     one program's passes are minutes apart: a slow spell of a shared machine (everything 1.7×
     slower for seconds at a time here) rarely covers all of them."""
+    with adapter.keeping_compiled(2 * len(programs)):  # each program and its shorter twin
+        return _measure_points(adapter, hardware, programs, passes, progress, first_touch)
+
+
+def _measure_points(
+    adapter: FrameworkAdapter,
+    hardware: HardwareSpec,
+    programs: Sequence[MicroProgram],
+    passes: int,
+    progress: Callable[[int, int, str], None] | None,
+    first_touch: float | None,
+) -> tuple[list[Point | _Pending], list[str]]:
     notes: list[str] = []
     prepared: list[_Prepared] = []
     steps = len(programs) * (passes + 1)
@@ -288,14 +302,26 @@ def calibrate_kernels(
 #: probes of 50–260 µs, the add, softmax and sum re-ran at 0.3–0.7× minutes after their
 #: calibration in a fresh process (a median of 0.42–0.81 over six), its 260 µs convolution at 1.0–1.7×.
 _PROBE_RANGE = (50e-6, 2e-3)
+#: A probe candidate's first run, as a multiple of the range's ends, past which it is not measured
+#: further: half the start (one run is rarely twice as fast as its median), thrice the end (a
+#: program of several kernels runs longer than its longest).
+_PROBE_SCREEN = (0.5, 3.0)
 _PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
 
 
 def _measure_once_more(
-    adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroProgram, passes: int, first_touch: float | None
+    adapter: FrameworkAdapter,
+    hardware: HardwareSpec,
+    program: MicroProgram,
+    passes: int,
+    first_touch: float | None,
+    screen: tuple[float, float] | None = None,
 ) -> Point | None:
-    """One program measured as the calibration measures (the smallest of ``passes``): its main point."""
+    """One program measured as the calibration measures (the smallest of ``passes``): its main
+    point. None, unmeasured, when its first run is outside ``screen`` (seconds)."""
     prepared = _prepare(adapter, hardware, program)
+    if screen is not None and not screen[0] <= prepared.first_run <= screen[1]:
+        return None
     for _ in range(passes):
         _time_once(adapter, prepared)
     points = [p for p in _points(adapter, prepared, first_touch) if isinstance(p, Point)]
@@ -307,11 +333,15 @@ def probe_times(
 ) -> dict[str, tuple[str, float]]:
     """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
     and of its programs of 50 µs to 2 ms the longest of each family (``conv:narrow`` is a conv),
-    up to ``count``, families in ``_PROBED`` order first (compute- and memory-bound both)."""
+    up to ``count``, families in ``_PROBED`` order first (compute- and memory-bound both). A
+    program whose first run took under half the range's start, or over thrice its end, is not
+    measured further (``_PROBE_SCREEN``: its kernel cannot be in range; a run is never shorter
+    than its kernel)."""
     found: dict[str, tuple[str, float]] = {}
+    screen = (_PROBE_RANGE[0] * _PROBE_SCREEN[0], _PROBE_RANGE[1] * _PROBE_SCREEN[1])
     for program in adapter.microbenchmarks(True):
         try:
-            point = _measure_once_more(adapter, hardware, program, passes, touch)
+            point = _measure_once_more(adapter, hardware, program, passes, touch, screen)
         except NeuralCostError:
             continue
         if point is not None and _PROBE_RANGE[0] <= point.measured_seconds <= _PROBE_RANGE[1]:

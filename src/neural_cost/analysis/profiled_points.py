@@ -12,6 +12,7 @@ event (``profiler_cost``).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ class _Prepared:
     #: A loop program's unwatched wall times, its own and its shorter twin's (``MicroProgram.trips``).
     walls: list[float] = field(default_factory=list)
     short_walls: list[float] = field(default_factory=list)
+    #: The wall time of the one run (after a warmup run) its ``repeats`` were counted from.
+    first_run: float = math.nan
 
     def unwatched_ratio(self) -> float:
         """The median of the passes' ratios (1 without any): applied to the smallest raw kernel

@@ -87,6 +87,22 @@ def test_the_last_few_executables_are_kept():
     assert adapter.trace(functions[-1], ARGS).cross_check["flops"] == 1024.0
 
 
+def test_a_calibration_keeps_every_program_it_goes_round_and_then_only_the_last_few():
+    """A kernel calibration's passes go round hundreds of programs: inside ``keeping_compiled(n)``
+    none of the first n is compiled again on its next pass; after it, the last ``CACHE_SIZE`` stay."""
+    adapter = JaxAdapter()
+    functions = [_forward() for _ in range(CACHE_SIZE + 2)]
+    with adapter.keeping_compiled(len(functions)):
+        for forward in functions:
+            adapter.benchmark(forward, *ARGS, warmup=1, repeats=1)
+        with compile_log() as log:
+            for forward in functions:  # the second pass
+                adapter.benchmark(forward, *ARGS, warmup=1, repeats=1)
+        assert log.events == []
+    assert adapter.trace(functions[1], ARGS).cross_check is None  # let go: not among the last CACHE_SIZE
+    assert adapter.trace(functions[-CACHE_SIZE], ARGS).cross_check["flops"] == 1024.0
+
+
 def test_signature_is_what_jit_specializes_on():
     x = jnp.ones((2, 3))
     assert signature((x, 1.0), {}, ()) == signature((jnp.zeros((2, 3)), 5.0), {}, ())  # values never matter

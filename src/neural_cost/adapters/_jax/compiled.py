@@ -98,10 +98,24 @@ class Executable:
 
 
 class Executables:
-    """The last ``CACHE_SIZE`` programs an adapter compiled, most recent last."""
+    """The last ``CACHE_SIZE`` programs an adapter compiled (more inside ``keeping``), most recent last."""
 
     def __init__(self) -> None:
         self._entries: list[Executable] = []
+        self._size = CACHE_SIZE
+
+    @contextmanager
+    def keeping(self, count: int) -> Iterator[None]:
+        """Keep at least ``count`` executables inside the block (a kernel calibration's passes go
+        round hundreds of programs: with four kept, each compiled again every pass, 20–30% of a
+        JAX calibration's time); back to ``CACHE_SIZE`` after it, the most recent kept."""
+        size = self._size
+        self._size = max(size, count)
+        try:
+            yield
+        finally:
+            self._size = size
+            self._entries = self._entries[-size:]
 
     def find(
         self, fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], static: tuple[int, ...]
@@ -125,7 +139,7 @@ class Executables:
         compiled = jax.jit(fn, static_argnums=static).lower(*args, **kwargs).compile()
         entry = Executable(fn, signature(args, kwargs, static), compiled, time.perf_counter() - start)
         if entry.key is not None:
-            self._entries = [*self._entries[-(CACHE_SIZE - 1) :], entry]
+            self._entries = [*self._entries[-(self._size - 1) :], entry]
         return entry
 
 
