@@ -265,8 +265,12 @@ def test_drift_probes_are_the_longest_quick_program_of_each_class_in_range_and_a
     assert sorted((name, round(ratio, 12)) for name, ratio in drift.ratios) == [("add 1", 0.5), ("mm 1", 1.5)]
     assert drift.ratio == pytest.approx(1.0)
     assert "2 calibration probes re-run at 1.00× their time at calibration" in drift.note()
+    # 1.5 ÷ 0.5 = 3 ≥ SPREAD_NAMED: the median hides them, so the note names the range and the probe
+    # furthest from 1 (|ln 0.5| = 0.69 > |ln 1.5| = 0.41)
+    assert "(median; by probe 0.50–1.50×, add 1 the furthest from 1 (0.50×); a shared machine's" in drift.note()
     assert not drift.calibration_slow and "slow spell moves the observed time" in drift.note()
-    # add 1 at 250 µs and mm 1 at 700 µs: median (0.5 + 0.7) / 2 = 0.6 < 0.8, the calibration's own slow spell
+    # add 1 at 250 µs and mm 1 at 700 µs: median (0.5 + 0.7) / 2 = 0.6 < 0.8, the calibration's own slow
+    # spell; 0.7 ÷ 0.5 = 1.4 < SPREAD_NAMED: no probe named
     faster = machine_drift(_WallAdapter({**at_calibration, "mm 1": (mm, 700e-6), "add 1": (add, 250e-6)}), calibration)
     assert faster is not None and faster.ratio == pytest.approx(0.6) and faster.calibration_slow
     assert faster.note() == (

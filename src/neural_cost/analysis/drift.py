@@ -13,6 +13,7 @@ note names it and the command that measures it again.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 #: A drift ratio under this says the calibration ran slower than the machine runs now: it looks to
 #: have been measured in a slow spell (a stall never makes a run faster), its expectations too slow.
 SLOW_CALIBRATION = 0.8
+#: Probes whose ratios lie this far apart (largest ÷ smallest) are named in the note: their median
+#: hides a machine whose speed moved for some kernels only (on a 2-core VM small convolutions split
+#: over both cores ran 2× slower in one spell while batched ones moved under 10%).
+SPREAD_NAMED = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,17 +52,27 @@ class Drift:
         """The probes run well under their calibrated time: the calibration looks to have run in a slow spell."""
         return self.ratio < SLOW_CALIBRATION
 
+    def spread(self) -> str:
+        """``; by probe 0.50–1.50×, add 1 the furthest from 1 (0.50×)`` when the probes read at least
+        ``SPREAD_NAMED`` apart, else nothing."""
+        values = [ratio for _, ratio in self.ratios]
+        if len(values) < 2 or min(values) <= 0 or max(values) / min(values) < SPREAD_NAMED:
+            return ""
+        name, far = max(self.ratios, key=lambda item: abs(math.log(item[1])) if item[1] > 0 else 0.0)
+        return f"; by probe {min(values):.2f}–{max(values):.2f}×, {name} the furthest from 1 ({far:.2f}×)"
+
     def note(self) -> str:
         probes = f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time"
         if self.calibration_slow:
             which = f" --framework {self.framework}" if self.framework else ""
             return (
-                f"{probes} at calibration (median): the calibration looks to have been measured in a slow spell "
-                f"and to expect this machine too slow; `neural-cost calibrate --kernels{which}` measures it again"
+                f"{probes} at calibration (median{self.spread()}): the calibration looks to have been measured in a "
+                f"slow spell and to expect this machine too slow; `neural-cost calibrate --kernels{which}` measures it "
+                f"again"
             )
         return (
-            f"{probes} at calibration (median; a shared machine's slow spell moves the observed time, not the "
-            f"expected one)"
+            f"{probes} at calibration (median{self.spread()}; a shared machine's slow spell moves the observed time, "
+            f"not the expected one)"
         )
 
 
