@@ -35,6 +35,27 @@ def test_a_wrong_all_reduce_is_caught_before_it_is_timed():
         collective_probe._verify(wrong, data, 16)
 
 
+def test_a_stall_over_the_short_calls_is_timed_again_with_twice_the_passes(monkeypatch):
+    """A pass takes 1 ms, a call 0.1 ms more: P = 1 already takes ≥ 1 ms. The first attempt's P
+    calls stall (5 ms each) and its 2P calls take 2.1 ms: 2.1 − 5 < 0, so the size is timed again
+    with P = 2: (4.1 − 2.1) / 2 = 1 ms an all-reduce. Every attempt stalled is an error that says so."""
+    ones = []  # the calls of one pass: the first sizes P, the next two are the first attempt's P calls
+
+    def call(run, x, passes):
+        if passes == 1:
+            ones.append(passes)
+            if len(ones) in (2, 3):
+                return 5e-3
+        return passes * 1e-3 + 1e-4
+
+    monkeypatch.setattr(collective_probe, "_call_seconds", call)
+    passes, seconds, spread = collective_probe._time(None, None, 1e-3, 2)
+    assert passes == 2 and seconds == pytest.approx(1e-3) and spread == pytest.approx((1e-3, 1e-3))
+    monkeypatch.setattr(collective_probe, "_call_seconds", lambda run, x, p: 5e-3 if p % 2 else 1e-3)
+    with pytest.raises(MeasurementError, match=r"3 attempts, each with twice the passes"):
+        collective_probe._time(None, None, 1e-3, 2)  # P = 1 (5 ms), then every 2P call as fast as P or faster
+
+
 def test_one_device_is_told_how_to_get_more():
     with pytest.raises(MeasurementError, match=r"JAX sees 1 here.*xla_force_host_platform_device_count"):
         collective_probe.probe_all_reduce(devices=jax.devices("cpu")[:1])
