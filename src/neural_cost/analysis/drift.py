@@ -58,7 +58,7 @@ class Drift:
         values = [ratio for _, ratio in self.ratios]
         if len(values) < 2 or min(values) <= 0 or max(values) / min(values) < SPREAD_NAMED:
             return ""
-        name, far = max(self.ratios, key=lambda item: abs(math.log(item[1])) if item[1] > 0 else 0.0)
+        name, far = max(self.ratios, key=lambda item: abs(math.log(item[1])))  # every ratio > 0 here
         return f"; by probe {min(values):.2f}–{max(values):.2f}×, {name} the furthest from 1 ({far:.2f}×)"
 
     def note(self) -> str:
