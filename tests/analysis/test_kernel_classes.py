@@ -59,8 +59,43 @@ def test_a_training_steps_own_kernels_have_their_own_classes(step):
     assert classes["convolution_backward"] == "conv_backward:narrow"  # its weight 4 × 3·3·3: N 4, K 27
     assert classes["native_batch_norm"] == "norm_training"  # computes the batch's statistics
     assert classes["native_batch_norm_backward"] == "norm_backward"
-    assert classes["native_layer_norm"] == "norm"  # a layer norm is the same kernel in both
+    assert classes["native_layer_norm"] == "norm:layer"  # a layer norm is the same kernel in both
     assert classes["native_layer_norm_backward"] == "norm_backward"
+
+
+def test_an_inference_batch_norm_and_a_layer_norm_are_members_of_the_norm_family():
+    """An inference batch norm (a scale and shift per element) is ``norm:batch``, a layer norm
+    (two reductions a row first) ``norm:layer``: each its own curve when calibrated, else the
+    family's ``norm``, named in the note; an RMS norm record is the family's own."""
+    from neural_cost.analysis.kernel_classes import _norm_class
+    from neural_cost.core.records import Operation
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+                                torch.nn.Flatten(), torch.nn.LayerNorm(4 * 6 * 6)).eval()  # fmt: skip
+    from neural_cost.adapters import adapter_for
+
+    estimate = estimate_trace(adapter_for("torch").trace(model, (torch.randn(2, 3, 6, 6),)))
+    rows = kernel_rows(estimate, SPEC)[0]
+    classes = {kernel_class(estimate, row) for row in rows}
+    assert {"norm:batch", "norm:layer"} <= classes and "norm" not in classes and "norm_training" not in classes
+    assert family("norm:batch") == "norm" and family("norm:layer") == "norm"
+
+    old = _calibration({"conv": _flat("conv", -6.0), "norm": _flat("norm", -5.0)})  # no member curves
+    expected = expected_time(estimate, old, machine={})
+    norms = [row.seconds for row in expected.rows if row.kernel_class.startswith("norm")]
+    assert norms == pytest.approx([1e-5, 1e-5])  # both read the family's flat 10 µs
+    note = next(n for n in expected.notes if n.startswith("kernels read off another class's curve"))
+    assert "norm:batch (1) off norm" in note and "norm:layer (1) off norm" in note
+    own = _calibration({**old.classes, "norm:batch": _flat("norm:batch", -5.69897)})  # 2 µs
+    seconds = {row.kernel_class: row.seconds for row in expected_time(estimate, own, machine={}).rows}
+    assert seconds["norm:batch"] == pytest.approx(2e-6, rel=1e-5) and seconds["norm:layer"] == pytest.approx(1e-5)
+
+    x = (8, 16)
+    rms = Operation("rms", "rmsnorm", (x, (16,)), x)
+    batch = Operation("bn", "batchnorm", (x, (16,), (16,)), x, attrs={"training": False, "affine": True})
+    assert _norm_class([rms]) == "norm" and _norm_class([batch]) == "norm:batch"
+    assert _norm_class([batch, Operation("ln", "layernorm", (x, (16,), (16,)), x)]) == "norm"  # mixed: the family
 
 
 def test_without_their_own_curves_they_are_read_off_their_forward_class_with_a_note(step):

@@ -52,12 +52,14 @@ CONVS = (
     (1, 3, 16, 32, 3), (4, 16, 32, 32, 3), (4, 64, 64, 16, 3), (8, 32, 32, 32, 1), (2, 64, 128, 14, 3),
     (8, 3, 32, 56, 3), (4, 128, 128, 8, 3), (16, 16, 16, 32, 3), (1, 64, 64, 56, 3), (4, 256, 256, 8, 1),
 )  # fmt: skip
-#: Convolutions of 0.4-2.1 GFLOP, after each framework's own (none in the quick grid): a CNN layer
+#: Convolutions of 0.18-2.1 GFLOP, after each framework's own (none in the quick grid): a CNN layer
 #: at a training or serving batch — narrow and wide, large and small maps. Without them the grid
-#: stopped at 0.17 GFLOP and a 1.2 GFLOP layer was read off the last segment's slope.
+#: stopped at 0.17 GFLOP and a 1.2 GFLOP layer was read off the last segment's slope; without the
+#: last three (0.18-0.24 GFLOP) PyTorch's narrow curve had no point between 0.34 and 2.0 ms of
+#: roofline and read a 0.3 GFLOP 32-channel layer 20% slower than it ran.
 LARGE_CONVS = (
     (12, 32, 32, 56, 3), (8, 48, 48, 56, 3), (6, 96, 96, 28, 3), (24, 64, 64, 28, 3), (4, 192, 192, 28, 3),
-    (8, 256, 256, 14, 3),
+    (8, 256, 256, 14, 3), (6, 32, 32, 40, 3), (4, 24, 48, 48, 3), (2, 64, 64, 40, 3),
 )  # fmt: skip
 
 #: Strided convolutions (batch, in channels, out channels, size, kernel, stride) every framework runs

@@ -53,6 +53,7 @@ from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
+from ..core.records import Operation
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, conv_width, width
@@ -384,13 +385,29 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         costs = [estimate.by_operation[i] for i in kernel.operations]
         return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops))
     records = [estimate.by_operation[i].operation for i in kernel.operations]
-    if name == "norm" and any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
-        return "norm_training"
+    if name == "norm":
+        return _norm_class([r for r in records if CLASS_OF_KIND.get(r.kind) == "norm"])
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
         # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
         function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
         return _sliced(kernel, f"transcendental:{function}" if function in FUNCTIONS else "transcendental")
     return _sliced(kernel, name)
+
+
+#: A norm kernel's member class by its records' kind (``_norm_class``): an inference batch norm
+#: is one pass of a scale and shift per element, a layer norm two reductions a row before it — on a
+#: 2-core AMD VM PyTorch's batch norms ran 20–90 µs where layer norms of the same roofline time
+#: (rows of 64) ran 75–1,030 µs, and one curve read a ResNet's batch norms at 3× their time.
+NORM_MEMBERS: Mapping[str, str] = {"batchnorm": "norm:batch", "layernorm": "norm:layer"}
+
+
+def _norm_class(records: list[Operation]) -> str:
+    """``norm_training`` for a batch norm computing its batch's statistics; else the member of
+    ``NORM_MEMBERS`` its norm records share, or the family's ``norm`` (RMS and group norms, mixed)."""
+    if any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
+        return "norm_training"
+    members = {NORM_MEMBERS.get(r.kind, "norm") for r in records}
+    return members.pop() if len(members) == 1 else "norm"
 
 
 def _sliced(kernel: Kernel, name: str) -> str:

@@ -158,6 +158,12 @@ def _pointwise(quick: bool) -> Iterator[MicroProgram]:
         yield MicroProgram(f"{name} {x.numel()}", _no_grad(op), args)
 
 
+#: Inference batch norms ``(batch, channels, size)``, 16 kB to 6.4 MB of input: ``norm:batch``'s own
+#: curve (``kernel_classes.NORM_MEMBERS``), which a CNN's batch norms read instead of the layer norms'.
+_BATCH_NORMS = ((1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 56), (8, 256, 14), (16, 32, 48),
+                (1, 512, 7))  # fmt: skip
+
+
 def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
     for size in grid.sizes(quick, _LARGEST):
         for width in grid.reduction_widths(quick):
@@ -172,7 +178,7 @@ def _reductions_norms(quick: bool) -> Iterator[MicroProgram]:
         if not quick:
             shape = grid.rows_of(size, 256)
             yield MicroProgram(f"mean {shape}", _no_grad(lambda t: t.mean(dim=-1)), (_rand(*shape),))
-    for n, c, hw in ((1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28))[: 2 if quick else None]:
+    for n, c, hw in _BATCH_NORMS[: 2 if quick else None]:
         mean, var, w, b = _rand(c), torch.rand(c) + 0.5, _rand(c), _rand(c)
         yield MicroProgram(
             f"batch_norm {n}x{c}x{hw}x{hw}",
