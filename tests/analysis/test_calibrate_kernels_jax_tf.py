@@ -21,7 +21,6 @@ positive.
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest
