@@ -14,7 +14,8 @@ of its own); all fall back to the family's ``conv``, which a transposed or input
 convolution reads (a depthwise layer's input gradient is ``depthwise_conv:stride1``, a strided
 one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or more slices (a
 GRU's gates) is ``elementwise:sliced`` or ``transcendental:sliced`` (``SLICED``: read as a pooled
-one is), and a convolution XLA runs as a lone HLO instruction ``:generic`` (``GENERIC``). A product of two
+one is), and a convolution XLA runs as a lone HLO instruction ``:generic`` (``GENERIC``); a batch norm
+``norm:batch``, a layer norm ``norm:layer`` (``NORM_MEMBERS``; the family ``norm``). A product of two
 matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), which reads
 ``matmul``'s curve without one of its own. A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
@@ -384,9 +385,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "matmul":  # its heaviest matmul record's view
         costs = [estimate.by_operation[i] for i in kernel.operations]
         return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops))
-    records = [estimate.by_operation[i].operation for i in kernel.operations]
-    if name == "norm":
-        return _norm_class([r for r in records if CLASS_OF_KIND.get(r.kind) == "norm"])
+    if name == "norm":  # its norm records' member
+        return _norm_class([c.operation for c in map(estimate.by_operation.__getitem__, kernel.operations)
+                            if CLASS_OF_KIND.get(c.kind) == "norm"])  # fmt: skip
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
         # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
         function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
@@ -394,16 +395,12 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     return _sliced(kernel, name)
 
 
-#: A norm kernel's member class by its records' kind (``_norm_class``): an inference batch norm
-#: is one pass of a scale and shift per element, a layer norm two reductions a row before it — on a
-#: 2-core AMD VM PyTorch's batch norms ran 20–90 µs where layer norms of the same roofline time
-#: (rows of 64) ran 75–1,030 µs, and one curve read a ResNet's batch norms at 3× their time.
+#: A norm kernel's member by its records' kind (one curve read a ResNet's batch norms at 3×: docs/expected.md).
 NORM_MEMBERS: Mapping[str, str] = {"batchnorm": "norm:batch", "layernorm": "norm:layer"}
 
 
 def _norm_class(records: list[Operation]) -> str:
-    """``norm_training`` for a batch norm computing its batch's statistics; else the member of
-    ``NORM_MEMBERS`` its norm records share, or the family's ``norm`` (RMS and group norms, mixed)."""
+    """``norm_training``, else the ``NORM_MEMBERS`` member its norm records share, else ``norm``."""
     if any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
         return "norm_training"
     members = {NORM_MEMBERS.get(r.kind, "norm") for r in records}
