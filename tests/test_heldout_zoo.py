@@ -113,7 +113,10 @@ def test_no_calibration_convolution_has_a_held_out_layers_shape():
     from neural_cost.adapters._torch.microbench import _convs, _training
 
     held = _held_out_convolutions()
-    stride_1 = {(c_in, c_out, size, k, 1) for _, c_in, c_out, size, k in (*JAX_CONVS, *TF_CONVS, *grid.LARGE_CONVS)}
+    stride_1 = {
+        (c_in, c_out, size, k, 1)
+        for _, c_in, c_out, size, k in (*JAX_CONVS, *TF_CONVS, *grid.LARGE_CONVS, *grid.STEM_CONVS)
+    }
     shared = {(c_in, c_out, size, k, s) for _, c_in, c_out, size, k, s in grid.STRIDED_CONVS}
     shared |= {(c, c, size, k, s) for _, c, size, k, s in grid.DEPTHWISE_CONVS}  # JAX's and TensorFlow's too
     torch_grid = set()

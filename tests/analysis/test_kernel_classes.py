@@ -55,7 +55,7 @@ def step():
 
 def test_a_training_steps_own_kernels_have_their_own_classes(step):
     _, classes = step
-    assert classes["convolution"] == "conv:narrow"  # the forward: 3 → 4 channels
+    assert classes["convolution"] == "conv:shallow"  # the forward: 3 → 4 channels, K 27 (conv_views.SHALLOW)
     assert classes["convolution_backward"] == "conv_backward:narrow"  # its weight 4 × 3·3·3: N 4, K 27
     assert classes["native_batch_norm"] == "norm_training"  # computes the batch's statistics
     assert classes["native_batch_norm_backward"] == "norm_backward"
@@ -211,8 +211,8 @@ def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():
 
 def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are_under_64():
     """K = input channels × taps, N = output channels, read off the record's canonical weight:
-    3→32 3×3 (K 27) narrow; 64→64 3×3 (K 576, N 64) wide; 64→32 1×1 (K 64, N 32) narrow; and the
-    same in JAX's NHWC/HWIO as in PyTorch's NCHW/OIHW."""
+    3→32 3×3 (K 27 < 32) shallow; 4→32 3×3 (K 36) narrow; 64→64 3×3 (K 576, N 64) wide; 64→32 1×1
+    (K 64, N 32) narrow; and the same in JAX's NHWC/HWIO as in PyTorch's NCHW/OIHW."""
     from neural_cost.adapters import adapter_for
 
     def classes(adapter, fn, *args):
@@ -226,7 +226,8 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
     torch_adapter = adapter_for("torch")
     with torch.no_grad():
         for c_in, c_out, k, expected in (
-            (3, 32, 3, "conv:narrow"),
+            (3, 32, 3, "conv:shallow"),
+            (4, 32, 3, "conv:narrow"),
             (64, 64, 3, "conv:wide"),
             (64, 32, 1, "conv:narrow"),
         ):
@@ -234,7 +235,7 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
             assert classes(torch_adapter, lambda x, w: torch.nn.functional.conv2d(x, w), x, w) == [expected]
     jax = pytest.importorskip("jax")
     jax_adapter = adapter_for("jax", cross_check=True)  # its compiled kernels, as predict and the benchmark read
-    for c_in, c_out, expected in ((3, 32, "conv:narrow"), (64, 64, "conv:wide")):
+    for c_in, c_out, expected in ((3, 32, "conv:shallow"), (64, 64, "conv:wide")):
         x, w = jax.numpy.ones((2, 8, 8, c_in)), jax.numpy.ones((3, 3, c_in, c_out))
 
         def conv(x, w):
@@ -321,21 +322,21 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
 
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
     found = parts(estimate, row, SPEC)
-    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:wide"]
+    assert [part.kernel_class for part in found] == ["conv:shallow:pooled", "conv:wide"]
     # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
     # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
     # each of 2,048 outputs; the second 2·4·4 × 64 × 576 taps × 2 = 2,359,296, alone.
     assert found[0].compute_seconds == pytest.approx((442_368 + 3 * 8_192 + 3 * 2_048) / 1e12)
     assert found[1].compute_seconds == pytest.approx(2_359_296 / 1e12)
     assert sum(part.memory_seconds for part in found) == pytest.approx(row.memory_seconds)
-    # Flat curves, conv:narrow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
-    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
+    # Flat curves, conv:shallow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
+    calibration = _calibration({"conv:shallow": _flat("conv:shallow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
     expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
     assert (expected.kernel_class, expected.seconds) == ("conv:wide:pooled", pytest.approx(3e-6, rel=1e-5))
     note = next(n for n in expected_time(estimate, calibration, machine={}).notes if "another class's" in n)
-    assert "conv:narrow:pooled (1) off conv:narrow" in note
+    assert "conv:shallow:pooled (1) off conv:shallow" in note
     # with a pooled curve of its own (1.5 µs flat): 1.5 + 2 = 3.5 µs, nothing borrowed
-    pooled = _calibration({**calibration.classes, "conv:narrow:pooled": _flat("conv:narrow:pooled", -5.823909)})
+    pooled = _calibration({**calibration.classes, "conv:shallow:pooled": _flat("conv:shallow:pooled", -5.823909)})
     result = expected_time(estimate, pooled, machine={})
     assert next(r for r in result.rows if r.name == row.name).seconds == pytest.approx(3.5e-6, rel=1e-5)
     assert not any("another class's" in n for n in result.notes)
@@ -364,13 +365,13 @@ def test_records_before_a_kernels_first_contraction_join_the_first():
 
 
 def test_a_kernel_lacking_a_class_for_two_of_its_parts_is_one_kernel_in_the_note():
-    """One kernel running two narrow convolutions (3→32 and 32→32 channels: N 32 < 64) and a
+    """One kernel running two narrow convolutions (4→32 and 32→32 channels: N 32 < 64) and a
     wide one (64→64), with only ``conv:wide`` calibrated: the narrow parts are priced at their
     bounds and the note counts one kernel lacking ``conv:narrow``, not its two parts."""
     from neural_cost import Coverage, Kernel, Operation, Trace
 
     ops = (
-        Operation("stem", "conv", ((2, 3, 8, 8), (32, 3, 3, 3)), (2, 32, 6, 6), "float32"),
+        Operation("stem", "conv", ((2, 4, 8, 8), (32, 4, 3, 3)), (2, 32, 6, 6), "float32"),
         Operation("mid", "conv", ((2, 32, 6, 6), (32, 32, 3, 3)), (2, 32, 4, 4), "float32"),
         Operation("wide", "conv", ((2, 64, 8, 8), (64, 64, 3, 3)), (2, 64, 6, 6), "float32"),
     )
@@ -549,7 +550,7 @@ def test_the_torch_grids_wide_linears_are_wide_matmul_points():
 def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
     """JAX's conv → relu → 2×2 max pool programs: XLA:CPU fuses a 64 → 128-channel block into one
     ``ynn_fusion`` (``conv:wide:pooled``); a 3 → 16-channel one it leaves a lone HLO convolution
-    (``conv:narrow:generic``: no YNNPACK fusion, it runs alone) beside a fusion of the relu and the
+    (``conv:shallow:generic``: no YNNPACK fusion, it runs alone) beside a fusion of the relu and the
     pool (``pool``)."""
     pytest.importorskip("jax")
     from neural_cost.adapters import adapter_for
@@ -565,7 +566,7 @@ def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
         classes[name] = sorted(kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0])
     assert classes == {
         "conv+relu+max_pool NHWC 8x64x28x28->128 k3": ["conv:wide:pooled"],
-        "conv+relu+max_pool NHWC 1x3x32x32->16 k3": ["conv:narrow:generic", "pool"],
+        "conv+relu+max_pool NHWC 1x3x32x32->16 k3": ["conv:shallow:generic", "pool"],
     }
 
 

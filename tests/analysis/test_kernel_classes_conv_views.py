@@ -67,8 +67,8 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
 def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
     """Canonical weight (C_out, C_in/groups, *kernel) with C_in/groups = 1 and groups > 1:
     ``depthwise_conv:stride1`` — with a channel multiplier of 2 too (64 groups, 128 outputs) — and at
-    stride 2 ``depthwise_conv:strided``; two channels per group is a grouped convolution (K 18: narrow); one
-    group of one channel is no depthwise layer (a 1-channel image's stem: K 9, narrow). JAX's
+    stride 2 ``depthwise_conv:strided``; two channels per group is a grouped convolution (K 18: shallow); one
+    group of one channel is no depthwise layer (a 1-channel image's stem: K 9, shallow). JAX's
     ``feature_group_count`` and TensorFlow's ``DepthwiseConv2dNative`` read the same."""
     from neural_cost.adapters import adapter_for
 
@@ -82,8 +82,8 @@ def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
     assert forward(64, 64, 64) == ["depthwise_conv:stride1"]
     assert forward(64, 64, 64, stride=2) == ["depthwise_conv:strided"]
     assert forward(64, 128, 64) == ["depthwise_conv:stride1"]
-    assert forward(64, 64, 32) == ["conv:narrow"]
-    assert forward(1, 16, 1) == ["conv:narrow"]
+    assert forward(64, 64, 32) == ["conv:shallow"]  # K 18 < 32: conv_views.SHALLOW
+    assert forward(1, 16, 1) == ["conv:shallow"]
 
     jax = pytest.importorskip("jax")
     x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((3, 3, 1, 32))

@@ -14,7 +14,17 @@ from ..core.kernels import Kernel
 from ..core.records import Operation
 from ..costs.registry import spatial
 
-__all__ = ["DEPTHWISE", "DILATED", "NARROW", "STRIDED", "backward_width", "conv_class", "conv_width", "width"]
+__all__ = [
+    "DEPTHWISE",
+    "DILATED",
+    "NARROW",
+    "SHALLOW",
+    "STRIDED",
+    "backward_width",
+    "conv_class",
+    "conv_width",
+    "width",
+]
 
 #: A convolution whose matrix-multiply view (M = output positions, K = input channels per group ×
 #: kernel taps, N = output channels per group) has K or N under this is ``conv:narrow``: a 3×3
@@ -22,6 +32,11 @@ __all__ = ["DEPTHWISE", "DILATED", "NARROW", "STRIDED", "backward_width", "conv_
 #: same FLOPs, a 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them
 #: alike. Every other convolution of stride 1 is ``conv:wide``.
 NARROW = 64
+#: A forward convolution whose K is under this (a 3-channel 3×3 stem: 27) is ``conv:shallow``: its
+#: matrix-multiply view is too shallow to vectorize well, and XLA:CPU ran such stems at 5.5–10× their
+#: roofline where other narrow layers of the same work ran at 1.3–2.7× (the narrow curve read a
+#: Flax CNN's stem at a fifth of its time). Its backward stays ``conv_backward:narrow``.
+SHALLOW = 32
 #: A convolution of stride above 1 is ``conv:strided`` whatever its width, or ``conv:subsampled``
 #: when the stride steps past the kernel (``_stride_kind``), and so is its backward
 #: (``conv_backward:strided``...): PyTorch's oneDNN calls ran a 1×1 stride-2 shortcut's backward at
@@ -105,6 +120,8 @@ def conv_class(view: str, base: str = "conv") -> str:
     or the base for none."""
     if view.split(":", 1)[0] == DEPTHWISE:
         return base.replace("conv", "depthwise_conv", 1) + view[len(DEPTHWISE) :]
+    if view == "shallow" and base != "conv":  # ``SHALLOW``: forward convolutions only
+        view = "narrow"
     return f"{base}:{view}" if view else base
 
 
@@ -120,8 +137,11 @@ def _stride_kind(op: Operation, stride: Any, dilation: Any, kernel: Sequence[int
 
 
 def _view_width(taps: int, outputs: int) -> str:
-    """``narrow`` when a convolution's matrix-multiply view has K (``taps``: input channels per
-    group × kernel taps) or N (``outputs``: output channels per group) under ``NARROW``, else ``wide``."""
+    """``shallow`` when a convolution's matrix-multiply view has K (``taps``: input channels per
+    group × kernel taps) under ``SHALLOW``, ``narrow`` when K or N (``outputs``: output channels per
+    group) is under ``NARROW``, else ``wide``."""
+    if taps < SHALLOW:
+        return "shallow"
     return "narrow" if min(taps, outputs) < NARROW else "wide"
 
 

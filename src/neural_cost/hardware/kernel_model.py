@@ -201,14 +201,14 @@ class ClassModel:
         )
 
 
-def fit_curve(pairs: Iterable[tuple[float, float]]) -> Curve | None:
+def fit_curve(pairs: Iterable[tuple[float, float]], *, by_ratio: bool = False) -> Curve | None:
     """A monotone curve through ``(roofline seconds, measured seconds)`` pairs, or None when
     fewer than ``POINTS_PER_KNOT`` pairs have a positive roofline time.
 
     In log-log space the points, ordered by roofline time, are cut into at most ``MAX_KNOTS``
-    bins of at least ``POINTS_PER_KNOT``; each bin is one knot at its median roofline time and
-    median measured time (a stalled run among a bin's points moves no knot), and the knots'
-    values are made nondecreasing by weighted isotonic regression."""
+    bins of at least ``POINTS_PER_KNOT``; each bin is one knot at its median roofline time and its
+    median measured time, or (``by_ratio``) its median measured ÷ roofline time at that roofline
+    time; a stalled run moves no knot. Knot values are made nondecreasing (weighted isotonic)."""
     data = sorted((math.log10(r), math.log10(m)) for r, m in pairs if r > 0 and m > 0)
     if len(data) < POINTS_PER_KNOT:
         return None
@@ -219,22 +219,21 @@ def fit_curve(pairs: Iterable[tuple[float, float]]) -> Curve | None:
     for k in range(knots):
         lo, hi = k * len(data) // knots, (k + 1) * len(data) // knots
         x = _median([x for x, _ in data[lo:hi]])
-        y = _median([y for _, y in data[lo:hi]])
+        y = x + _median([y - x for x, y in data[lo:hi]]) if by_ratio else _median([y for _, y in data[lo:hi]])
         if xs and x <= xs[-1]:  # equal x medians: one knot, the two bins' values weighed together
             total = weights[-1] + (hi - lo)
             ys[-1] = (ys[-1] * weights[-1] + y * (hi - lo)) / total
             weights[-1] = total
             continue
-        xs.append(x)
-        ys.append(y)
-        weights.append(hi - lo)
+        xs, ys, weights = [*xs, x], [*ys, y], [*weights, hi - lo]
     fitted = _pava(ys, weights)
     return Curve(tuple(xs), tuple(max(fitted[: i + 1]) for i in range(len(fitted))))
 
 
 def fit_class(name: str, points: Sequence[Point]) -> ClassModel | None:
-    """Both curves of one class from its points, or None when no side has enough."""
-    compute = fit_curve((p.compute_seconds, p.measured_seconds) for p in points if p.side == "compute")
+    """Both curves of one class from its points, or None when no side has enough; the compute side's
+    knots by ratio (a bin's median time and median work can be two kernels': docs/expected.md)."""
+    compute = fit_curve([(p.compute_seconds, p.measured_seconds) for p in points if p.side == "compute"], by_ratio=True)
     memory = fit_curve((p.memory_seconds, p.measured_seconds) for p in points if p.side == "memory")
     if compute is None and memory is None:
         return None

@@ -95,7 +95,8 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     if quick:  # NHWC ones
         convs = convs[::4]
     else:
-        convs += [("NHWC", *conv, 1) for conv in grid.LARGE_CONVS] + [("NHWC", *c) for c in grid.STRIDED_CONVS]
+        convs += [("NHWC", *conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)]
+        convs += [("NHWC", *c) for c in grid.STRIDED_CONVS]
     for layout, n, c_in, c_out, size, k, stride in convs:
         if layout == "NHWC":
             x, w = rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)
@@ -104,7 +105,7 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         fn = _named(lambda x, w, layout=layout, s=stride: _conv(x, w, layout, s), "conv")
         strided = f" s{stride}" if stride > 1 else ""
         yield MicroProgram(f"conv {layout} {n}x{c_in}x{size}x{size}->{c_out} k{k}{strided}", fn, (x, w))
-    for n, c_in, c_out, size, k in _CONVS[:: 7 if quick else 1] + (() if quick else grid.LARGE_CONVS):
+    for n, c_in, c_out, size, k in _CONVS[:: 7 if quick else 1] + (() if quick else grid.LARGE_CONVS + grid.STEM_CONVS):
         fn = _named(_pooled_conv, "conv")  # a CNN block, one ``ynn_fusion``: ``kernel_classes.POOLED``
         yield MicroProgram(f"conv+relu+max_pool NHWC {n}x{c_in}x{size}x{size}->{c_out} k{k}", fn,
                            (rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)))  # fmt: skip

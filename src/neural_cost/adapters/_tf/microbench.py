@@ -62,6 +62,7 @@ _CONVS = (
     (1, 128, 256, 14, 3),
     (2, 32, 64, 28, 5),
     *grid.LARGE_CONVS,
+    *grid.STEM_CONVS,
 )
 
 
