@@ -211,7 +211,7 @@ def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():
 
 def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are_under_64():
     """K = input channels × taps, N = output channels, read off the record's canonical weight:
-    3→32 3×3 (K 27 < 32) shallow; 4→32 3×3 (K 36) narrow; 64→64 3×3 (K 576, N 64) wide; 64→32 1×1
+    3→32 3×3 (K 27 < 32, N 32 < 64) shallow; 3→64 (N 64) and 4→32 3×3 (K 36) narrow; 64→64 3×3 (K 576, N 64) wide; 64→32 1×1
     (K 64, N 32) narrow; and the same in JAX's NHWC/HWIO as in PyTorch's NCHW/OIHW."""
     from neural_cost.adapters import adapter_for
 
@@ -227,6 +227,7 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
     with torch.no_grad():
         for c_in, c_out, k, expected in (
             (3, 32, 3, "conv:shallow"),
+            (3, 64, 3, "conv:narrow"),  # K 27 but N 64: XLA:CPU ran a 3 → 64 stem at 1.4× its roofline
             (4, 32, 3, "conv:narrow"),
             (64, 64, 3, "conv:wide"),
             (64, 32, 1, "conv:narrow"),
@@ -322,21 +323,21 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
 
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
     found = parts(estimate, row, SPEC)
-    assert [part.kernel_class for part in found] == ["conv:shallow:pooled", "conv:wide"]
+    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:wide"]
     # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
     # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
     # each of 2,048 outputs; the second 2·4·4 × 64 × 576 taps × 2 = 2,359,296, alone.
     assert found[0].compute_seconds == pytest.approx((442_368 + 3 * 8_192 + 3 * 2_048) / 1e12)
     assert found[1].compute_seconds == pytest.approx(2_359_296 / 1e12)
     assert sum(part.memory_seconds for part in found) == pytest.approx(row.memory_seconds)
-    # Flat curves, conv:shallow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
-    calibration = _calibration({"conv:shallow": _flat("conv:shallow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
+    # Flat curves, conv:narrow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
+    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
     expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
     assert (expected.kernel_class, expected.seconds) == ("conv:wide:pooled", pytest.approx(3e-6, rel=1e-5))
     note = next(n for n in expected_time(estimate, calibration, machine={}).notes if "another class's" in n)
-    assert "conv:shallow:pooled (1) off conv:shallow" in note
+    assert "conv:narrow:pooled (1) off conv:narrow" in note
     # with a pooled curve of its own (1.5 µs flat): 1.5 + 2 = 3.5 µs, nothing borrowed
-    pooled = _calibration({**calibration.classes, "conv:shallow:pooled": _flat("conv:shallow:pooled", -5.823909)})
+    pooled = _calibration({**calibration.classes, "conv:narrow:pooled": _flat("conv:narrow:pooled", -5.823909)})
     result = expected_time(estimate, pooled, machine={})
     assert next(r for r in result.rows if r.name == row.name).seconds == pytest.approx(3.5e-6, rel=1e-5)
     assert not any("another class's" in n for n in result.notes)

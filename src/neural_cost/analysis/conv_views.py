@@ -32,10 +32,10 @@ __all__ = [
 #: same FLOPs, a 3-channel stem at a fifth (PyTorch, this CPU); one curve for both read them
 #: alike. Every other convolution of stride 1 is ``conv:wide``.
 NARROW = 64
-#: A forward convolution whose K is under this (a 3-channel 3×3 stem: 27) is ``conv:shallow``: its
-#: matrix-multiply view is too shallow to vectorize well, and XLA:CPU ran such stems at 5.5–10× their
-#: roofline where other narrow layers of the same work ran at 1.3–2.7× (the narrow curve read a
-#: Flax CNN's stem at a fifth of its time). Its backward stays ``conv_backward:narrow``.
+#: A forward convolution whose K is under this (a 3-channel 3×3 stem: 27) and whose N is under
+#: ``NARROW`` is ``conv:shallow``: XLA:CPU ran such stems (3 → 16 or 32 channels) at 5.5–11× their
+#: roofline where other narrow layers of the same work ran at 1.3–2.7×, and a 3 → 64 stem at 1.4×
+#: (the narrow curve read a Flax CNN's stem at 40% of its time). Its backward stays ``conv_backward:narrow``.
 SHALLOW = 32
 #: A convolution of stride above 1 is ``conv:strided`` whatever its width, or ``conv:subsampled``
 #: when the stride steps past the kernel (``_stride_kind``), and so is its backward
@@ -138,9 +138,9 @@ def _stride_kind(op: Operation, stride: Any, dilation: Any, kernel: Sequence[int
 
 def _view_width(taps: int, outputs: int) -> str:
     """``shallow`` when a convolution's matrix-multiply view has K (``taps``: input channels per
-    group × kernel taps) under ``SHALLOW``, ``narrow`` when K or N (``outputs``: output channels per
-    group) is under ``NARROW``, else ``wide``."""
-    if taps < SHALLOW:
+    group × kernel taps) under ``SHALLOW`` and N (``outputs``: output channels per group) under
+    ``NARROW``, ``narrow`` when either is under ``NARROW``, else ``wide``."""
+    if taps < SHALLOW and outputs < NARROW:
         return "shallow"
     return "narrow" if min(taps, outputs) < NARROW else "wide"
 
