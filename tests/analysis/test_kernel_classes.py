@@ -211,8 +211,9 @@ def test_a_large_pointwise_result_goes_to_a_buffer_other_than_the_last_calls():
 
 def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are_under_64():
     """K = input channels × taps, N = output channels, read off the record's canonical weight:
-    3→32 3×3 (K 27 < 32, N 32 < 64) shallow; 3→64 (N 64) and 4→32 3×3 (K 36) narrow; 64→64 3×3 (K 576, N 64) wide; 64→32 1×1
-    (K 64, N 32) narrow; and the same in JAX's NHWC/HWIO as in PyTorch's NCHW/OIHW."""
+    3→32 3×3 (K 27 < 32, N 32 < 64) shallow; 3→64 (N 64) and 4→32 3×3 (K 36) narrow; 64→64 3×3
+    (K 576, N 64) wide; 64→32 1×1 (K 64, N 32) narrow; and the same in JAX's NHWC/HWIO as in
+    PyTorch's NCHW/OIHW."""
     from neural_cost.adapters import adapter_for
 
     def classes(adapter, fn, *args):
