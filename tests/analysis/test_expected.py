@@ -37,6 +37,7 @@ from neural_cost.hardware.kernel_model import (
     KernelCalibration,
     Point,
     fit_calibration,
+    fit_class,
     fit_curve,
     load_calibration,
     save_calibration,
@@ -223,6 +224,22 @@ def test_a_stall_in_one_profiled_run_names_no_kernel():
     message = finding((1e-3, 1e-3, 3e-3))
     assert message is not None
     assert "fusion.0: 435.0× its expected time (1.000 ms measured at its median execution, " in message
+
+
+def test_a_compute_knot_is_its_bins_median_efficiency_a_memory_knot_its_median_time():
+    """One bin of three points (roofline → measured): 100 µs → 400 µs (4×), 200 µs → 100 µs (0.5×),
+    400 µs → 400 µs (1×). Median roofline time 200 µs; median measured time 400 µs (a 4× point's
+    time at a 0.5× point's work); median ratio 1×: 200 µs. A class's compute curve reads the ratio,
+    its memory curve the time."""
+    pairs = [(1e-4, 4e-4), (2e-4, 1e-4), (4e-4, 4e-4)]
+    by_time, by_ratio = fit_curve(pairs), fit_curve(pairs, by_ratio=True)
+    assert by_time is not None and by_ratio is not None
+    assert by_time.xs == by_ratio.xs == pytest.approx((math.log10(2e-4),))
+    assert by_time.ys == pytest.approx((math.log10(4e-4),)) and by_ratio.ys == pytest.approx((math.log10(2e-4),))
+    compute = [Point("conv", r, r / 100, m, "p") for r, m in pairs]  # compute-side: compute ≫ memory
+    memory = [Point("conv", r / 100, r, m, "p") for r, m in pairs]
+    assert fit_class("conv", compute).compute.ys == by_ratio.ys  # type: ignore[union-attr]
+    assert fit_class("conv", memory).memory.ys == by_time.ys  # type: ignore[union-attr]
 
 
 def test_a_curve_with_a_nan_knot_is_refused():
