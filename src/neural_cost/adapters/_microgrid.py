@@ -63,9 +63,10 @@ LARGE_CONVS = (
 )  # fmt: skip
 
 #: 3-channel 3×3 stems (K 27: ``conv:shallow`` below 64 outputs, ``conv_views.SHALLOW``) every framework
-#: runs after its large ones (none in the quick grid), 0.26–0.5 ms of roofline for the largest two.
+#: runs after its large ones (none in the quick grid), 0.26–0.5 ms of roofline for the largest three:
+#: JAX's pooled 32-output ones are six, two knots (five made one, below a batch-16 CNN's stem).
 STEM_CONVS = ((2, 3, 32, 96, 3), (16, 3, 16, 40, 3), (4, 3, 64, 48, 3), (32, 3, 32, 32, 3), (16, 3, 16, 80, 3),
-              (8, 3, 32, 112, 3))  # fmt: skip
+              (8, 3, 32, 112, 3), (4, 3, 32, 128, 3))  # fmt: skip
 
 #: Strided convolutions (batch, in channels, out channels, size, kernel, stride) every framework runs
 #: (none in the quick grid), for ``conv_views.STRIDED``: ten whose stride the kernel spans
