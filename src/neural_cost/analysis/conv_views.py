@@ -35,7 +35,7 @@ NARROW = 64
 #: A forward convolution whose K is under this (a 3-channel 3×3 stem: 27) and whose N is under
 #: ``NARROW`` is ``conv:shallow``: XLA:CPU ran such stems (3 → 16 or 32 channels) at 5.5–11× their
 #: roofline where other narrow layers of the same work ran at 1.3–2.7×, and a 3 → 64 stem at 1.4×
-#: (the narrow curve read a Flax CNN's stem at 40% of its time). Its backward stays ``conv_backward:narrow``.
+#: (the narrow curve read a Flax CNN's stem at a fifth of its time). Its backward stays ``conv_backward:narrow``.
 SHALLOW = 32
 #: A convolution of stride above 1 is ``conv:strided`` whatever its width, or ``conv:subsampled``
 #: when the stride steps past the kernel (``_stride_kind``), and so is its backward
@@ -99,7 +99,8 @@ def backward_width(estimate: CostEstimate, kernel: Kernel) -> str:
         stride, dilation = operation.attrs.get("dilation", 1), operation.attrs.get("stride", 1)
     else:
         return ""
-    return _view(operation, groups, per_group, taps, outputs, (stride, dilation), weight[2:])
+    view = _view(operation, groups, per_group, taps, outputs, (stride, dilation), weight[2:])
+    return "narrow" if view == "shallow" else view  # ``SHALLOW`` is of forward convolutions only
 
 
 def _view(
@@ -120,8 +121,6 @@ def conv_class(view: str, base: str = "conv") -> str:
     or the base for none."""
     if view.split(":", 1)[0] == DEPTHWISE:
         return base.replace("conv", "depthwise_conv", 1) + view[len(DEPTHWISE) :]
-    if view == "shallow" and base != "conv":  # ``SHALLOW``: forward convolutions only
-        view = "narrow"
     return f"{base}:{view}" if view else base
 
 
