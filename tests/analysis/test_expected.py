@@ -341,6 +341,26 @@ def test_past_the_last_knot_an_overhead_point_is_not_stretched():
     assert curve(1e-3) == pytest.approx(1e-6 + (1e-3 - 1e-9))
 
 
+def test_four_or_five_points_over_a_wide_span_make_two_knots_whose_slope_carries_the_curve_past_them():
+    """JAX's depthwise layers: five memory-side points at 300× their roofline, at 2, 6, 46, 46 and
+    92 µs of it (a 46× span, over SPLIT_SPAN's 2×). Two bins, [2, 6] and [46, 46, 92]: knots at
+    √(2·6) = 3.4641 µs → 1.0392 ms and 46 µs → 13.8 ms. The last segment's marginal cost is
+    (13.8 ms − 1.0392 ms) / (46 − 3.4641 µs) = 300 (the ratio there too), so a layer of 400 µs
+    reads 13.8 ms + 354 µs · 300 = 120 ms; one knot (at 46 µs → 13.8 ms) had added the work at the
+    peak: 13.8 ms + 354 µs = 14.154 ms, 8.5× under, as three points still do. Four points within 2×
+    stay one knot."""
+    pairs = [(r * 1e-6, 300 * r * 1e-6) for r in (2, 6, 46, 46, 92)]
+    curve = fit_curve(pairs)
+    assert curve is not None
+    assert curve.xs == pytest.approx((math.log10(12**0.5 * 1e-6), math.log10(46e-6)))
+    assert curve.ys == pytest.approx((math.log10(300 * 12**0.5 * 1e-6), math.log10(13.8e-3)))
+    assert curve(400e-6) == pytest.approx(0.12)
+    three = fit_curve(pairs[2:])  # too few to split: one knot, the work past it at the peak
+    assert three is not None and three(400e-6) == pytest.approx(14.154e-3)
+    narrow = fit_curve([(r * 1e-6, 300 * r * 1e-6) for r in (10, 11, 12, 19)])  # 1.9×: one knot
+    assert narrow is not None and len(narrow.xs) == 1
+
+
 def test_below_a_curves_first_knot_a_two_curve_class_falls_with_the_work_to_its_floor():
     """TensorFlow's depthwise class: compute-side points only at its large end (one knot, 100 µs of
     roofline time measured 571 µs), memory-side ones from 10 µs (100 µs) to 100 µs (500 µs). A

@@ -49,6 +49,11 @@ SCHEMA = 1
 #: Knots per curve at most, and points per knot at least.
 MAX_KNOTS = 10
 POINTS_PER_KNOT = 3
+#: Four or five points that would make one knot make two (halves of two and more) when they span at
+#: least this much in log10 roofline time (2×): one knot grows at the peak past itself, and JAX's
+#: depthwise layers, 335× their roofline from 2 to 92 µs of it and as slow per element at 370 µs,
+#: read 8× under their time past the grid.
+SPLIT_SPAN = math.log10(2)
 FOLDS = 5
 
 
@@ -206,13 +211,15 @@ def fit_curve(pairs: Iterable[tuple[float, float]], *, by_ratio: bool = False) -
     fewer than ``POINTS_PER_KNOT`` pairs have a positive roofline time.
 
     In log-log space the points, ordered by roofline time, are cut into at most ``MAX_KNOTS``
-    bins of at least ``POINTS_PER_KNOT``; each bin is one knot at its median roofline time and its
+    bins of at least ``POINTS_PER_KNOT`` (four or five spanning ``SPLIT_SPAN``: two bins); each bin is one knot at its median roofline time and its
     median measured time, or (``by_ratio``) its median measured ÷ roofline time at that roofline
     time; a stalled run moves no knot. Knot values are made nondecreasing (weighted isotonic)."""
     data = sorted((math.log10(r), math.log10(m)) for r, m in pairs if r > 0 and m > 0)
     if len(data) < POINTS_PER_KNOT:
         return None
     knots = max(1, min(MAX_KNOTS, len(data) // POINTS_PER_KNOT))
+    if knots == 1 and len(data) >= 4 and data[-1][0] - data[0][0] >= SPLIT_SPAN:
+        knots = 2  # the halves' slope carries the curve past its points (Curve._beyond), not the peak
     xs: list[float] = []
     ys: list[float] = []
     weights: list[float] = []
