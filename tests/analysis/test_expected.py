@@ -909,3 +909,21 @@ def test_a_memory_bound_loop_kernel_without_a_loop_curve_reads_the_loop_pointwis
     assert row.seconds == pytest.approx(5 * 1.5e-6)
     xla = _calibration({"copy@xla": copy, "elementwise@xla": pointwise, "elementwise": loop})
     assert read_class(xla, "copy@xla@loop") == "elementwise@xla"  # an XLA kernel: its XLA kind's
+
+
+def test_a_kernel_past_its_classs_largest_point_is_named_as_extrapolated():
+    """fusion.0 (matmul) has 528.384 ns of compute roofline (the module docstring). Its class's
+    points reach 100 ns (compute 100 ns, memory 10 ns; a conv point of 1 ms is another class's): it
+    is 5.28384× past them, over PAST (2×), and its 2.29867 µs are 2.29867 / 148.13779 = 1.6% of the
+    kernels' expected time (the module docstring's sum). With a point at 300 ns it is 1.76× past:
+    no note; a calibration without points names nothing."""
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    points = (Point("matmul", 1e-7, 1e-8, 1e-6, "mm"), Point("conv", 1e-3, 1e-4, 2e-3, "conv"))
+    calibration = replace(_calibration({"matmul": matmul}), points=points)
+    expected = expected_time(_estimate(), calibration, floor_seconds=1e-3, machine={})
+    note = next(note for note in expected.notes if "calibration point" in note)
+    assert note.startswith("extrapolated: 1 kernel (1.6% of the kernels' expected time) more than 2× past the ")
+    assert "(fusion.0 (matmul) 5.3×)" in note
+    nearer = replace(calibration, points=(Point("matmul", 3e-7, 1e-8, 2e-6, "mm"),))
+    for quiet in (nearer, _calibration({"matmul": matmul})):
+        assert not any("calibration point" in note for note in expected_time(_estimate(), quiet, 1e-3).notes)

@@ -27,6 +27,7 @@ from ..core.kernels import computes_beyond
 from ..core.units import format_seconds, format_si, plural
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
+from .extrapolated import PAST, ceilings, extrapolated_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
 from .kernels import UNMAPPED, KernelTime, kernel_rows
@@ -247,6 +248,7 @@ def expected_time(
     fresh_bytes = 0
     floors = calibration.floors()  # where a curve falls to below its first knot
     beyond: list[tuple[str, int, int]] = []  # kernels read at their compiled work: (name, compiled, records)
+    largest, past = ceilings(calibration), {}  # kernels past their class's points: name → (class, ×, part)
     for row in scored:
         compiled = _compiled_work(estimate, row, calibration.hardware, beyond)  # its bound stays the program's
         pieces = parts(estimate, compiled, calibration.hardware)
@@ -270,7 +272,13 @@ def expected_time(
                     lacking.add(part.kernel_class)
                     continue
                 n = part.repeats
-                seconds += n * found.seconds(part.compute_seconds / n, part.memory_seconds / n, floors.get(found.name))
+                share = n * found.seconds(part.compute_seconds / n, part.memory_seconds / n, floors.get(found.name))
+                seconds += share
+                factor = max(part.compute_seconds, part.memory_seconds) / n / largest.get(found.name, float("inf"))
+                if factor > PAST:  # the row's farthest part names it; every past part's time counts
+                    name_of, most, extra = past.get(row.name, (found.name, factor, 0.0))
+                    name_of, most = (found.name, factor) if factor >= most else (name_of, most)
+                    past[row.name] = (name_of, most, extra + share)
                 if borrowed_class(calibration, part.kernel_class):
                     borrowing.add(part.kernel_class)
             for lacked in lacking:
@@ -297,6 +305,9 @@ def expected_time(
         )
     if beyond:
         notes.append(compiled_work_note(beyond))
+    kernel_seconds = sum(row.seconds for row in rows)
+    if past:
+        notes.append(extrapolated_note([(kernel, *found) for kernel, found in past.items()], kernel_seconds))
     fresh_seconds = fresh_bytes * (cost or 0.0)
     upper_bytes, kept = _upper_fresh_bytes(estimate, allocator)
     upper = upper_bytes * cost if predicts and cost is not None else None
@@ -306,7 +317,6 @@ def expected_time(
         notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")
     elif floor_note:
         notes.append(floor_note)
-    kernel_seconds = sum(row.seconds for row in rows)
     return Expected(
         seconds=kernel_seconds + (floor_seconds or 0.0),
         kernel_seconds=kernel_seconds,

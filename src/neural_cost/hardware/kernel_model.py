@@ -14,7 +14,8 @@ memory) its roofline says dominates. Below its first knot (the median of a few s
 with the work down to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; flat where
 that is the knot's time, an overhead): read flat, TensorFlow's depthwise class put its first knot's 571 µs on
 every smaller layer, and JAX's its 2.4 ms on layers XLA ran in 0.9–1.9 ms. Above the largest, time grows by the
-last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``). Each curve is
+last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``; a class of four
+or five points over a 2× span has two knots, ``SPLIT_SPAN``, so its slope, not the peak, goes on). Each curve is
 monotone in its argument, and the max of the two is monotone in both: more FLOPs or more bytes never predict
 less time within a class. A class with points on one side only uses that curve for both. No neural network,
 nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.
@@ -49,10 +50,7 @@ SCHEMA = 1
 #: Knots per curve at most, and points per knot at least.
 MAX_KNOTS = 10
 POINTS_PER_KNOT = 3
-#: Four or five points that would make one knot make two (halves of two and more) when they span at
-#: least this much in log10 roofline time (2×): one knot grows at the peak past itself, and JAX's
-#: depthwise layers, 335× their roofline from 2 to 92 µs of it and as slow per element at 370 µs,
-#: read 8× under their time past the grid.
+#: Four or five points spanning this much (log10: 2×) make two knots, not one (docs/expected.md).
 SPLIT_SPAN = math.log10(2)
 FOLDS = 5
 
@@ -132,10 +130,9 @@ class Curve:
         return self(roofline_seconds)
 
     def _beyond(self, roofline_seconds: float) -> float:
-        """Past the last knot, time grows by the last segment's marginal cost per roofline second,
-        kept between min(1, ratio) and the ratio (measured ÷ roofline) at the last knot: a curve
-        whose last point is overhead (a few tiny kernels) is not stretched into a slowdown of the
-        same ratio for work a thousand times larger; a curve of one knot adds the work at the peak."""
+        """Past the last knot, time grows by the last segment's marginal cost per roofline second, kept
+        between min(1, ratio) and the ratio (measured ÷ roofline) at the last knot: a last point of overhead
+        is not stretched into that slowdown for work a thousand times larger; one knot adds work at the peak."""
         r_last, t_last = 10 ** self.xs[-1], 10 ** self.ys[-1]
         ratio = t_last / r_last
         marginal = 1.0
@@ -210,9 +207,9 @@ def fit_curve(pairs: Iterable[tuple[float, float]], *, by_ratio: bool = False) -
     """A monotone curve through ``(roofline seconds, measured seconds)`` pairs, or None when
     fewer than ``POINTS_PER_KNOT`` pairs have a positive roofline time.
 
-    In log-log space the points, ordered by roofline time, are cut into at most ``MAX_KNOTS``
-    bins of at least ``POINTS_PER_KNOT`` (four or five spanning ``SPLIT_SPAN``: two bins); each bin is one knot at its median roofline time and its
-    median measured time, or (``by_ratio``) its median measured ÷ roofline time at that roofline
+    In log-log space the points, ordered by roofline time, are cut into at most ``MAX_KNOTS`` bins of at least
+    ``POINTS_PER_KNOT`` (four or five spanning ``SPLIT_SPAN``: two); each bin is one knot at its median roofline
+    time and its median measured time, or (``by_ratio``) its median measured ÷ roofline time at that roofline
     time; a stalled run moves no knot. Knot values are made nondecreasing (weighted isotonic)."""
     data = sorted((math.log10(r), math.log10(m)) for r, m in pairs if r > 0 and m > 0)
     if len(data) < POINTS_PER_KNOT:
@@ -370,11 +367,8 @@ WAYS = frozenset({"pooled", "sliced", "generic"})
 
 
 def family(name: str) -> str | None:
-    """The family of a member class, its ``@`` suffix kept (``transcendental:tanh@loop`` →
-    ``transcendental@loop``, ``conv:narrow`` → ``conv``); None for a class that is no member —
-    one of two qualifiers, or of a way to run (``WAYS``: ``conv:wide:pooled``,
-    ``transcendental:sliced``), whose points would bend its family's curve; it reads its class
-    without that qualifier's (``analysis.kernel_classes``)."""
+    """The family of a member class, ``@`` suffix kept (``transcendental:tanh@loop`` → ``transcendental@loop``);
+    None for no member — two qualifiers, or a way to run (``WAYS``), whose points would bend the family's curve."""
     head, member, tail = name.partition(":")
     qualifiers = tail.split("@", 1)[0]
     if not member or ":" in qualifiers or qualifiers in WAYS:
