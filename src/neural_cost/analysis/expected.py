@@ -248,7 +248,8 @@ def expected_time(
     fresh_bytes = 0
     floors = calibration.floors()  # where a curve falls to below its first knot
     beyond: list[tuple[str, int, int]] = []  # kernels read at their compiled work: (name, compiled, records)
-    largest, past = ceilings(calibration), {}  # kernels past their class's points: name → (class, ×, part)
+    largest = ceilings(calibration)
+    past: dict[str, tuple[str, float, float]] = {}  # kernels past their class's points: name → (class, ×, seconds)
     for row in scored:
         compiled = _compiled_work(estimate, row, calibration.hardware, beyond)  # its bound stays the program's
         pieces = parts(estimate, compiled, calibration.hardware)
