@@ -86,7 +86,8 @@ class Row:
     remeasure: Callable[[], float] | None = None  # one more pass of timed runs
     cold: float | None = None  # eager PyTorch: the upper end, every large result on fresh pages
     drift: float | None = None  # the machine's speed just before the kept pass, against its calibration
-    probe: Callable[[], float | None] | None = None  # measures that drift
+    loop: float | None = None  # the loop probe's, apart (``Drift.loop``): small kernels in a loop
+    probe: Callable[[], tuple[float | None, float | None]] | None = None  # measures both
     passes: list[float] = field(default_factory=list)  # every pass's median, the first included
 
     def __post_init__(self) -> None:
@@ -100,11 +101,11 @@ class Row:
     def measure_again(self) -> None:
         """One more pass (its drift probed first); the row keeps its smallest median and that pass's drift."""
         assert self.remeasure is not None
-        drift = self.probe() if self.probe is not None else None
+        drift, loop = self.probe() if self.probe is not None else (None, None)
         seconds = self.remeasure()
         self.passes.append(seconds)
         if seconds < self.measured:
-            self.measured, self.drift = seconds, drift
+            self.measured, self.drift, self.loop = seconds, drift, loop
 
     @property
     def within(self) -> str:
@@ -173,12 +174,14 @@ class Expectation:
             )
         return self.calibrations[framework]
 
-    def drift(self, adapter: Any) -> float | None:
-        """How much slower than at calibration this machine runs a few calibration points now."""
+    def drift(self, adapter: Any) -> tuple[float | None, float | None]:
+        """How much slower than at calibration this machine runs a few calibration points now, and
+        its loop probe apart (``Drift.loop``; None where the calibration has none)."""
         if self.api is None or adapter.framework not in self.calibrations:
-            return None
+            return None, None
         found = self.api["drift"](adapter, self.calibrations[adapter.framework])
-        return None if found is None else float(found.ratio)
+        loop = getattr(found, "loop", None)
+        return (None, None) if found is None else (float(found.ratio), None if loop is None else float(loop[1]))
 
     def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], tuple[float | None, float | None]]:
         """A function from a trace's cost estimate to its expected seconds (None without a model);
@@ -188,7 +191,7 @@ class Expectation:
         try:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
-            drift = self.drift(adapter)
+            drift = self.drift(adapter)[0]
             # three passes of its batch-1 run, a second apart, as each row gets three passes
             floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options)
         except Exception as error:
@@ -217,14 +220,14 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     probe = functools.partial(expectation.drift, adapter)
     for batch in model.batches[:1] if quick else model.batches:
         fn, args, kwargs, trace_options = model.build(batch)
-        drift = probe()
+        drift, loop = probe()
         report = analyze_workload(
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False,
             warm_seconds=WARM_SECONDS,
         )  # fmt: skip
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold = expected_of(report.estimate)
-        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, probe=probe)
+        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe)
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(
             median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)[1]
@@ -235,12 +238,13 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     # JAX: compiled (not run) for its kernels, as neural-cost predict does
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
     expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
-    drift = probe()
+    drift, loop = probe()
     options = program_options(adapter, trace_options, None)[1]  # a training step is timed as one
     first = time_workload(
         adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options, warm_seconds=WARM_SECONDS
     ).median_seconds
-    row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, probe=probe)
+    row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, loop=loop,
+              probe=probe)  # fmt: skip
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)
     rows.append(row)
     return rows
@@ -261,7 +265,7 @@ def print_rows(rows: list[Row]) -> None:
         print(
             f"{row.model:13s} {row.batch:5d}{star} {ms(row.measured)}  {bound:>8s}  {ms(row.expected)}  "
             f"{percent(row.error)}  {'     —' if row.drift is None else f'{row.drift:5.2f}×'}  "
-            f"{percent(row.spread)}  {row.within}",
+            f"{'     —' if row.loop is None else f'{row.loop:5.2f}×'}  {percent(row.spread)}  {row.within}",
             flush=True,
         )
 
@@ -374,8 +378,9 @@ def main() -> None:
     remeasure(rows)
     print(
         f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
-        f"{'drift':>6s}  {'spread':>6s}  (ms; drift: calibration probes re-run just before the kept pass ÷ their "
-        f"calibration time; spread: the row's passes, slowest ÷ fastest − 1; eager PyTorch: measured against "
+        f"{'drift':>6s}  {'loop':>6s}  {'spread':>6s}  (ms; drift: calibration probes re-run just before the kept "
+        f"pass ÷ their calibration time; loop: its loop probe's, apart (small kernels in a loop); spread: the "
+        f"row's passes, slowest ÷ fastest − 1; eager PyTorch: measured against "
         f"[expected, allocator upper end])"
     )
     print_rows(rows)

@@ -21,6 +21,7 @@ positive.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -374,3 +375,56 @@ def test_the_first_touch_cost_is_the_smallest_of_probes_apart():
 
     assert _first_touch(Probed(KERNELS, {}), pause_seconds=0.0) == 1e-10 and not readings
     assert _first_touch(_HandAdapter(KERNELS, {}), pause_seconds=0.0) is None
+
+
+def test_the_quick_grids_loop_probes_are_grid_programs():
+    """The loop drift probes of JAX's and PyTorch's quick grids are programs of their full grids (a
+    probe's ratio compares it with its own calibration point)."""
+    from neural_cost.adapters._jax.microbench import _SCANS, PROBE_SCAN
+    from neural_cost.adapters._torch.microbench import PROBE_CELL, RNN_CELLS
+
+    assert PROBE_SCAN in _SCANS and PROBE_CELL in RNN_CELLS
+
+
+class _LoopWallAdapter(_WallAdapter):
+    """As ``_WallAdapter``, but a program named ``loop …`` runs its one kernel 10 times a run (a loop's)."""
+
+    def trace(self, model: Any, args: Any = (), kwargs: Any = None, **options: Any) -> Trace:
+        trace = super().trace(model, args, kwargs, **options)
+        name = next(name for name, fn in self.functions.items() if fn is model)
+        if not name.startswith("loop"):
+            return trace
+        return replace(trace, kernels=tuple(replace(kernel, executions=10) for kernel in trace.kernels))
+
+
+def test_a_loop_probe_is_chosen_by_its_programs_time_and_read_apart_from_the_median():
+    """The quick grid: mm 1 (matmul, 1 ms), add 1 (elementwise, 500 µs), and three loops of one
+    matmul kernel run 10 times a run (``matmul@loop``): loop 1 of 400 µs a run (40 µs a step), loop
+    2 of 3 ms (past 2 ms), loop 3 of 100 µs. The probes: add 1, mm 1 and beside them the longest
+    loop in range, loop 1 (40 µs a step: under the range's 50 µs, which a loop's program is held
+    to). Later loop 1 runs 160 µs (0.4×) and the others as before: the drift is the median of
+    mm 1 and add 1, 1.0×; the loop, 0.4 ÷ 1.0 = 2.5× apart from it (≥ SPREAD_NAMED), is named."""
+    from neural_cost.analysis.calibrate_kernels import probe_times
+    from neural_cost.analysis.drift import machine_drift
+    from neural_cost.hardware.kernel_model import KernelCalibration
+
+    mm, add = OPS[0], OPS[1]
+    at_calibration = {"mm 1": (mm, 1e-3), "add 1": (add, 500e-6), "loop 1": (mm, 400e-6), "loop 2": (mm, 3e-3),
+                      "loop 3": (mm, 100e-6)}  # fmt: skip
+    probes = probe_times(_LoopWallAdapter(at_calibration), SPEC)
+    assert probes == {
+        "add 1": ("elementwise", pytest.approx(500e-6)),
+        "mm 1": ("matmul", pytest.approx(1e-3)),
+        "loop 1": ("matmul@loop", pytest.approx(40e-6)),
+    }
+    calibration = KernelCalibration("hand", SPEC, {}, probes=probes)
+    drift = machine_drift(_LoopWallAdapter({**at_calibration, "loop 1": (mm, 160e-6)}), calibration)
+    assert drift is not None and drift.ratio == pytest.approx(1.0) and len(drift.ratios) == 2
+    assert drift.loop is not None and drift.loop[0] == "loop 1" and drift.loop[1] == pytest.approx(0.4)
+    assert drift.note().endswith(
+        "; a loop of small kernels (loop 1) at 0.40× its time at calibration: loops of small kernels run at another "
+        "speed now than the rest"
+    )
+    # at 320 µs (0.8×, 1.25 apart from the median): not named
+    steady = machine_drift(_LoopWallAdapter({**at_calibration, "loop 1": (mm, 320e-6)}), calibration)
+    assert steady is not None and steady.loop is not None and "loop of small kernels" not in steady.note()

@@ -8,7 +8,9 @@ expected time is of the machine as calibrated; a shared machine's slow spell mov
 time, and this says which happened. A ratio under ``SLOW_CALIBRATION`` says the opposite: the
 calibration itself looks to have been measured in a slow spell (on a 2-core VM a TensorFlow calibration's probes
 later ran at 0.54–0.73× their calibrated time, and a Keras CNN was expected 57% too slow), so the
-note names it and the command that measures it again.
+note names it and the command that measures it again. One probe, a loop of small kernels, is read
+apart from the median (``Drift.loop``): on a 2-core VM such loops ran 1.4–2.7× faster or slower
+for tens of seconds at a time while the other probes held, and the note names it when it does.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import NeuralCostError
 from ..core.units import plural
 from ..hardware.kernel_model import KernelCalibration
-from .calibrate_kernels import _measure_once_more
+from .calibrate_kernels import _measure_once_more, is_loop
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -46,6 +48,9 @@ class Drift:
     ratios: tuple[tuple[str, float], ...]
     #: The calibration's framework (the command that measures it again names it).
     framework: str = ""
+    #: (program, its time now ÷ its calibrated time) of the loop probe (``calibrate_kernels.is_loop``), apart
+    #: from the median: small kernels in a loop can run at another speed while the rest holds.
+    loop: tuple[str, float] | None = None
 
     @property
     def calibration_slow(self) -> bool:
@@ -61,6 +66,19 @@ class Drift:
         name, far = max(self.ratios, key=lambda item: abs(math.log(item[1])))  # every ratio > 0 here
         return f"; by probe {min(values):.2f}–{max(values):.2f}×, {name} the furthest from 1 ({far:.2f}×)"
 
+    def looping(self) -> str:
+        """``; a loop of small kernels (scan …) at 0.37× its time at calibration`` when the loop probe reads at
+        least ``SPREAD_NAMED`` apart from the median, else nothing."""
+        if self.loop is None or self.ratio <= 0 or self.loop[1] <= 0:
+            return ""
+        name, ratio = self.loop
+        if max(ratio / self.ratio, self.ratio / ratio) < SPREAD_NAMED:
+            return ""
+        return (
+            f"; a loop of small kernels ({name}) at {ratio:.2f}× its time at calibration: loops of small kernels run "
+            f"at another speed now than the rest"
+        )
+
     def note(self) -> str:
         probes = f"machine now: {plural(len(self.ratios), 'calibration probes')} re-run at {self.ratio:.2f}× their time"
         if self.calibration_slow:
@@ -68,11 +86,11 @@ class Drift:
             return (
                 f"{probes} at calibration (median{self.spread()}): the calibration looks to have been measured in a "
                 f"slow spell and to expect this machine too slow; `neural-cost calibrate --kernels{which}` measures it "
-                f"again"
+                f"again{self.looping()}"
             )
         return (
             f"{probes} at calibration (median{self.spread()}; a shared machine's slow spell moves the observed time, "
-            f"not the expected one)"
+            f"not the expected one){self.looping()}"
         )
 
 
@@ -84,7 +102,8 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
     probes = calibration.probes
     if not probes:
         return None
-    ratios = []
+    ratios: list[tuple[str, float]] = []
+    loops: list[tuple[str, float]] = []
     for program in adapter.microbenchmarks(True):
         if program.name not in probes:
             continue
@@ -96,7 +115,8 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
         except NeuralCostError:
             continue
         if point is not None and point.kernel_class == kind and seconds > 0:
-            ratios.append((program.name, point.measured_seconds / seconds))
+            (loops if is_loop(kind) else ratios).append((program.name, point.measured_seconds / seconds))
     if not ratios:
         return None
-    return Drift(statistics.median(ratio for _, ratio in ratios), tuple(ratios), adapter.framework)
+    median = statistics.median(ratio for _, ratio in ratios)
+    return Drift(median, tuple(ratios), adapter.framework, loops[0] if loops else None)
