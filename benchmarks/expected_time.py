@@ -295,6 +295,10 @@ def summarize(rows: list[Row], reason: str) -> None:
             f"(faster included): "
             f"median {percent(statistics.median(errors))}, max {percent(max(errors))} (the others ran in a slow spell)"
         )
+    moved = [row for row in (*scored, *predicted) if row.loop is not None and not 1 / 1.5 < row.loop < 1.5]
+    if moved:  # the machine's state for small kernels in a loop, apart from the drift's median (Drift.loop)
+        cells = ", ".join(f"{r.model} b{r.batch}{'*' * r.predicted} {r.loop:.2f}× ({percent(r.error)})" for r in moved)
+        print(f"{len(moved)} rows kept a pass whose loop probe read 1.5× or more off its calibrated time: {cells}")
     if scored:
         errors = [row.error for row in scored if row.error is not None]
         median, worst = statistics.median(errors), max(errors)

@@ -344,7 +344,12 @@ def _probed(
         return None
     for _ in range(passes):
         _time_once(adapter, prepared)
-    points = [p for p in _points(adapter, prepared, first_touch) if isinstance(p, Point)]
+    found = _points(adapter, prepared, first_touch)
+    points = [p for p in found if isinstance(p, Point)]
+    # a recurrent layer's program is its steps and a few copies: as a loop probe, its main part at its whole time
+    points += [
+        _point(p.main, p.seconds, p.program) for p in found if isinstance(p, _Pending) and is_loop(p.main.kernel_class)
+    ]
     point = max(points, key=lambda p: p.measured_seconds, default=None)
     return None if point is None else (point, prepared.first_run)
 
