@@ -316,21 +316,7 @@ def is_loop(kind: str) -> bool:
     return kind.endswith(LOOP) or kind.split(":", 1)[0] == "rnn"
 
 
-def _measure_once_more(
-    adapter: FrameworkAdapter,
-    hardware: HardwareSpec,
-    program: MicroProgram,
-    passes: int,
-    first_touch: float | None,
-    screen: tuple[float, float] | None = None,
-) -> Point | None:
-    """One program measured as the calibration measures (the smallest of ``passes``): its main
-    point. None, unmeasured, when its first run is outside ``screen`` (seconds)."""
-    found = _probed(adapter, hardware, program, passes, first_touch, screen)
-    return None if found is None else found[0]
-
-
-def _probed(
+def measure_once_more(
     adapter: FrameworkAdapter,
     hardware: HardwareSpec,
     program: MicroProgram,
@@ -338,7 +324,8 @@ def _probed(
     first_touch: float | None,
     screen: tuple[float, float] | None = None,
 ) -> tuple[Point, float] | None:
-    """``_measure_once_more``'s point and the program's first run (seconds)."""
+    """One program measured as the calibration measures (the smallest of ``passes``): its main
+    point and its first run (seconds). None, unmeasured, when that first run is outside ``screen``."""
     prepared = _prepare(adapter, hardware, program)
     if screen is not None and not screen[0] <= prepared.first_run <= screen[1]:
         return None
@@ -369,7 +356,7 @@ def probe_times(
     screen = (_PROBE_RANGE[0] * _PROBE_SCREEN[0], _PROBE_RANGE[1] * _PROBE_SCREEN[1])
     for program in adapter.microbenchmarks(True):
         try:
-            probed = _probed(adapter, hardware, program, passes, touch, screen)
+            probed = measure_once_more(adapter, hardware, program, passes, touch, screen)
         except NeuralCostError:
             continue
         if probed is None:

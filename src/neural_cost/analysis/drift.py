@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import NeuralCostError
 from ..core.units import plural
 from ..hardware.kernel_model import KernelCalibration
-from .calibrate_kernels import _measure_once_more, is_loop
+from .calibrate_kernels import is_loop, measure_once_more
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -109,11 +109,12 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
             continue
         kind, seconds = probes[program.name]
         try:
-            point = _measure_once_more(
+            found = measure_once_more(
                 adapter, calibration.hardware, program, passes, calibration.first_touch_seconds_per_byte
             )
         except NeuralCostError:
             continue
+        point = None if found is None else found[0]
         if point is not None and point.kernel_class == kind and seconds > 0:
             (loops if is_loop(kind) else ratios).append((program.name, point.measured_seconds / seconds))
     if not ratios:
