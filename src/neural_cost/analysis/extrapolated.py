@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.units import plural
-from ..hardware.kernel_model import KernelCalibration, family
+from ..hardware.kernel_model import KernelCalibration
 
 #: A kernel this many times past its class's largest point (roofline time) is extrapolated.
 PAST = 2.0
@@ -22,14 +22,7 @@ PAST = 2.0
 def ceilings(calibration: KernelCalibration) -> dict[str, float]:
     """Each class's largest calibration point, in roofline seconds (its larger side); a family's
     over its members' points and its own, as its curve is fitted."""
-    found: dict[str, float] = {}
-    for p in calibration.points:
-        roofline = max(p.compute_seconds, p.memory_seconds)
-        if roofline > 0:  # NaN too: no comparison holds
-            for name in (p.kernel_class, family(p.kernel_class)):
-                if name is not None:
-                    found[name] = max(roofline, found.get(name, 0.0))
-    return found
+    return calibration.by_class(lambda p: max(p.compute_seconds, p.memory_seconds), max)
 
 
 def extrapolated_note(past: Sequence[tuple[str, str, float, float]], kernel_seconds: float) -> str:

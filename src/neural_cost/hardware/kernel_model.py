@@ -11,29 +11,26 @@ curves measured on this device:
 ``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against roofline time —
 fitted by isotonic regression over the calibration's micro-benchmarks, each point on the side (compute or
 memory) its roofline says dominates. Below its first knot (the median of a few smallest points) a curve falls
-with the work down to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; flat where
-that is the knot's time, an overhead): read flat, TensorFlow's depthwise class put its first knot's 571 µs on
-every smaller layer, and JAX's its 2.4 ms on layers XLA ran in 0.9–1.9 ms. Above the largest, time grows by the
-last segment's marginal cost (between the peak and the last knot's slowdown: ``Curve._beyond``; a class of four
-or five points over a 2× span has two knots, ``SPLIT_SPAN``, so its slope, not the peak, goes on). Each curve is
+with the work down to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; read flat, a
+depthwise class put its first knot's 2.4 ms on layers XLA ran in 0.9–1.9 ms). Above the largest, time grows by
+the last segment's marginal cost (``Curve._beyond``; four or five points over a 2× span make two knots,
+``SPLIT_SPAN``, so a slope, not the peak, goes on). Each curve is
 monotone in its argument, and the max of the two is monotone in both: more FLOPs or more bytes never predict
 less time within a class. A class with points on one side only uses that curve for both. No neural network,
 nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.
 
-The fit's quality is k-fold cross-validated over the calibration points: the median and p90 of |predicted −
-measured| / measured on points the fold did not see, per class and overall.
+The fit is k-fold cross-validated: median and p90 of |predicted − measured| / measured on unseen points.
 
 A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on (the calibrating
-machine's peaks and levels: a prediction scores kernels on that spec, so a calibration file brought from another
-machine predicts for that machine), the machine key, the framework and its version, the date, and the fit
-quality.
+machine's peaks and levels: a file brought from another machine predicts for that machine), the machine key, the
+framework and its version, the date, and the fit quality.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -295,14 +292,17 @@ class KernelCalibration:
     probes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
 
     def floors(self) -> dict[str, float]:
-        """Each class's quickest measured point, a family's over its members' (``ClassModel.seconds``'
-        floor; a time of 0 or less, which no curve fits, is none); none without points."""
+        """Each class's quickest measured point (``ClassModel.seconds``' floor); none without points."""
+        return self.by_class(lambda p: p.measured_seconds, min)
+
+    def by_class(self, value: Callable[[Point], float], pick: Callable[[float, float], float]) -> dict[str, float]:
+        """``pick`` (min, max) of ``value`` over each class's points and a family's members' (≤ 0, NaN: none)."""
         found: dict[str, float] = {}
         for p in self.points:
-            if p.measured_seconds > 0:  # NaN too: no comparison holds
+            if (v := value(p)) > 0:  # NaN too: no comparison holds
                 for name in (p.kernel_class, family(p.kernel_class)):
                     if name is not None:
-                        found[name] = min(p.measured_seconds, found.get(name, math.inf))
+                        found[name] = pick(v, found.get(name, v))
         return found
 
     def to_dict(self) -> dict[str, Any]:
