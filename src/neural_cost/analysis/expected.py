@@ -35,7 +35,7 @@ from .rows import compute_seconds, split_by_bounds
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 41
+KERNEL_MODEL_REVISION = 42
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 

@@ -23,8 +23,8 @@ records are what it computes, not how long it takes. A kernel that runs none of 
 ``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,
 ``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by (``recordless_kind``),
 else ``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled loop's
-body) is its class ``@loop`` (``matmul@loop``): its executions follow one another inside one launch,
-without the entry cost a standalone program's kernel pays; without a calibration of its own a
+body) is its class ``@loop`` (``matmul@loop``, its members ``loop_dots.py``'s): its executions follow one
+another inside one launch, without the entry cost a standalone program's kernel pays; without a curve a
 memory-bound one (``LOOP_POINTWISE``: a copy, gather, reduction...) reads the loop's pointwise curve
 (``elementwise@loop``), else the standalone pointwise curve, and any other falls back to its class.
 A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``): it
@@ -59,6 +59,7 @@ from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, conv_width, width
 from .kernels import UNMAPPED, KernelTime, Levels
+from .loop_dots import LOOP_DOTS, loop_dot_class
 from .rows import compute_seconds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -195,7 +196,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
     their bytes. Read as one, a CNN's
     three convolutions fused into one kernel were one large convolution: one entry cost, the
     largest layer's efficiency for all (a Flax CNN at batch 1: expected 0.37 ms, ran 0.73 ms)."""
-    name = kernel_class(estimate, row)
+    name = loop_dot_class(estimate, row, kernel_class(estimate, row), hardware)
     n = repeats(estimate, row, name)
     if name.split("@", 1)[0] == "rnn":
         memory, streamed = _step_memory(estimate, row, hardware)
@@ -233,8 +234,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
             compute(group) / busy if busy else 1 / len(groups),
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
         )
-        found.append(Part(_suffixed(estimate, row, base), row.compute_seconds * share[0],
-                          row.memory_seconds * share[1], row.executions))  # fmt: skip
+        found.append(Part(loop_dot_class(estimate, row, _suffixed(estimate, row, base), hardware),
+                          row.compute_seconds * share[0], row.memory_seconds * share[1], row.executions))  # fmt: skip
     return tuple(found)
 
 
@@ -268,13 +269,11 @@ def read_class(calibration: KernelCalibration, name: str) -> str | None:
 
 
 #: Memory-bound kernel classes that, in a loop body and without a loop curve of their own, read the
-#: loop's pointwise curve (``LOOP_POINTWISE_CURVE``), else the standalone pointwise curve (of their
-#: ``@xla`` kind for an XLA kernel), rather than their standalone class's: each point of a standalone
-#: curve is a program that pays a launch, a floor a loop body's kernel does not pay (JAX's quickest
-#: standalone gather took 3.9 µs on a 2-core VM; the gathers of an mctx search's loop body 0.2 µs an
-#: execution under the profiler, and the search was expected at 49× its run), and a class's own curve
-#: can be of another op (TensorFlow's ``copy`` is fitted on transposes, 8 µs at its quickest, where a
-#: Keras LSTM's while bodies slice and read tensor lists in about 3 µs profiled).
+#: loop's pointwise curve (``LOOP_POINTWISE_CURVE``), else the standalone pointwise curve (``@xla``'s
+#: for an XLA kernel), not their standalone class's: each of its points pays a launch, which a loop
+#: body's kernel does not (JAX's quickest standalone gather took 3.9 µs on a 2-core VM, an mctx search's
+#: loop gathers 0.2 µs: the search was expected at 49× its run), and a class's curve can be of another
+#: op (TensorFlow's ``copy`` is fitted on 8 µs transposes; a Keras LSTM's loop slices took about 3 µs).
 LOOP_POINTWISE = frozenset({"copy", "gather", "reduce", "softmax", "norm", "pool", "random"})
 LOOP_POINTWISE_CURVE = "elementwise" + LOOP
 
@@ -282,6 +281,8 @@ LOOP_POINTWISE_CURVE = "elementwise" + LOOP
 def _read(calibration: KernelCalibration, name: str) -> str | None:
     if name in calibration.classes:
         return name
+    if name in LOOP_DOTS:  # matmul:kept@loop → matmul@loop
+        return _read(calibration, family(name) or "")
     head, at, suffix = name.partition("@")
     way = head.rpartition(":")[2]  # conv:wide:pooled@xla → conv:wide@xla, transcendental:sliced@loop → …@loop
     if way in WAYS and ":" in head:
@@ -416,9 +417,8 @@ def _sliced(kernel: Kernel, name: str) -> str:
 
 
 def one_part(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> Part:
-    """A calibration program's main kernel as one part; refused (``NeuralCostError``) when the
-    kernel runs several contractions one after another (``parts``): its time is theirs together,
-    no one class's point."""
+    """A calibration program's main kernel as one part; refused (``NeuralCostError``) when it runs
+    several contractions one after another (``parts``): their time together is no one class's point."""
     found = parts(estimate, row, hardware)
     if len(found) > 1:
         raise NeuralCostError(

@@ -231,11 +231,13 @@ def _mlp_loop(steps: int) -> Callable[..., Any]:
 
 #: Loop bodies, ``(batch, steps, features, hidden)`` of a scanned tanh cell: a compiled loop's kernels
 #: run back to back in one launch (their own classes, ``@loop``). Hidden widths reach 1,024 (the
-#: grid stopped at 256: a 512-wide cell's dots were read off the curve's last segment).
+#: grid stopped at 256: a 512-wide cell's dots were read off the curve's last segment); the cells
+#: wider than 256 span weights of 1.1–6 MiB, each side of two 1 MiB L2s (``analysis/loop_dots.py``).
 _SCANS = ((4, 64, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 256, 16, 32), (2, 128, 32, 64),
           (8, 64, 64, 64), (4, 128, 64, 128), (64, 16, 64, 64), (8, 32, 256, 256),
           (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024), (4, 32, 384, 384),
-          (16, 16, 256, 768))  # fmt: skip
+          (16, 16, 256, 768), (12, 32, 384, 512), (24, 16, 320, 448), (6, 32, 448, 448), (48, 16, 384, 384),
+          (24, 16, 256, 640), (6, 32, 512, 768))  # fmt: skip
 #: The quick grid's second scan, the loop drift probe (``calibrate_kernels.is_loop``): on a 2-core VM its
 #: 1.2 MB of weights ran 0.34 or 0.92 ms a run for tens of seconds at a time, as larger scans and LSTMs did.
 PROBE_SCAN = (4, 32, 384, 384)
