@@ -30,6 +30,7 @@ from neural_cost import Coverage, Kernel, Operation, Trace, estimate_trace
 from neural_cost.adapters.base import FrameworkAdapter, MicroProgram
 from neural_cost.analysis.calibrate_kernels import _Pending, _prepare, _profiled_points, _time_once, calibrate_kernels
 from neural_cost.analysis.expected import expected_time, kernel_class
+from neural_cost.analysis.kernel_classes import parts
 from neural_cost.analysis.kernels import kernel_rows
 from neural_cost.analysis.workload import time_workload, trace_workload
 from neural_cost.core.errors import NeuralCostError
@@ -178,6 +179,11 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
     assert calibration.fresh_results is False and (calibration.first_touch_seconds_per_byte or 0) > 0
 
 
+def _class(estimate, row, hardware) -> str:
+    found = parts(estimate, row, hardware)
+    return found[0].kernel_class if len(found) == 1 else kernel_class(estimate, row)
+
+
 def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
     framework, programs, calibration = calibrated
     fresh = _adapter(framework)  # its own compilation: the kernels are read again
@@ -185,11 +191,12 @@ def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
         program = programs[name]
         time_workload(fresh, program.fn, program.args, program.kwargs, warmup=0, repeats=1)
         estimate = estimate_trace(trace_workload(fresh, program.fn, program.args, program.kwargs))
-        rows = {
-            (kernel_class(estimate, row), row.compute_seconds / row.executions, row.memory_seconds / row.executions)
+        rows = {  # a one-part row's class is its part's (a loop dot's member: matmul:kept@loop)
+            (_class(estimate, row, calibration.hardware), row.compute_seconds / row.executions,
+             row.memory_seconds / row.executions)
             for row in kernel_rows(estimate, calibration.hardware)[0]
             if row.executions
-        }
+        }  # fmt: skip
         for point in calibration.points:
             if point.name == name:
                 assert (point.kernel_class, point.compute_seconds, point.memory_seconds) in rows, (name, point)
@@ -399,8 +406,9 @@ class _LoopWallAdapter(_WallAdapter):
 
 def test_a_loop_probe_is_chosen_by_its_programs_time_and_read_apart_from_the_median():
     """The quick grid: mm 1 (matmul, 1 ms), add 1 (elementwise, 500 µs), and three loops of one
-    matmul kernel run 10 times a run (``matmul@loop``): loop 1 of 400 µs a run (40 µs a step), loop
-    2 of 3 ms (past 2 ms), loop 3 of 100 µs. The probes: add 1, mm 1 and beside them the longest
+    matmul kernel run 10 times a run (``matmul:narrow@loop``, its result under 256 wide): loop 1 of
+    400 µs a run (40 µs a step), loop 2 of 3 ms (past 2 ms), loop 3 of 100 µs. The probes: add 1, mm 1
+    and beside them the longest
     loop in range, loop 1 (40 µs a step: under the range's 50 µs, which a loop's program is held
     to). Later loop 1 runs 160 µs (0.4×) and the others as before: the drift is the median of
     mm 1 and add 1, 1.0×; the loop, 0.4 ÷ 1.0 = 2.5× apart from it (≥ SPREAD_NAMED), is named."""
@@ -415,7 +423,7 @@ def test_a_loop_probe_is_chosen_by_its_programs_time_and_read_apart_from_the_med
     assert probes == {
         "add 1": ("elementwise", pytest.approx(500e-6)),
         "mm 1": ("matmul", pytest.approx(1e-3)),
-        "loop 1": ("matmul@loop", pytest.approx(40e-6)),
+        "loop 1": ("matmul:narrow@loop", pytest.approx(40e-6)),
     }
     calibration = KernelCalibration("hand", SPEC, {}, probes=probes)
     drift = machine_drift(_LoopWallAdapter({**at_calibration, "loop 1": (mm, 160e-6)}), calibration)

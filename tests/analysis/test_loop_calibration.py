@@ -1,7 +1,7 @@
 """A loop program's kernels are calibrated off its wall time, not their profiler events.
 
 By hand, through an adapter on the kernels of ``test_kernel_bound.py`` (peak 1 TFLOP/s) made a
-loop of 10 trips: fusion.0 runs records mm + add (class ``matmul@loop``), copy.2 runs none
+loop of 10 trips: fusion.0 runs records mm + add (class ``matmul:narrow@loop``, 64 wide), copy.2 runs none
 (``copy@loop``), both 10 times a run; copy.1 runs none, once. Its profile: fusion.0's events
 1.0 µs each, copy.2's 0.3 µs, copy.1's 0.5 µs. Its wall time: a launch of 5 µs, 0.9 µs a trip and
 copy.1's 0.5 µs — 14.5 µs at 10 trips, 7.3 µs for its twin at 2 trips:
@@ -107,8 +107,8 @@ def test_loop_kernels_with_and_without_records_are_points_at_their_share_of_the_
     points = _profiled_points(_prepared())
     assert all(isinstance(point, Point) for point in points)
     by_class = {point.kernel_class: point for point in points if isinstance(point, Point)}
-    assert set(by_class) == {"matmul@loop", "copy@loop"}  # copy.1 runs once and no record: no point
-    assert by_class["matmul@loop"].measured_seconds == pytest.approx(0.8 * US, rel=1e-9)  # 8 µs ÷ 10
+    assert set(by_class) == {"matmul:narrow@loop", "copy@loop"}  # copy.1 runs once and no record: no point
+    assert by_class["matmul:narrow@loop"].measured_seconds == pytest.approx(0.8 * US, rel=1e-9)  # 8 µs ÷ 10
     assert by_class["copy@loop"].measured_seconds == pytest.approx(0.1 * US, rel=1e-9)  # 1 µs ÷ 10
     assert by_class["copy@loop"].memory_seconds > 0  # its roofline: its compiled traffic
 
@@ -117,7 +117,7 @@ def test_record_less_loop_kernels_do_not_refuse_the_program_but_once_run_ones_st
     # copy.2's events 3 µs each: 30 of 40 µs of kernel time run no record; it is the loop's, timed off the wall
     prepared = _prepared({0: [1.0 * US] * 10, 1: [0.5 * US], 2: [3.0 * US] * 10}, walls=(40 * US, 12 * US))
     assert {point.kernel_class for point in _profiled_points(prepared) if isinstance(point, Point)} == {
-        "matmul@loop",
+        "matmul:narrow@loop",
         "copy@loop",
     }
     # without a twin, the same profile is read off its events: record-less kernels took 30.5 / 40.5 = 75%
