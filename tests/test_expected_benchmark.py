@@ -1,0 +1,63 @@
+"""The expected-time benchmark's passes (``benchmarks/expected_time.py``): every row gets ``PASSES``
+passes and keeps its smallest median; a row whose kept pass ran with its loop probe 1.5× slow or
+more is measured again (at most ``SETTLE_PASSES`` more) until a kept pass's probe reads under it.
+Rows here are made by hand: their ``remeasure`` and ``probe`` return scripted figures."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+pytest.importorskip("tensorflow")
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load():
+    sys.path.insert(0, str(BENCHMARKS))  # it imports heldout_models beside it
+    try:
+        spec = importlib.util.spec_from_file_location("expected_time_benchmark", BENCHMARKS / "expected_time.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault("expected_time_benchmark", module)  # dataclasses look their module up by name
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+bench = _load()
+
+
+def _row(first: float, loop: float, passes: list[float], probes: list[float]):
+    times, loops = iter(passes), iter(probes)
+    row = bench.Row("scan", 16, first, 1.0, loop=loop, drift=1.0)
+    row.remeasure = lambda: next(times)
+    row.probe = lambda: (1.0, next(loops))
+    return row
+
+
+def test_a_row_in_a_slow_loop_spell_is_measured_again_until_its_probe_reads_calibrated(monkeypatch):
+    monkeypatch.setattr(bench, "SETTLE_GAP", 0.0)
+    assert bench.PASSES == 3 and bench.LOOP_OFF == 1.5 and bench.SETTLE_PASSES == 6
+    # passes 2 and 3 (PASSES − 1) read 3.4 and 3.5 at probe 1.9× and 2.0×: the kept pass is the
+    # first (3.41 → 3.4 at 1.9×), still slow; settle pass 1 reads 3.3 at 1.7× (kept, slow), pass 2
+    # 2.2 at 0.9× (kept, under 1.5×): done after 2 settle passes, 5 passes in all.
+    slow = _row(3.41, 1.6, [3.4, 3.5, 3.3, 2.2, 1.0], [1.9, 2.0, 1.7, 0.9, 0.9])
+    # a row whose kept pass's probe reads 1.2×: its 3 passes only
+    steady = _row(1.0, 1.2, [1.1, 1.05], [1.2, 1.2])
+    bench.remeasure([slow, steady])
+    assert (slow.measured, slow.loop, slow.settled, slow.passes) == (2.2, 0.9, 2, [3.41, 3.4, 3.5, 3.3, 2.2])
+    assert (steady.measured, steady.loop, steady.settled, len(steady.passes)) == (1.0, 1.2, 0, 3)
+
+
+def test_a_row_whose_loops_stay_slow_stops_after_the_settle_passes(monkeypatch):
+    monkeypatch.setattr(bench, "SETTLE_GAP", 0.0)
+    # every pass reads 2.0× at a slower median than the first: the first stays kept, slow
+    stuck = _row(1.0, 2.0, [2.0] * 8, [2.0] * 8)
+    bench.remeasure([stuck])
+    assert (stuck.measured, stuck.settled, len(stuck.passes)) == (1.0, 6, 3 + 6)
+    assert bench.slow_loops(stuck)
