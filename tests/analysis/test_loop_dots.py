@@ -70,7 +70,8 @@ def test_a_loops_products_are_kept_streamed_or_narrow():
 
 
 def test_a_compiled_kernel_is_classed_by_its_heaviest_product():
-    """fusion.1 runs xw and add 64 times: its heaviest product, xw, is 512 wide → kept (as above)."""
+    """fusion.1 runs xw and add 64 times: its heaviest product, xw, is 512 wide → kept (as above);
+    dot.2 runs hw."""
     ops = _cell(16, 256, 512)
     kernels = (
         Kernel("fusion.1", (0, 2), traffic_bytes=600_000, footprint_bytes=600_000, executions=64, kind="fusion"),
@@ -78,6 +79,14 @@ def test_a_compiled_kernel_is_classed_by_its_heaviest_product():
     )
     found = _classes(ops, kernels=kernels)
     assert found["fusion.1"] == found["dot.2"] == "matmul:kept@loop"
+    # 2048 → 512: xw's right operand 2048·512·4 = 4 MiB, hw's 1 MiB — 5 MiB a trip, streamed; a
+    # kernel running hw 10 times where the trace counted 64 (no product record runs 10 times) is
+    # weighed by its own product's right operand, 1 MiB ≤ 2 MiB: kept
+    wide = _cell(16, 2048, 512)
+    counted = (Kernel("dot.2", (1,), traffic_bytes=1_100_000, footprint_bytes=1_100_000, executions=64, kind="dot"),)
+    assert _classes(wide, kernels=counted)["dot.2"] == "matmul:streamed@loop"
+    other = (Kernel("dot.2", (1,), traffic_bytes=1_100_000, footprint_bytes=1_100_000, executions=10, kind="dot"),)
+    assert _classes(wide, kernels=other)["dot.2"] == "matmul:kept@loop"
 
 
 def test_a_member_without_a_curve_reads_the_loop_family_then_matmul():

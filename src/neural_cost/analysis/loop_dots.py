@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from ..core.dtypes import dtype_info
-from ..core.estimate import CostEstimate
+from ..core.estimate import CostEstimate, OperationCost
 from ..hardware.spec import HardwareSpec
 from .kernels import KernelTime
 
@@ -39,12 +39,13 @@ _PRODUCTS = frozenset({"matmul", "linear"})
 def loop_weight_bytes(estimate: CostEstimate, executions: int) -> int:
     """The right operands' bytes of the program's matrix products that run ``executions`` times a
     run (one loop body's, when one loop runs that many trips), each product once."""
-    total = 0
-    for cost in estimate.by_operation:
-        op = cost.operation
-        if cost.kind in _PRODUCTS and op.count == executions and len(op.inputs) >= 2:
-            total += dtype_info(op.input_dtype(1)).nbytes(math.prod(op.inputs[1]))
-    return total
+    return sum(_right_bytes(cost) for cost in estimate.by_operation if cost.operation.count == executions)
+
+
+def _right_bytes(cost: OperationCost) -> int:
+    op = cost.operation
+    two = cost.kind in _PRODUCTS and len(op.inputs) >= 2
+    return dtype_info(op.input_dtype(1)).nbytes(math.prod(op.inputs[1])) if two else 0
 
 
 def cores_cache_bytes(hardware: HardwareSpec) -> int | None:
@@ -56,28 +57,29 @@ def cores_cache_bytes(hardware: HardwareSpec) -> int | None:
     return largest.capacity_bytes * largest.instances
 
 
-def _width(estimate: CostEstimate, row: KernelTime) -> int | None:
-    """The result width of the row's heaviest product: its kernel's, or the record scored as its own
-    kernel (the product record of its kind, executions, FLOPs and bytes)."""
+def _heaviest(estimate: CostEstimate, row: KernelTime) -> OperationCost | None:
+    """The row's heaviest product record: its kernel's, or the record scored as its own kernel (the
+    product record of its kind, executions, FLOPs and bytes)."""
     if row.index is not None:
         costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
     else:
         costs = [c for c in estimate.by_operation if (c.kind, c.operation.count, c.flops, c.bytes)
                  == (row.kind, row.executions, row.flops, row.traffic_bytes)]  # fmt: skip
     products = [c for c in costs if c.kind in _PRODUCTS and c.operation.output]
-    return max(products, key=lambda c: c.flops).operation.output[-1] if products else None
+    return max(products, key=lambda c: c.flops) if products else None
 
 
 def loop_dot_class(estimate: CostEstimate, row: KernelTime, name: str, hardware: HardwareSpec) -> str:
     """``name``'s member (the module docstring) for a ``matmul@loop`` kernel; any other class, or a
-    loop kernel without a product record (a dot XLA made), is returned as it is."""
-    width = _width(estimate, row) if name == "matmul@loop" else None
-    if width is None:
+    loop kernel without a product record (a dot XLA made), is returned as it is. A loop whose trip
+    count the trace counted otherwise (no product record runs as many times) is weighed by this one's."""
+    heaviest = _heaviest(estimate, row) if name == "matmul@loop" else None
+    if heaviest is None:
         return name
-    if width <= NARROW:
+    if heaviest.operation.output[-1] <= NARROW:
         return "matmul:narrow@loop"
     caches = cores_cache_bytes(hardware)
     if caches is None:
         return name
-    kept = loop_weight_bytes(estimate, row.executions) <= caches
-    return "matmul:kept@loop" if kept else "matmul:streamed@loop"
+    weights = loop_weight_bytes(estimate, row.executions) or _right_bytes(heaviest)
+    return "matmul:kept@loop" if weights <= caches else "matmul:streamed@loop"
