@@ -125,6 +125,27 @@ def test_a_probe_is_merged_only_with_probes_of_the_same_kernel_class():
     assert calibration.probes == {"mm": ("matmul", pytest.approx(3 * MS))}
 
 
+def test_a_loops_kernels_and_loop_probe_keep_their_smallest_time():
+    """Three calibrations of a loop dot "scan" (``matmul:kept@loop``) at 1.0, 1.8 and 1.7 ms (its
+    probe the same), beside "mm" at 1.0, 1.2, 0.9 ms: the loop point and probe keep 1.0 ms (their
+    smallest; the median, 1.7 ms, is the slow state two of the three caught), "mm" its median, 1.0 ms."""
+    from dataclasses import replace
+
+    def made(mm: float, scan: float):
+        base = _calibration(mm * MS, 2 * MS)
+        points = (*base.points, Point("matmul:kept@loop", 2e-5, 1e-5, scan * MS, "scan"))
+        fitted = fit_calibration("torch", SPEC, points, machine=MACHINE, versions=VERSIONS, date="2026-12-03")
+        return replace(fitted, probes={"mm": ("matmul", mm * MS), "scan": ("matmul:kept@loop", scan * MS)})
+
+    history: list[Entry] = []
+    for mm, scan in ((1.0, 1.0), (1.2, 1.8), (0.9, 1.7)):
+        calibration, history = merged(made(mm, scan), history)
+    found = {point.name: point.measured_seconds for point in calibration.points}
+    assert found["scan"] == pytest.approx(1.0 * MS) and found["mm"] == pytest.approx(1.0 * MS)
+    assert calibration.probes == {"mm": ("matmul", pytest.approx(1.0 * MS)),
+                                  "scan": ("matmul:kept@loop", pytest.approx(1.0 * MS))}  # fmt: skip
+
+
 def test_a_history_entry_that_cannot_be_read_is_left_out_and_another_schema_is_none(tmp_path):
     """Of three saved entries, one with a NaN time and one with a string time are dropped; a file
     of schema 1 (probes without their class) is no history at all."""

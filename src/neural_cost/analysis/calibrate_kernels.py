@@ -31,10 +31,10 @@ from ..hardware import kernel_model
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
-from .calibration_history import history_path, load_history, merged, save_history
+from .calibration_history import history_path, is_loop, load_history, merged, save_history
 from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
-from .kernel_classes import LOOP, class_model, one_part, parts
+from .kernel_classes import class_model, one_part, parts
 from .kernels import kernel_rows
 from .profiled_points import _fused, _Pending, _per_run, _point, _Prepared, _profiled_points, profiler_cost
 from .workload import time_workload, trace_workload
@@ -307,13 +307,6 @@ _PROBE_RANGE = (50e-6, 2e-3)
 #: program of several kernels runs longer than its longest).
 _PROBE_SCREEN = (0.5, 3.0)
 _PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
-
-
-def is_loop(kind: str) -> bool:
-    """A class of a loop's kernels (``matmul@loop``, a recurrent layer's ``rnn:kept``): a step is short, its
-    program long; one such probe beside the families' says how fast small kernels in a loop run now
-    (on a 2-core VM they moved 1.4–2.7× for tens of seconds at a time while the other probes held)."""
-    return kind.endswith(LOOP) or kind.split(":", 1)[0] == "rnn"
 
 
 def measure_once_more(

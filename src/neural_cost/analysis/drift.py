@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from ..core.errors import NeuralCostError
 from ..core.units import plural
 from ..hardware.kernel_model import KernelCalibration
-from .calibrate_kernels import is_loop, measure_once_more
+from .calibrate_kernels import measure_once_more
+from .calibration_history import is_loop
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -48,7 +49,7 @@ class Drift:
     ratios: tuple[tuple[str, float], ...]
     #: The calibration's framework (the command that measures it again names it).
     framework: str = ""
-    #: (program, its time now ÷ its calibrated time) of the loop probe (``calibrate_kernels.is_loop``), apart
+    #: (program, its time now ÷ its calibrated time) of the loop probe (``calibration_history.is_loop``), apart
     #: from the median: small kernels in a loop can run at another speed while the rest holds.
     loop: tuple[str, float] | None = None
 

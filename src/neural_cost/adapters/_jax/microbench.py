@@ -238,7 +238,7 @@ _SCANS = ((4, 64, 32, 64), (16, 32, 64, 128), (32, 64, 128, 256), (1, 256, 16, 3
           (2, 32, 128, 512), (32, 16, 512, 512), (8, 16, 512, 1024), (4, 32, 384, 384),
           (16, 16, 256, 768), (12, 32, 384, 512), (24, 16, 320, 448), (6, 32, 448, 448), (48, 16, 384, 384),
           (24, 16, 256, 640), (6, 32, 512, 768))  # fmt: skip
-#: The quick grid's second scan, the loop drift probe (``calibrate_kernels.is_loop``): on a 2-core VM its
+#: The quick grid's second scan, the loop drift probe (``calibration_history.is_loop``): on a 2-core VM its
 #: 1.2 MB of weights ran 0.34 or 0.92 ms a run for tens of seconds at a time, as larger scans and LSTMs did.
 PROBE_SCAN = (4, 32, 384, 384)
 

@@ -225,7 +225,7 @@ RNN_CELLS = (
     ("lstm", 2, 64, 256, 512), ("lstm", 4, 64, 512, 512), ("lstm", 12, 32, 256, 512), ("lstm", 8, 32, 256, 1024),
     ("lstm", 1, 48, 128, 512), ("lstm", 16, 16, 512, 1024), ("lstm", 1, 64, 256, 1024),
 )  # fmt: skip
-#: The quick grid's third layer, the loop drift probe (``calibrate_kernels.is_loop``): on a 2-core VM it ran
+#: The quick grid's third layer, the loop drift probe (``calibration_history.is_loop``): on a 2-core VM it ran
 #: 0.61 or 0.99 ms for tens of seconds at a time, with a held-out LSTM (1.7 or 2.5 ms) and JAX's scans.
 PROBE_CELL = ("lstm", 6, 48, 64, 256)
 
