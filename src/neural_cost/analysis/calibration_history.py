@@ -180,7 +180,8 @@ def merged(
     apart = [max(found) / min(found) - 1 for found in times if len(found) > 1 and min(found) > 0]
     touches = [e.first_touch for e in entries if e.first_touch is not None]
     note = (
-        f"{NOTE_PREFIX} its times in the {len(entries)} calibrations made on this machine with these versions "
+        f"{NOTE_PREFIX} its times (a loop's kernel: the smallest) in the {len(entries)} calibrations made on this "
+        f"machine with these versions "
         f"({', '.join(e.when.replace('T', ' ') for e in entries)}); each calibration's points took "
         f"{', '.join(f'{s:.2f}×' for s in speeds)} those medians (median), and a point's times read a median "
         f"{_median(apart or [0.0]):.0%} apart (slowest ÷ fastest − 1): how far this machine's speed moves between "
