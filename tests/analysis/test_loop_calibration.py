@@ -135,6 +135,34 @@ def test_a_loop_kernel_never_reads_slower_than_its_events():
     assert _loop_times(_prepared(walls=(30 * US, 7.3 * US)), None) == pytest.approx({0: 10 * US, 2: 3 * US})
 
 
+def test_loop_programs_get_their_further_passes_after_the_grids(monkeypatch):
+    """measure_points over a plain program and a loop program (one with a shorter twin), 3 passes
+    and 2 loop passes: the plain one is timed 3 times, the loop one 3 + 2 = 5, the loop passes last;
+    with no loop passes (the quick grid's calibration) both 3 times."""
+    from neural_cost.analysis import calibrate_kernels
+
+    timed: list[str] = []
+    monkeypatch.setattr(calibrate_kernels, "LOOP_PAUSE", 0.0)
+    monkeypatch.setattr(calibrate_kernels, "_prepare", lambda adapter, hardware, program: _Item(program))
+    monkeypatch.setattr(calibrate_kernels, "_time_once", lambda adapter, item: timed.append(item.program.name))
+    monkeypatch.setattr(calibrate_kernels, "profiler_cost", lambda items: None)
+    monkeypatch.setattr(calibrate_kernels, "_points", lambda adapter, item, touch, cost: [item.program.name])
+    plain = MicroProgram("plain", _long)
+    loop = MicroProgram("loop", _long, trips=10, shorter=MicroProgram("", _short, trips=2))
+    adapter = _LoopAdapter(LOOP, {}, {})
+    points, notes = calibrate_kernels.measure_points(adapter, SPEC, [plain, loop], passes=3, loop_passes=2)
+    assert (points, notes) == (["plain", "loop"], [])
+    assert timed == ["plain", "loop"] * 3 + ["loop"] * 2
+    timed.clear()
+    calibrate_kernels.measure_points(adapter, SPEC, [plain, loop], passes=3, loop_passes=0)
+    assert timed == ["plain", "loop"] * 3
+
+
+class _Item:
+    def __init__(self, program: MicroProgram) -> None:
+        self.program = program
+
+
 def test_a_twin_whose_wall_time_is_not_below_gives_no_loop_time():
     assert _loop_times(_prepared(walls=(7.3 * US, 7.3 * US)), None) == {}  # a stall: read off the events
 

@@ -169,6 +169,13 @@ def _points(
     return _profiled_points(prepared, cost)
 
 
+#: A loop program (one with a shorter twin: its kernels are a loop's) gets this many more passes after
+#: the grid's, this many seconds apart: on a 2-core VM small kernels in a loop ran in two states
+#: 1.5–2.3× apart for 10–40 s at a time, and the grid's three passes, about 35 s apart, caught only the
+#: slow one for three of JAX's seven kept scan cells in each of three calibrations.
+LOOP_PASSES, LOOP_PAUSE = 3, 5.0
+
+
 def measure_points(
     adapter: FrameworkAdapter,
     hardware: HardwareSpec,
@@ -177,13 +184,15 @@ def measure_points(
     passes: int = 3,
     progress: Callable[[int, int, str], None] | None = None,
     first_touch: float | None = None,
+    loop_passes: int = LOOP_PASSES,
 ) -> tuple[list[Point | _Pending], list[str]]:
     """Every program's points (or pending several-kernel programs), and a note for each
     program that could not be measured. The passes go round the whole grid in turn, so that
     one program's passes are minutes apart: a slow spell of a shared machine (everything 1.7×
-    slower for seconds at a time here) rarely covers all of them."""
+    slower for seconds at a time here) rarely covers all of them. Then the loop programs get
+    ``loop_passes`` more, ``LOOP_PAUSE`` seconds apart (none for the quick grid's calibration)."""
     with adapter.keeping_compiled(2 * len(programs)):  # each program and its shorter twin
-        return _measure_points(adapter, hardware, programs, passes, progress, first_touch)
+        return _measure_points(adapter, hardware, programs, passes, progress, first_touch, loop_passes)
 
 
 def _measure_points(
@@ -193,6 +202,7 @@ def _measure_points(
     passes: int,
     progress: Callable[[int, int, str], None] | None,
     first_touch: float | None,
+    loop_passes: int,
 ) -> tuple[list[Point | _Pending], list[str]]:
     notes: list[str] = []
     prepared: list[_Prepared] = []
@@ -211,6 +221,15 @@ def _measure_points(
                 progress(len(programs) * (number + 1) + i, steps, item.program.name)
             if item.program.name in failed:
                 continue
+            try:
+                _time_once(adapter, item)
+            except NeuralCostError as error:
+                failed.add(item.program.name)
+                notes.append(f"{item.program.name}: {error}")
+    loops = [item for item in prepared if item.program.shorter is not None]
+    for _ in range(loop_passes if loops else 0):  # a loop program's further passes, seconds apart
+        time.sleep(LOOP_PAUSE)
+        for item in (item for item in loops if item.program.name not in failed):
             try:
                 _time_once(adapter, item)
             except NeuralCostError as error:
@@ -267,7 +286,8 @@ def calibrate_kernels(
     spec = hardware if hardware is not None else adapter.hardware()
     started = time.perf_counter()
     first_touch = _first_touch(adapter)
-    measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress, first_touch=first_touch)
+    measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress, first_touch=first_touch,
+                                     loop_passes=0 if quick else LOOP_PASSES)  # fmt: skip
     points = [p for p in measured if isinstance(p, Point)]
     pending = [p for p in measured if isinstance(p, _Pending)]
     if pending and points:
