@@ -44,7 +44,7 @@ def test_a_row_in_a_slow_loop_spell_is_measured_again_until_its_probe_reads_cali
     monkeypatch.setattr(bench, "SETTLE_GAP", 0.0)
     assert bench.PASSES == 3 and bench.LOOP_OFF == 1.5 and bench.SETTLE_PASSES == 6
     # passes 2 and 3 (PASSES − 1) read 3.4 and 3.5 at probe 1.9× and 2.0×: the kept pass is the
-    # first (3.41 → 3.4 at 1.9×), still slow; settle pass 1 reads 3.3 at 1.7× (kept, slow), pass 2
+    # second (3.4 < 3.41, at 1.9×), still slow; settle pass 1 reads 3.3 at 1.7× (kept, slow), pass 2
     # 2.2 at 0.9× (kept, under 1.5×): done after 2 settle passes, 5 passes in all.
     slow = _row(3.41, 1.6, [3.4, 3.5, 3.3, 2.2, 1.0], [1.9, 2.0, 1.7, 0.9, 0.9])
     # a row whose kept pass's probe reads 1.2×: its 3 passes only

@@ -59,7 +59,7 @@ def test_a_loops_products_are_kept_streamed_or_narrow():
     assert kept == {"xw": "matmul:kept@loop", "hw": "matmul:kept@loop", "add": "elementwise@loop", "once": "matmul"}
     streamed = _classes(_cell(16, 256, 1024))  # 256·1024·4 + 1024²·4 = 5,242,880 B > 2 MiB
     assert streamed["xw"] == streamed["hw"] == "matmul:streamed@loop"
-    narrow = _classes(_cell(16, 2048, 256))  # 8 MiB of weights, 256 wide: narrow all the same
+    narrow = _classes(_cell(16, 2048, 256))  # 2048·256·4 + 256²·4 = 2,359,296 B > 2 MiB, 256 wide: narrow
     assert narrow["xw"] == narrow["hw"] == "matmul:narrow@loop"
     half = dataclasses.replace(SPEC, memory_levels=tuple(
         dataclasses.replace(level, instances=1) if level.per_core else level for level in SPEC.memory_levels
@@ -70,8 +70,7 @@ def test_a_loops_products_are_kept_streamed_or_narrow():
 
 
 def test_a_compiled_kernel_is_classed_by_its_heaviest_product():
-    """fusion.1 runs xw and add 64 times: its heaviest product, xw, is 512 wide → kept (as above);
-    dot.2 runs hw."""
+    """fusion.1 runs xw and add 64 times: its product, xw, is 512 wide → kept (as above); dot.2 runs hw."""
     ops = _cell(16, 256, 512)
     kernels = (
         Kernel("fusion.1", (0, 2), traffic_bytes=600_000, footprint_bytes=600_000, executions=64, kind="fusion"),
@@ -80,13 +79,27 @@ def test_a_compiled_kernel_is_classed_by_its_heaviest_product():
     found = _classes(ops, kernels=kernels)
     assert found["fusion.1"] == found["dot.2"] == "matmul:kept@loop"
     # 2048 → 512: xw's right operand 2048·512·4 = 4 MiB, hw's 1 MiB — 5 MiB a trip, streamed; a
-    # kernel running hw 10 times where the trace counted 64 (no product record runs 10 times) is
-    # weighed by its own product's right operand, 1 MiB ≤ 2 MiB: kept
+    # kernel running hw 10 times where the trace counted 64 is weighed by the loop the trace counts
+    # hw in (its records counted 64 times: xw and hw), not by its compiled trip count: streamed too
     wide = _cell(16, 2048, 512)
-    counted = (Kernel("dot.2", (1,), traffic_bytes=1_100_000, footprint_bytes=1_100_000, executions=64, kind="dot"),)
-    assert _classes(wide, kernels=counted)["dot.2"] == "matmul:streamed@loop"
-    other = (Kernel("dot.2", (1,), traffic_bytes=1_100_000, footprint_bytes=1_100_000, executions=10, kind="dot"),)
-    assert _classes(wide, kernels=other)["dot.2"] == "matmul:kept@loop"
+    for executions in (64, 10):
+        dot = Kernel("dot.2", (1,), traffic_bytes=1_100_000, footprint_bytes=1_100_000, executions=executions)
+        assert _classes(wide, kernels=(dot,))["dot.2"] == "matmul:streamed@loop"
+
+
+def test_each_part_of_a_fused_loop_kernel_is_judged_by_its_own_product():
+    """fusion.3 runs, 64 times a run, a (16,512)@(512,128) product and a (16,512)@(512,1024) one, as
+    two parts: the first is 128 wide → narrow; the second 1024 wide, and the right operands of the
+    products counted 64 times are 512·128·4 + 512·1024·4 = 2,359,296 B > 2 MiB → streamed."""
+    ops = (
+        Operation("a", "matmul", ((16, 512), (512, 128)), (16, 128), count=64),
+        Operation("b", "matmul", ((16, 512), (512, 1024)), (16, 1024), count=64),
+    )
+    fused = (Kernel("fusion.3", (0, 1), traffic_bytes=2_400_000, footprint_bytes=2_400_000, executions=64),)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=fused, kernel_source="hand", framework="jax"))
+    rows, _ = kernel_rows(estimate, SPEC)
+    row = next(row for row in rows if row.name == "fusion.3")
+    assert [part.kernel_class for part in parts(estimate, row, SPEC)] == ["matmul:narrow@loop", "matmul:streamed@loop"]
 
 
 def test_a_member_without_a_curve_reads_the_loop_family_then_matmul():
@@ -103,7 +116,7 @@ def test_a_member_without_a_curve_reads_the_loop_family_then_matmul():
     own = calibration({"matmul": flat, "matmul@loop": loop, "matmul:kept@loop": kept})
     assert read_class(own, "matmul:kept@loop") == "matmul:kept@loop"
     assert read_class(own, "matmul:narrow@loop") == "matmul@loop"
-    # the cell's two kept products, 64 executions each (4.2 µs and 10.8 µs of roofline an execution, under
+    # the cell's two kept products, 64 executions each (4.2 µs and 11.1 µs of roofline an execution, under
     # the curves' one knot at 100 µs) read the kept curve (flat there, 10 ns an execution):
     # 2 × 64 × 10 ns = 1.28 µs; read off the family's (flat 100 ns), 12.8 µs, noted as borrowed
     ops = _cell(16, 256, 512)

@@ -174,7 +174,8 @@ def merged(
     points = [
         replace(point, measured_seconds=seconds) for point, seconds in zip(calibration.points, medians, strict=True)
     ]
-    by_key = dict(zip(keys, medians, strict=True))
+    loops = {key for key, point in zip(keys, calibration.points, strict=True) if is_loop(point.kernel_class)}
+    by_key = {key: seconds for key, seconds in zip(keys, medians, strict=True) if key not in loops}  # speeds: medians
     speeds = [_median([seconds / by_key[key] for key, seconds in e.seconds.items() if by_key.get(key)] or [1.0])
               for e in entries]  # fmt: skip
     apart = [max(found) / min(found) - 1 for found in times if len(found) > 1 and min(found) > 0]
@@ -183,7 +184,8 @@ def merged(
         f"{NOTE_PREFIX} its times (a loop's kernel: the smallest) in the {len(entries)} calibrations made on this "
         f"machine with these versions "
         f"({', '.join(e.when.replace('T', ' ') for e in entries)}); each calibration's points took "
-        f"{', '.join(f'{s:.2f}×' for s in speeds)} those medians (median), and a point's times read a median "
+        f"{', '.join(f'{s:.2f}×' for s in speeds)} those medians (median; a loop's kernels left out), "
+        f"and a point's times read a median "
         f"{_median(apart or [0.0]):.0%} apart (slowest ÷ fastest − 1): how far this machine's speed moves between "
         f"calibrations. `neural-cost calibrate --kernels --fresh` starts over"
     )

@@ -234,7 +234,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
             compute(group) / busy if busy else 1 / len(groups),
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
         )
-        found.append(Part(loop_dot_class(estimate, row, _suffixed(estimate, row, base), hardware),
+        found.append(Part(loop_dot_class(estimate, row, _suffixed(estimate, row, base), hardware, head),
                           row.compute_seconds * share[0], row.memory_seconds * share[1], row.executions))  # fmt: skip
     return tuple(found)
 
