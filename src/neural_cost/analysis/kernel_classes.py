@@ -45,12 +45,10 @@ element where an add takes a fraction of one; without a curve of its own it read
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.dtypes import dtype_info
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
@@ -346,7 +344,7 @@ def _recurrent(estimate: CostEstimate, index: int) -> tuple[dict[str, int], dict
         if role == "hidden_matmul":
             steps[base] = steps.get(base, 0) + cost.operation.count
         if (base, role) not in weights:  # one step reads each matrix once, whatever its batch size
-            weights[base, role] = dtype_info(cost.operation.input_dtype(1)).nbytes(math.prod(cost.operation.inputs[1]))
+            weights[base, role] = cost.operation.input_bytes(1)
     per_step = {base: sum(size for (layer, _), size in weights.items() if layer == base) for base in steps}
     return steps, per_step
 

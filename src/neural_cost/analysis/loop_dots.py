@@ -27,9 +27,6 @@ a weight two products share counts twice) and how many cores the loop's dots use
 
 from __future__ import annotations
 
-import math
-
-from ..core.dtypes import dtype_info
 from ..core.estimate import CostEstimate, OperationCost
 from ..hardware.spec import HardwareSpec
 from .kernels import KernelTime
@@ -50,7 +47,7 @@ def loop_weight_bytes(estimate: CostEstimate, count: int) -> int:
 def _right_bytes(cost: OperationCost) -> int:
     op = cost.operation
     two = cost.kind in _PRODUCTS and len(op.inputs) >= 2
-    return dtype_info(op.input_dtype(1)).nbytes(math.prod(op.inputs[1])) if two else 0
+    return op.input_bytes(1) if two else 0
 
 
 def cores_cache_bytes(hardware: HardwareSpec) -> int | None:
