@@ -20,7 +20,11 @@ than calibrated (faster ones included) are summarized apart as well as with all 
 whose kept pass ran with its loop probe 1.5× slow or more (``Drift.loop``: small kernels in a loop,
 which on a 2-core VM moved 1.5–2.3× for 10–40 s while the other probes held) is measured again, up
 to six passes 5 s apart (``remeasure``), and the rows kept with the machine as calibrated (drift at
-most 1.10×, loop probe under 1.5×) are summarized apart; the limits are read on all rows.
+most 1.10×, loop probe under 1.5×) are summarized apart; the limits are read on all rows. A program
+with a loop's kernels also has an expected time with its loops as the machine usually ran them while
+calibrated (``Expected.usual_seconds``, the ``usual`` column); the rows are scored once more, each
+against the expectation of the state its kept pass's loop probe read (the usual one at 1.5× or more),
+and that is printed apart from the limits.
 
 Thresholds (issue 17): median error ≤ 10% and none above 25% over the (model, batch) rows;
 predict within 15% at every unseen batch. They are printed as met or not; the script always
@@ -102,6 +106,7 @@ class Row:
     probe: Callable[[], tuple[float | None, float | None]] | None = None  # measures both
     passes: list[float] = field(default_factory=list)  # every pass's median, the first included
     settled: int = 0  # passes measured again because its kept pass's loop probe read slow (``remeasure``)
+    usual: float | None = None  # expected with its loops as usual (``Expected.usual_seconds``)
 
     def __post_init__(self) -> None:
         self.passes.append(self.measured)
@@ -131,6 +136,18 @@ class Row:
     @property
     def error(self) -> float | None:
         return None if self.expected is None else abs(self.expected - self.measured) / self.measured
+
+    @property
+    def stated(self) -> float | None:
+        """The expectation of the state the kept pass's loop probe read: with its loops as usual where the
+        probe read ``LOOP_OFF`` or more slower than calibrated and the program has a usual time, else the
+        expected time (the probe is its own program, timed before the pass: nothing of this row's runs)."""
+        return self.usual if self.usual is not None and slow_loops(self) else self.expected
+
+    @property
+    def state_error(self) -> float | None:
+        stated = self.stated
+        return None if stated is None else abs(stated - self.measured) / self.measured
 
 
 def expected_api() -> tuple[dict[str, Callable[..., Any]] | None, str]:
@@ -215,13 +232,17 @@ class Expectation:
         print(f"  {model.name}: {floor.note()}{state}", flush=True)
         expected_time, said = self.api["expected"], []
 
-        def expected_of(estimate: Any) -> tuple[float, float | None]:
+        def expected_of(estimate: Any) -> tuple[float, float | None, float | None]:
             expected = expected_time(estimate, calibration, floor_seconds=floor.seconds)
             if not said:
                 said.append(True)
                 for line in (*expected.flags, *expected.notes):
                     print(f"  {model.name}: {line}", flush=True)
-            return float(expected.seconds), getattr(expected, "cold_seconds", None)
+            return (
+                float(expected.seconds),
+                getattr(expected, "cold_seconds", None),
+                getattr(expected, "usual_seconds", None),
+            )
 
         return expected_of
 
@@ -239,8 +260,9 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
             warm_seconds=WARM_SECONDS,
         )  # fmt: skip
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
-        seconds, cold = expected_of(report.estimate)
-        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe)
+        seconds, cold, usual = expected_of(report.estimate)
+        row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe,
+                  usual=usual)  # fmt: skip
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(
             median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)[1]
@@ -250,14 +272,14 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     fn, args, kwargs, trace_options = model.build(model.unseen_batch)
     # JAX: compiled (not run) for its kernels, as neural-cost predict does
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
-    expected, cold = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
+    expected, cold, usual = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
     drift, loop = probe()
     options = program_options(adapter, trace_options, None)[1]  # a training step is timed as one
     first = time_workload(
         adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options, warm_seconds=WARM_SECONDS
     ).median_seconds
     row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, loop=loop,
-              probe=probe)  # fmt: skip
+              probe=probe, usual=usual)  # fmt: skip
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)
     rows.append(row)
     return rows
@@ -290,7 +312,8 @@ def print_rows(rows: list[Row]) -> None:
         print(
             f"{row.model:13s} {row.batch:5d}{star} {ms(row.measured)}  {bound:>8s}  {ms(row.expected)}  "
             f"{percent(row.error)}  {'     —' if row.drift is None else f'{row.drift:5.2f}×'}  "
-            f"{'     —' if row.loop is None else f'{row.loop:5.2f}×'}  {percent(row.spread)}  {row.within}",
+            f"{'     —' if row.loop is None else f'{row.loop:5.2f}×'}  {percent(row.spread)}  {ms(row.usual)}  "
+            f"{row.within}",
             flush=True,
         )
 
@@ -358,6 +381,32 @@ def summarize(rows: list[Row], reason: str) -> None:
             f"predict at {len(errors)} unseen batches: median {percent(statistics.median(errors))}, max "
             f"{percent(worst)} (limit {PREDICT_LIMIT:.0%} each: {'met' if worst <= PREDICT_LIMIT else 'NOT met'})"
         )
+    summarize_states(scored, predicted)
+
+
+def summarize_states(scored: list[Row], predicted: list[Row]) -> None:
+    """The rows scored against the expectation of the state their loop probe read (``Row.stated``), when any
+    row read its usual one; apart from the limits above, which are read on the expected time."""
+    usual = [row for row in (*scored, *predicted) if row.stated is not None and row.stated != row.expected]
+    if not usual:
+        return
+    cells = ", ".join(f"{r.model} b{r.batch}{'*' * r.predicted} {percent(r.state_error)}" for r in usual)
+    print(f"{len(usual)} rows scored against their loops as usual (loop probe {LOOP_OFF}× or more): {cells}")
+    found = [row.state_error for row in scored if row.state_error is not None]
+    ahead = [row.state_error for row in predicted if row.state_error is not None]
+    if found:
+        median, worst = statistics.median(found), max(found)
+        print(
+            f"each row against its state's expectation: median {percent(median)} "
+            f"({'within' if median <= MEDIAN_LIMIT else 'beyond'} {MEDIAN_LIMIT:.0%}), max {percent(worst)} "
+            f"({'within' if worst <= MAX_LIMIT else 'beyond'} {MAX_LIMIT:.0%})"
+            + (
+                f"; predict max {percent(max(ahead))} ({'within' if max(ahead) <= PREDICT_LIMIT else 'beyond'} "
+                f"{PREDICT_LIMIT:.0%})"
+                if ahead
+                else ""
+            )
+        )
 
 
 def summarize_training(rows: list[Row]) -> None:
@@ -420,9 +469,10 @@ def main() -> None:
     remeasure(rows)
     print(
         f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
-        f"{'drift':>6s}  {'loop':>6s}  {'spread':>6s}  (ms; drift: calibration probes re-run just before the kept "
-        f"pass ÷ their calibration time; loop: its loop probe's, apart (small kernels in a loop); spread: the "
-        f"row's passes, slowest ÷ fastest − 1; eager PyTorch: measured against "
+        f"{'drift':>6s}  {'loop':>6s}  {'spread':>6s}  {'usual':>8s}  (ms; drift: calibration probes re-run just "
+        f"before the kept pass ÷ their calibration time; loop: its loop probe's, apart (small kernels in a loop); "
+        f"spread: the row's passes, slowest ÷ fastest − 1; usual: expected with its loops as usual; eager "
+        f"PyTorch: measured against "
         f"[expected, allocator upper end])"
     )
     print_rows(rows)

@@ -61,3 +61,21 @@ def test_a_row_whose_loops_stay_slow_stops_after_the_settle_passes(monkeypatch):
     bench.remeasure([stuck])
     assert (stuck.measured, stuck.settled, len(stuck.passes)) == (1.0, 6, 3 + 6)
     assert bench.slow_loops(stuck)
+
+
+def test_a_row_is_scored_against_the_expectation_of_the_state_its_loop_probe_read(capsys):
+    """A scan expected at 1.0 ms, 2.0 ms with its loops as usual. Kept at probe 1.9× (slow) and
+    measured 1.9 ms: 47.4% off the expected time ((1.9 − 1.0) / 1.9), 5.3% off the usual one
+    ((2.0 − 1.9) / 1.9). Kept at probe 1.2× and measured 1.1 ms: scored against 1.0 ms, 9.1%. A row
+    without a usual time is scored against its expected time whatever its probe."""
+    slow = bench.Row("scan", 16, 1.9e-3, 1.0e-3, loop=1.9, drift=1.0, usual=2.0e-3)
+    calm = bench.Row("scan", 4, 1.1e-3, 1.0e-3, loop=1.2, drift=1.0, usual=2.0e-3)
+    plain = bench.Row("cnn", 4, 1.9e-3, 1.0e-3, loop=1.9, drift=1.0)
+    assert slow.error == pytest.approx(0.9 / 1.9) and slow.state_error == pytest.approx(0.1 / 1.9)
+    assert calm.stated == 1.0e-3 and calm.state_error == pytest.approx(0.1 / 1.1)
+    assert plain.stated == 1.0e-3 and plain.state_error == plain.error
+    bench.summarize_states([slow, calm], [])
+    out = capsys.readouterr().out
+    assert "1 rows scored against their loops as usual (loop probe 1.5× or more): scan b16   5.3%" in out
+    # the two rows' state errors, 5.3% and 9.1%: median 7.2%, max 9.1%
+    assert "median   7.2% (within 10%), max   9.1% (within 25%)" in out

@@ -28,7 +28,7 @@ import datetime
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ class Entry:
     seconds: dict[str, float]  # point key (``point_keys``) → measured seconds
     probes: dict[str, tuple[str, float]]  # drift probe → (its kernel's class, seconds)
     first_touch: float | None
+    usual: dict[str, float] = field(default_factory=dict)  # point key → a loop kernel's usual seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +72,7 @@ class Entry:
             "seconds": self.seconds,
             "probes": {name: list(probe) for name, probe in self.probes.items()},
             "first_touch_seconds_per_byte": self.first_touch,
+            "usual_seconds": self.usual,
         }
 
     @classmethod
@@ -84,6 +86,7 @@ class Entry:
             seconds={str(k): _seconds(v) for k, v in data["seconds"].items()},
             probes={str(k): (str(kind), _seconds(v)) for k, (kind, v) in data["probes"].items()},
             first_touch=None if touch is None else _seconds(touch),
+            usual={str(k): _seconds(v) for k, v in (data.get("usual_seconds") or {}).items()},
         )
 
 
@@ -114,15 +117,15 @@ def _plain(value: Any) -> Any:
 
 
 def entry_of(calibration: KernelCalibration, when: str | None = None) -> Entry:
+    keys = point_keys(calibration.points)
     return Entry(
         when=when or datetime.datetime.now().isoformat(timespec="minutes"),
         versions=dict(calibration.versions),
         machine=_plain(dict(calibration.machine)),
-        seconds=dict(
-            zip(point_keys(calibration.points), (p.measured_seconds for p in calibration.points), strict=True)
-        ),
+        seconds=dict(zip(keys, (p.measured_seconds for p in calibration.points), strict=True)),
         probes=dict(calibration.probes),
         first_touch=calibration.first_touch_seconds_per_byte,
+        usual={key: p.usual_seconds for key, p in zip(keys, calibration.points, strict=True) if p.usual_seconds},
     )
 
 
@@ -171,8 +174,10 @@ def merged(
         (min if is_loop(point.kernel_class) else _median)(found)
         for point, found in zip(calibration.points, times, strict=True)
     ]
+    usual = [[e.usual[key] for e in entries if key in e.usual] for key in keys]  # a loop's kernel: the median
     points = [
-        replace(point, measured_seconds=seconds) for point, seconds in zip(calibration.points, medians, strict=True)
+        replace(point, measured_seconds=seconds, usual_seconds=max(seconds, _median(found)) if found else None)
+        for point, seconds, found in zip(calibration.points, medians, usual, strict=True)
     ]
     loops = {key for key, point in zip(keys, calibration.points, strict=True) if is_loop(point.kernel_class)}
     by_key = {key: seconds for key, seconds in zip(keys, medians, strict=True) if key not in loops}  # speeds: medians

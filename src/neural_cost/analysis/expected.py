@@ -27,6 +27,7 @@ from ..core.kernels import computes_beyond
 from ..core.units import format_seconds, format_si, plural
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
+from .calibration_history import is_loop
 from .extrapolated import PAST, ceilings, extrapolated_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
@@ -104,6 +105,10 @@ class Expected:
     fresh_page_seconds: float = 0.0
     #: The calibration's cost of a fresh byte, which prices the measured page faults (every framework).
     first_touch_seconds_per_byte: float | None = None
+    #: The expected time with its loops' kernels as the machine usually ran them while calibrated (the median
+    #: of their passes, ``KernelCalibration.usual_state``), not at their fastest; None without loop kernels
+    #: or without such curves.
+    usual_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +124,7 @@ class Expected:
             "first_touch_seconds": self.first_touch_seconds,
             "fresh_page_seconds": self.fresh_page_seconds,
             "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
+            "usual_seconds": self.usual_seconds,
             "rows": [row.to_dict() for row in self.rows],
         }
 
@@ -138,6 +144,7 @@ class Expected:
             first_touch_seconds=data.get("first_touch_seconds"),
             fresh_page_seconds=float(data.get("fresh_page_seconds") or 0.0),
             first_touch_seconds_per_byte=data.get("first_touch_seconds_per_byte"),
+            usual_seconds=data.get("usual_seconds"),
         )
 
     def with_measured(self, measured: Mapping[int, float]) -> Expected:
@@ -318,6 +325,12 @@ def expected_time(
         notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")
     elif floor_note:
         notes.append(floor_note)
+    usual = calibration.usual_state()
+    if usual is not None and any(is_loop(row.kernel_class) for row in rows):  # its loops' kernels as usual
+        again = expected_time(estimate, usual, floor_seconds, machine=machine, hardware=hardware, floor_note=floor_note)
+        usual_seconds: float | None = again.seconds
+    else:
+        usual_seconds = None
     return Expected(
         seconds=kernel_seconds + (floor_seconds or 0.0),
         kernel_seconds=kernel_seconds,
@@ -332,6 +345,7 @@ def expected_time(
         first_touch_seconds=upper,
         fresh_page_seconds=fresh_seconds,
         first_touch_seconds_per_byte=cost,
+        usual_seconds=usual_seconds,
     )
 
 

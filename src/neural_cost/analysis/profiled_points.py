@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
@@ -127,11 +127,31 @@ def _loop(prepared: _Prepared) -> tuple[float, dict[int, float], int] | None:
     program, short = prepared.program, prepared.program.shorter
     if short is None or not prepared.walls or not prepared.short_walls or program.trips <= short.trips:
         return None
-    loop = (min(prepared.walls) - min(prepared.short_walls)) / (program.trips - short.trips) * program.trips
+    loop = _loop_seconds(prepared, min)
     looped = {r.index: r.executions for r in prepared.scored if r.index is not None and r.executions > 1}
     raw = {index: prepared.best[index] for index in looped if index in prepared.best}
     events = sum(looped[index] for index in raw)
     return (loop, raw, events) if loop > 0 and events else None
+
+
+def _loop_seconds(prepared: _Prepared, pick: Callable[[list[float]], float]) -> float:
+    """A loop program's loop time per run off ``pick`` (min, median) of its own and its twin's wall times."""
+    program, short = prepared.program, prepared.program.shorter
+    assert short is not None
+    loop = pick(prepared.walls) - pick(prepared.short_walls)
+    return loop / (program.trips - short.trips) * program.trips
+
+
+def usual_ratio(prepared: _Prepared) -> float | None:
+    """A loop program's loop time at the median of its passes ÷ at their smallest (at least 1): how
+    much slower than its fastest the machine usually ran it while calibrating (on a 2-core VM small
+    kernels in a loop ran in two states 1.5–2.5× apart for tens of seconds at a time). None without a
+    loop time."""
+    found = _loop(prepared)
+    if found is None:
+        return None
+    usual = _loop_seconds(prepared, statistics.median)
+    return max(1.0, usual / found[0]) if usual > 0 else None
 
 
 def profiler_cost(prepared: Sequence[_Prepared]) -> float | None:
@@ -211,7 +231,10 @@ def _profiled_points(prepared: _Prepared, cost: float | None = None) -> list[Poi
         rest = tuple(part for row in usable[1:] for part in parts(estimate, row, prepared.hardware))
         return [_Pending(program.name, main, rest, sum(times.values()))]
     points: list[Point | _Pending] = []
+    ratio = usual_ratio(prepared) if looped else None
     for row in usable:  # a kernel of several contractions is no one class's point: ``one_part`` refuses it
         assert row.index is not None
-        points.append(_point(one_part(estimate, row, prepared.hardware), times[row.index], program.name))
+        point = _point(one_part(estimate, row, prepared.hardware), times[row.index], program.name)
+        usual = None if ratio is None or row.index not in looped else point.measured_seconds * ratio
+        points.append(replace(point, usual_seconds=usual))
     return points

@@ -92,7 +92,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from ..analysis.workload import trace_workload
     from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
-    from ..report.expected_text import expected_line, expected_table, flag_lines
+    from ..report.expected_text import expected_line, expected_table, flag_lines, usual_line
     from ..report.text import trace_note_lines
     from .output import write_json
 
@@ -125,6 +125,7 @@ def run_predict(args: argparse.Namespace) -> int:
         f"calibration: {calibration.framework} kernels on {calibration.hardware.name}, {calibration.date or 'undated'}"
         + ("" if args.calibration is None else f" (from {args.calibration})"),
         expected_line(expected),
+        *filter(None, [usual_line(expected)]),
         f"kernels: {format_seconds(expected.kernel_seconds)} expected, "
         f"{format_seconds(sum(row.bound_seconds for row in expected.rows))} at their roofline bound",
         *[f"note: {note}" for note in expected.notes],

@@ -8,6 +8,7 @@ reader never takes another device's expectation for this one's.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,27 @@ def expected_line(expected: Expected, observed_seconds: float | None = None) -> 
         line += f", up to {format_seconds(cold)} if every large result lands on fresh pages (allocator state)"
     if observed_seconds is not None and expected.seconds > 0:
         line += f"; observed is {observed_seconds / expected.seconds:.2f}× it"
+    return line
+
+
+#: The usual-loop line is printed when it differs from the expected time by at least this share.
+USUAL_APART = 0.05
+
+
+def usual_line(expected: Expected, observed_seconds: float | None = None) -> str | None:
+    """``expected with its loops as usual: 1.62 ms (...)`` where the calibration timed the program's loop
+    kernels slower at the median of their passes than at their fastest (``Expected.usual_seconds``), by
+    ``USUAL_APART`` or more; None otherwise."""
+    usual = expected.usual_seconds
+    if usual is None or expected.seconds <= 0 or usual < (1 + USUAL_APART) * expected.seconds:
+        return None
+    line = (
+        f"expected with its loops as usual: {format_seconds(usual)} ({usual / expected.seconds:.2f}× the expected "
+        f"time: its loops' kernels at the median of their calibration passes, not their fastest; on a shared "
+        f"machine a loop's small kernels can run that much slower for tens of seconds at a time)"
+    )
+    if observed_seconds is not None:
+        line += f"; observed is {observed_seconds / usual:.2f}× it"
     return line
 
 
@@ -98,6 +120,13 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
         p90 = "—" if model.p90_error is None else f"{model.p90_error:.0%}"
         sides = [side for side, curve in (("compute", model.compute), ("memory", model.memory)) if curve is not None]
         lines.append(f"{name:<{kind}} {model.points:>6} {median:>8} {p90:>8}  {' + '.join(sides)}")
+    usual = [p.usual_seconds / p.measured_seconds for p in calibration.points if p.usual_seconds and p.measured_seconds]
+    if usual:
+        lines.append(
+            f"loops as usual: {len(calibration.usual_classes)} loop classes' curves also fitted at the median of "
+            f"their programs' passes, {statistics.median(usual):.2f}× their fastest (median of {len(usual)} points; "
+            f"`expected with its loops as usual`)"
+        )
     lines += [
         f"note: {printable(note)}"
         for note in calibration.notes
