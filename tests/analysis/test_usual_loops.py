@@ -30,9 +30,9 @@ US = 1e-6
 
 def test_a_loop_programs_usual_time_is_the_median_of_its_passes():
     """``test_loop_calibration``'s loop of 10 trips and its twin of 2, three passes: walls 14.5, 23.3,
-    21.7 µs and 7.3, 9.5, 9.3 µs. Fastest: (14.5 − 7.3) / 8 × 10 = 9 µs a run; at the medians
-    (21.7 − 9.3) / 8 × 10 = 15.5 µs: 15.5 / 9 = 1.7222× — fusion.0's 0.8 µs an execution is 1.3778 µs
-    as usual, copy.2's 0.1 µs 0.17222 µs."""
+    21.7 µs and 7.3, 9.5, 9.3 µs. Fastest: (14.5 − 7.3) / 8 × 10 = 9 µs a run. Each pass's own loop:
+    7.2, 13.8, 12.4 µs of difference, median 12.4 → 12.4 / 8 × 10 = 15.5 µs: 15.5 / 9 = 1.7222× —
+    fusion.0's 0.8 µs an execution is 1.3778 µs as usual, copy.2's 0.1 µs 0.17222 µs."""
     prepared = _prepared()
     prepared.walls, prepared.short_walls = [14.5 * US, 23.3 * US, 21.7 * US], [7.3 * US, 9.5 * US, 9.3 * US]
     assert usual_ratio(prepared) == pytest.approx(15.5 / 9, rel=1e-9)
@@ -40,7 +40,11 @@ def test_a_loop_programs_usual_time_is_the_median_of_its_passes():
     assert found["matmul:narrow@loop"].measured_seconds == pytest.approx(0.8 * US, rel=1e-9)
     assert found["matmul:narrow@loop"].usual_seconds == pytest.approx(0.8 * US * 15.5 / 9, rel=1e-9)
     assert found["copy@loop"].usual_seconds == pytest.approx(0.1 * US * 15.5 / 9, rel=1e-9)
-    # medians faster than the smallest pair's difference ((15 − 9) / 8 × 10 = 7.5 µs < 9): never below 1×
+    # a pass's wall against its own twin: twins 7.3, 9.5, 12.0 µs make loops of 7.2, 13.8, 9.7 µs, median
+    # 9.7 → 12.125 µs, 1.3472× (the walls' and twins' medians apart, 21.7 − 9.5, would read 1.694×)
+    prepared.short_walls = [7.3 * US, 9.5 * US, 12.0 * US]
+    assert usual_ratio(prepared) == pytest.approx(12.125 / 9, rel=1e-9)
+    # a median pass quicker than the smallest pair's difference (loops 7.2, 6, 6 µs: 7.5 µs < 9): never below 1×
     prepared.walls, prepared.short_walls = [14.5 * US, 15 * US, 15 * US], [7.3 * US, 9 * US, 9 * US]
     assert usual_ratio(prepared) == 1.0
     # every pass alike: the usual time is the fastest

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -127,30 +127,28 @@ def _loop(prepared: _Prepared) -> tuple[float, dict[int, float], int] | None:
     program, short = prepared.program, prepared.program.shorter
     if short is None or not prepared.walls or not prepared.short_walls or program.trips <= short.trips:
         return None
-    loop = _loop_seconds(prepared, min)
+    loop = (min(prepared.walls) - min(prepared.short_walls)) / (program.trips - short.trips) * program.trips
     looped = {r.index: r.executions for r in prepared.scored if r.index is not None and r.executions > 1}
     raw = {index: prepared.best[index] for index in looped if index in prepared.best}
     events = sum(looped[index] for index in raw)
     return (loop, raw, events) if loop > 0 and events else None
 
 
-def _loop_seconds(prepared: _Prepared, pick: Callable[[list[float]], float]) -> float:
-    """A loop program's loop time per run off ``pick`` (min, median) of its own and its twin's wall times."""
-    program, short = prepared.program, prepared.program.shorter
-    assert short is not None
-    loop = pick(prepared.walls) - pick(prepared.short_walls)
-    return loop / (program.trips - short.trips) * program.trips
-
-
 def usual_ratio(prepared: _Prepared) -> float | None:
     """A loop program's loop time at the median of its passes ÷ at their smallest (at least 1): how
     much slower than its fastest the machine usually ran it while calibrating (on a 2-core VM small
-    kernels in a loop ran in two states 1.5–2.5× apart for tens of seconds at a time). None without a
-    loop time."""
+    kernels in a loop ran in two states 1.5–2.5× apart for tens of seconds at a time). Each pass's
+    loop time is its own wall less its twin's, timed just after it, so that both are of one state (the
+    medians of the two apart put a pass's slow wall against another's fast twin: a scanned cell read 2.9×
+    where it ran 1.7× slower). None without a loop time."""
     found = _loop(prepared)
     if found is None:
         return None
-    usual = _loop_seconds(prepared, statistics.median)
+    program, short = prepared.program, prepared.program.shorter
+    assert short is not None
+    each = [(wall - twin) / (program.trips - short.trips) * program.trips
+            for wall, twin in zip(prepared.walls, prepared.short_walls, strict=False)]  # fmt: skip
+    usual = statistics.median(each)
     return max(1.0, usual / found[0]) if usual > 0 else None
 
 
