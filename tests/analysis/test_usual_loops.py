@@ -151,3 +151,27 @@ def test_the_calibration_summary_says_its_loops_usual_ratio():
     assert any(line.startswith("loops as usual: 2 loop classes' curves") and "2.00× their fastest (median of 3" in line
                for line in lines)  # fmt: skip
     assert not any(line.startswith("loops as usual") for line in calibration_lines(_without_usual(_calibration())))
+
+
+def test_the_report_prints_the_usual_line_under_the_expected_one_and_keeps_it_in_its_json(tmp_path):
+    """The scanned cell of ``test_the_expected_time_with_its_loops_as_usual``: its usual time is 15.36 ms
+    above its expected one; observed at 30 ms, the usual line's ratio is 30 ms ÷ its usual time."""
+    import json
+
+    from neural_cost import analyze_gap
+    from neural_cost.report.load import load_report
+    from tests.helpers import cpu_measurement
+
+    ops = _cell(16, 256, 512)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), framework="jax"))
+    expected = expected_time(estimate, _calibration(), machine=MACHINE)
+    assert expected.usual_seconds is not None
+    report = analyze_gap(estimate, cpu_measurement((30e-3,) * 5), SPEC, expected=expected)
+    lines = [line.strip() for line in report.render().splitlines()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("expected: "))
+    assert lines[at + 1].startswith("expected with its loops as usual: ")
+    assert lines[at + 1].endswith(f"; observed is {30e-3 / expected.usual_seconds:.2f}× it")
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report.to_dict()))
+    reloaded = load_report(path)
+    assert reloaded.expected == report.expected and reloaded.expected.usual_seconds == expected.usual_seconds

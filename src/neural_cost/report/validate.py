@@ -375,6 +375,7 @@ EXPECTED = record(
         "first_touch_seconds": nullable(SECONDS),
         "fresh_page_seconds": SECONDS,
         "first_touch_seconds_per_byte": nullable(SECONDS),
+        "usual_seconds": nullable(SECONDS),
     },
 )
 REPORT_V2_ADDITIONS = record(
