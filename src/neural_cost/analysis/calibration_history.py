@@ -16,7 +16,8 @@ ran in two states 1.5–2.3× apart for 10–40 s at a time while the rest held,
 calibrations is whichever state two of them caught (a scanned cell's dots of 1.1–2 MiB of weights
 read 0.76–1.08× their roofline in one calibration, 0.95–1.80× as the median of three); the smallest is
 the loops as the machine runs them when the host leaves it both cores, what the loop drift probe
-then measures against.
+then measures against. A loop kernel's usual time (``Point.usual_seconds``: the median of its program's
+passes) is merged by its median over the calibrations that kept one, never below its merged smallest.
 The calibration's notes say how many were merged and each one's times against the medians (1.20×:
 20% slower): that spread is how far this machine's speed moves between calibrations, an error no
 single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.

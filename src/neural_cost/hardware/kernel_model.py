@@ -23,7 +23,9 @@ The fit is k-fold cross-validated: median and p90 of |predicted − measured| / 
 
 A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on (the calibrating
 machine's peaks and levels: a file brought from another machine predicts for that machine), the machine key, the
-framework and its version, the date, and the fit quality.
+framework and its version, the date, and the fit quality — and, for a loop's kernel classes, a second pair of
+curves fitted on their points' usual times (the median of their programs' passes, not the fastest:
+``KernelCalibration.usual_state``).
 """
 
 from __future__ import annotations
