@@ -115,8 +115,9 @@ def test_usual_times_and_curves_survive_a_save_and_an_older_file_has_none():
 
 def test_merged_calibrations_keep_a_loop_kernels_fastest_and_the_median_of_its_usual_times():
     """Three calibrations of the kept loop point "scan 100": fastest 120, 200, 150 µs and usual 300,
-    250 µs and none (made before usual times were kept). Merged: its smallest, 120 µs, and the median
-    of the two usual times, (300 + 250) / 2 = 275 µs; a plain matmul point has none."""
+    250 µs and none (made before usual times were kept). Merged: its smallest, 120 µs, and the higher
+    middle of the two usual times, 300 µs (a state that ran: their mean, 275 µs, is neither); a plain
+    matmul point has none."""
     history: list[Entry] = []
     for fast, usual in ((120, 300), (200, 250), (150, None)):
         base = _calibration()
@@ -128,7 +129,7 @@ def test_merged_calibrations_keep_a_loop_kernels_fastest_and_the_median_of_its_u
         calibration, history = merged(replace(base, points=points), history)
     found = {p.name: p for p in calibration.points}
     assert found["scan 100"].measured_seconds == pytest.approx(120 * US)
-    assert found["scan 100"].usual_seconds == pytest.approx(275 * US)
+    assert found["scan 100"].usual_seconds == pytest.approx(300 * US)
     assert found["mm 100"].usual_seconds is None
     assert Entry.from_dict(history[0].to_dict()) == history[0]
 
@@ -175,3 +176,23 @@ def test_the_report_prints_the_usual_line_under_the_expected_one_and_keeps_it_in
     path.write_text(json.dumps(report.to_dict()))
     reloaded = load_report(path)
     assert reloaded.expected == report.expected and reloaded.expected.usual_seconds == expected.usual_seconds
+
+
+def test_a_usual_curve_flatter_past_its_last_knot_never_reads_a_kernel_faster():
+    """Six kept points in two knots: roofline 0.1, 0.2, 0.4 µs at 3× (usual 6×) and 1, 2, 4 µs at 1.5×
+    (usual 1.575×). Fast knots 0.6 µs at 0.2 µs and 3 µs at 2 µs: past them a slope of (3 − 0.6) / 1.8 =
+    1.333; usual knots 1.2 µs and 3.15 µs, slope 1.95 / 1.8 = 1.083. The cell's products (4.2–11.1 µs of
+    roofline an execution) lie past both: at 11.1 µs fast 3 + 9.1 × 1.333 = 15.13 µs, usual 3.15 + 9.1 ×
+    1.083 = 13.01 µs — lower. Each kernel keeps at least its expected time, so no kernel reads slower as
+    usual and there is no usual time."""
+    cells = ((0.1, 3, 6), (0.2, 3, 6), (0.4, 3, 6), (1, 1.5, 1.575), (2, 1.5, 1.575), (4, 1.5, 1.575))
+    points = [Point("matmul:kept@loop", r * US, r * US / 10, k * r * US, f"scan {r}", u * r * US) for r, k, u in cells]
+    calibration = fit_calibration("jax", SPEC, points, machine=MACHINE, versions=VERSIONS, date="2026-12-04")
+    ops = _cell(16, 256, 512)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), framework="jax"))
+    expected = expected_time(estimate, calibration, machine=MACHINE)
+    usual = calibration.usual_state()
+    assert usual is not None
+    raw = {row.name: row.seconds for row in expected_time(estimate, usual, machine=MACHINE).rows}
+    assert all(raw[row.name] < row.seconds for row in expected.rows if row.name in ("xw", "hw"))  # read alone: lower
+    assert expected.usual_seconds is None

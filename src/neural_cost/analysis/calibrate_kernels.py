@@ -92,6 +92,10 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         prepared.keep(None, timed.median_seconds)
         return
     wall = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=prepared.repeats)
+    if (short := program.shorter) is not None:  # its twin just after it: a pass's two walls of one state
+        prepared.walls.append(wall.median_seconds)
+        timed = time_workload(adapter, short.fn, short.args, short.kwargs, warmup=1, repeats=prepared.repeats)
+        prepared.short_walls.append(timed.median_seconds)
     profile = adapter.profile(
         program.fn,
         program.args,
@@ -105,10 +109,6 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
     # wall time under the profiler (``Profile.unwatched_ratio``), so the model predicts runs nobody
     # profiles.
     prepared.unwatched.append(profile.unwatched_ratio(wall.median_seconds))
-    if (short := program.shorter) is not None:
-        prepared.walls.append(wall.median_seconds)
-        timed = time_workload(adapter, short.fn, short.args, short.kwargs, warmup=1, repeats=prepared.repeats)
-        prepared.short_walls.append(timed.median_seconds)
     executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
     for measured in profile.kernels:
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))

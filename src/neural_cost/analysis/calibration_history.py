@@ -17,7 +17,8 @@ calibrations is whichever state two of them caught (a scanned cell's dots of 1.1
 read 0.76–1.08× their roofline in one calibration, 0.95–1.80× as the median of three); the smallest is
 the loops as the machine runs them when the host leaves it both cores, what the loop drift probe
 then measures against. A loop kernel's usual time (``Point.usual_seconds``: the median of its program's
-passes) is merged by its median over the calibrations that kept one, never below its merged smallest.
+passes) is merged by its median over the calibrations that kept one (of two, the higher: a state that
+ran), never below its merged smallest.
 The calibration's notes say how many were merged and each one's times against the medians (1.20×:
 20% slower): that spread is how far this machine's speed moves between calibrations, an error no
 single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.
@@ -31,6 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from statistics import median_high
 from typing import Any
 
 from ..hardware._isotonic import median as _median
@@ -175,9 +177,9 @@ def merged(
         (min if is_loop(point.kernel_class) else _median)(found)
         for point, found in zip(calibration.points, times, strict=True)
     ]
-    usual = [[e.usual[key] for e in entries if key in e.usual] for key in keys]  # a loop's kernel: the median
+    usual = [[e.usual[key] for e in entries if key in e.usual] for key in keys]  # a loop's kernel: median_high
     points = [
-        replace(point, measured_seconds=seconds, usual_seconds=max(seconds, _median(found)) if found else None)
+        replace(point, measured_seconds=seconds, usual_seconds=max(seconds, median_high(found)) if found else None)
         for point, seconds, found in zip(calibration.points, medians, usual, strict=True)
     ]
     loops = {key for key, point in zip(keys, calibration.points, strict=True) if is_loop(point.kernel_class)}

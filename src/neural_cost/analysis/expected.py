@@ -27,12 +27,12 @@ from ..core.kernels import computes_beyond
 from ..core.units import format_seconds, format_si, plural
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
-from .calibration_history import is_loop
 from .extrapolated import PAST, ceilings, extrapolated_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import compute_seconds, split_by_bounds
+from .usual_loops import loops_as_usual
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
@@ -325,12 +325,7 @@ def expected_time(
         notes.append(floor_note or "no framework floor measured: the expected time is the kernels' alone")
     elif floor_note:
         notes.append(floor_note)
-    usual = calibration.usual_state()
-    if usual is not None and any(is_loop(row.kernel_class) for row in rows):  # its loops' kernels as usual
-        again = expected_time(estimate, usual, floor_seconds, machine=machine, hardware=hardware, floor_note=floor_note)
-        usual_seconds: float | None = again.seconds
-    else:
-        usual_seconds = None
+    usual_seconds = loops_as_usual(estimate, calibration, rows, floor_seconds, hardware, expected_time)
     return Expected(
         seconds=kernel_seconds + (floor_seconds or 0.0),
         kernel_seconds=kernel_seconds,

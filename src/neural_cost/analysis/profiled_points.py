@@ -140,7 +140,9 @@ def usual_ratio(prepared: _Prepared) -> float | None:
     kernels in a loop ran in two states 1.5–2.5× apart for tens of seconds at a time). Each pass's
     loop time is its own wall less its twin's, timed just after it, so that both are of one state (the
     medians of the two apart put a pass's slow wall against another's fast twin: a scanned cell read 2.9×
-    where it ran 1.7× slower). None without a loop time."""
+    where it ran 1.7× slower); of an even number of passes the higher middle one, a state that ran (three
+    fast passes and three slow ones average to neither). The fastest is the smallest wall less the
+    smallest twin's (``_loop``). None without a loop time."""
     found = _loop(prepared)
     if found is None:
         return None
@@ -148,7 +150,7 @@ def usual_ratio(prepared: _Prepared) -> float | None:
     assert short is not None
     each = [(wall - twin) / (program.trips - short.trips) * program.trips
             for wall, twin in zip(prepared.walls, prepared.short_walls, strict=False)]  # fmt: skip
-    usual = statistics.median(each)
+    usual = statistics.median_high(each)
     return max(1.0, usual / found[0]) if usual > 0 else None
 
 

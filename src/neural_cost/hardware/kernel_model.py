@@ -14,7 +14,7 @@ memory) its roofline says dominates. Below its first knot (the median of a few s
 with the work down to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; read flat, a
 depthwise class put its first knot's 2.4 ms on layers XLA ran in 0.9–1.9 ms). Above the largest, time grows by
 the last segment's marginal cost (``Curve._beyond``; four or five points over a 2× span make two knots,
-``SPLIT_SPAN``, so a slope, not the peak, goes on). Each curve is
+``kernel_curve.SPLIT_SPAN``, so a slope, not the peak, goes on). Each curve is
 monotone in its argument, and the max of the two is monotone in both: more FLOPs or more bytes never predict
 less time within a class. A class with points on one side only uses that curve for both. No neural network,
 nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.

@@ -44,8 +44,8 @@ def usual_line(expected: Expected, observed_seconds: float | None = None) -> str
         return None
     line = (
         f"expected with its loops as usual: {format_seconds(usual)} ({usual / expected.seconds:.2f}× the expected "
-        f"time: its loops' kernels at the median of their calibration passes, not their fastest; on a shared "
-        f"machine a loop's small kernels can run that much slower for tens of seconds at a time)"
+        f"time: its loops' kernels at the median of their calibration passes, not their fastest: the calibrated "
+        f"machine ran them that much slower for much of its calibration)"
     )
     if observed_seconds is not None:
         line += f"; observed is {observed_seconds / usual:.2f}× it"
