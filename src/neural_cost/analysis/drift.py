@@ -69,15 +69,18 @@ class Drift:
 
     def looping(self) -> str:
         """``; a loop of small kernels (scan …) at 0.37× its time at calibration`` when the loop probe reads at
-        least ``SPREAD_NAMED`` apart from the median, else nothing."""
+        least ``SPREAD_NAMED`` apart from the median, else nothing; slower, it points at the usual-loops line
+        (``Expected.usual_seconds``: the machine's loops as it usually ran them while calibrated)."""
         if self.loop is None or self.ratio <= 0 or self.loop[1] <= 0:
             return ""
         name, ratio = self.loop
         if max(ratio / self.ratio, self.ratio / ratio) < SPREAD_NAMED:
             return ""
+        usual = "; an `expected with its loops as usual` line, where there is one, is of loops this slow"
+        usual = usual if ratio > self.ratio else ""  # the usual-loops line expects loops slow: say where to look
         return (
             f"; a loop of small kernels ({name}) at {ratio:.2f}× its time at calibration: loops of small kernels run "
-            f"at another speed now than the rest"
+            f"at another speed now than the rest{usual}"
         )
 
     def note(self) -> str:
