@@ -127,11 +127,18 @@ def _loop(prepared: _Prepared) -> tuple[float, dict[int, float], int] | None:
     program, short = prepared.program, prepared.program.shorter
     if short is None or not prepared.walls or not prepared.short_walls or program.trips <= short.trips:
         return None
-    loop = (min(prepared.walls) - min(prepared.short_walls)) / (program.trips - short.trips) * program.trips
+    loop = _whole_loop(prepared, min(prepared.walls) - min(prepared.short_walls))
     looped = {r.index: r.executions for r in prepared.scored if r.index is not None and r.executions > 1}
     raw = {index: prepared.best[index] for index in looped if index in prepared.best}
     events = sum(looped[index] for index in raw)
     return (loop, raw, events) if loop > 0 and events else None
+
+
+def _whole_loop(prepared: _Prepared, apart: float) -> float:
+    """A loop's own time per run from its program's wall less its twin's (``apart``): per trip, times its trips."""
+    program, short = prepared.program, prepared.program.shorter
+    assert short is not None
+    return apart / (program.trips - short.trips) * program.trips
 
 
 def usual_ratio(prepared: _Prepared) -> float | None:
@@ -146,10 +153,8 @@ def usual_ratio(prepared: _Prepared) -> float | None:
     found = _loop(prepared)
     if found is None:
         return None
-    program, short = prepared.program, prepared.program.shorter
-    assert short is not None
-    each = [(wall - twin) / (program.trips - short.trips) * program.trips
-            for wall, twin in zip(prepared.walls, prepared.short_walls, strict=False)]  # fmt: skip
+    pairs = zip(prepared.walls, prepared.short_walls, strict=False)  # a pass's wall and its own twin's
+    each = [_whole_loop(prepared, wall - twin) for wall, twin in pairs]
     usual = statistics.median_high(each)
     return max(1.0, usual / found[0]) if usual > 0 else None
 
