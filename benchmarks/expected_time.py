@@ -60,8 +60,10 @@ from heldout_models import BY_NAME, MODELS, HeldoutModel
 
 from neural_cost.adapters import adapter_for
 from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
+from neural_cost.analysis.usual_loops import between
 from neural_cost.analysis.workload import analyze_workload, program_options, time_workload, trace_workload
 from neural_cost.costs.estimate import estimate_trace
+from neural_cost.hardware.wake import cross_core_wake
 
 MEDIAN_LIMIT, MAX_LIMIT, PREDICT_LIMIT = 0.10, 0.25, 0.15
 #: Every measured time is the smallest median of this many passes, as the calibration measures
@@ -103,7 +105,9 @@ class Row:
     cold: float | None = None  # eager PyTorch: the upper end, every large result on fresh pages
     drift: float | None = None  # the machine's speed just before the kept pass, against its calibration
     loop: float | None = None  # the loop probe's, apart (``Drift.loop``): small kernels in a loop
-    probe: Callable[[], tuple[float | None, float | None]] | None = None  # measures both
+    probe: Callable[[], tuple[float | None, float | None, float | None]] | None = None  # measures the three
+    wake: float | None = None  # the host's cross-core wake-up just before the kept pass (``hardware.wake``)
+    wakes: tuple[float, float] | None = None  # the calibration's (``KernelCalibration.loop_wakes``)
     passes: list[float] = field(default_factory=list)  # every pass's median, the first included
     settled: int = 0  # passes measured again because its kept pass's loop probe read slow (``remeasure``)
     usual: float | None = None  # expected with its loops as usual (``Expected.usual_seconds``)
@@ -119,11 +123,11 @@ class Row:
     def measure_again(self) -> None:
         """One more pass (its drift probed first); the row keeps its smallest median and that pass's drift."""
         assert self.remeasure is not None
-        drift, loop = self.probe() if self.probe is not None else (None, None)
+        drift, loop, wake = self.probe() if self.probe is not None else (None, None, None)
         seconds = self.remeasure()
         self.passes.append(seconds)
         if seconds < self.measured:
-            self.measured, self.drift, self.loop = seconds, drift, loop
+            self.measured, self.drift, self.loop, self.wake = seconds, drift, loop, wake
 
     @property
     def within(self) -> str:
@@ -138,11 +142,16 @@ class Row:
         return None if self.expected is None else abs(self.expected - self.measured) / self.measured
 
     @property
+    def now(self) -> float | None:
+        """The expected time in the host's state just before the kept pass (``usual_loops.loops_now``: the
+        wake-up is measured by two threads of this script, nothing of this row's runs); None without one."""
+        return None if self.expected is None else between(self.expected, self.usual, self.wakes, self.wake)
+
+    @property
     def stated(self) -> float | None:
-        """The expectation of the state the kept pass's loop probe read: with its loops as usual where the
-        probe read ``LOOP_OFF`` or more slower than calibrated and the program has a usual time, else the
-        expected time (the probe is its own program, timed before the pass: nothing of this row's runs)."""
-        return self.usual if self.usual is not None and slow_loops(self) else self.expected
+        """The expectation of the host's state before the kept pass: ``now`` where there is one, else the
+        expected time."""
+        return self.now if self.now is not None else self.expected
 
     @property
     def state_error(self) -> float | None:
@@ -204,20 +213,24 @@ class Expectation:
             )
         return self.calibrations[framework]
 
-    def drift(self, adapter: Any) -> tuple[float | None, float | None]:
-        """How much slower than at calibration this machine runs a few calibration points now, and
-        its loop probe apart (``Drift.loop``; None where the calibration has none)."""
+    def drift(self, adapter: Any) -> tuple[float | None, float | None, float | None]:
+        """How much slower than at calibration this machine runs a few calibration points now, its
+        loop probe apart (``Drift.loop``; None where the calibration has none), and then the host's
+        cross-core wake-up (``hardware.wake``), just before the pass that follows."""
         if self.api is None or adapter.framework not in self.calibrations:
-            return None, None
+            return None, None, None
         found = self.api["drift"](adapter, self.calibrations[adapter.framework])
         loop = getattr(found, "loop", None)
-        return (None, None) if found is None else (float(found.ratio), None if loop is None else float(loop[1]))
+        wake = cross_core_wake()
+        if found is None:
+            return None, None, wake
+        return float(found.ratio), None if loop is None else float(loop[1]), wake
 
-    def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], tuple[float | None, float | None]]:
+    def for_model(self, model: HeldoutModel, adapter: Any) -> Callable[[Any], tuple[Any, ...]]:
         """A function from a trace's cost estimate to its expected seconds (None without a model);
         the notes and flags of the first expected time are printed once."""
         if self.api is None:
-            return lambda estimate: (None, None)
+            return lambda estimate: (None, None, None, None)
         try:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
@@ -227,12 +240,12 @@ class Expectation:
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
-            return lambda estimate: (None, None)
+            return lambda estimate: (None, None, None, None)
         state = "" if drift is None else f" (machine at {drift:.2f}× its calibrated speed)"
         print(f"  {model.name}: {floor.note()}{state}", flush=True)
         expected_time, said = self.api["expected"], []
 
-        def expected_of(estimate: Any) -> tuple[float, float | None, float | None]:
+        def expected_of(estimate: Any) -> tuple[float, float | None, float | None, tuple[float, float] | None]:
             expected = expected_time(estimate, calibration, floor_seconds=floor.seconds)
             if not said:
                 said.append(True)
@@ -242,6 +255,7 @@ class Expectation:
                 float(expected.seconds),
                 getattr(expected, "cold_seconds", None),
                 getattr(expected, "usual_seconds", None),
+                getattr(calibration, "loop_wakes", None),
             )
 
         return expected_of
@@ -254,15 +268,15 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     probe = functools.partial(expectation.drift, adapter)
     for batch in model.batches[:1] if quick else model.batches:
         fn, args, kwargs, trace_options = model.build(batch)
-        drift, loop = probe()
+        drift, loop, wake = probe()
         report = analyze_workload(
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False,
             warm_seconds=WARM_SECONDS,
         )  # fmt: skip
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
-        seconds, cold, usual = expected_of(report.estimate)
+        seconds, cold, usual, wakes = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe,
-                  usual=usual)  # fmt: skip
+                  usual=usual, wake=wake, wakes=wakes)  # fmt: skip
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(
             median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)[1]
@@ -272,14 +286,14 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     fn, args, kwargs, trace_options = model.build(model.unseen_batch)
     # JAX: compiled (not run) for its kernels, as neural-cost predict does
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
-    expected, cold, usual = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
-    drift, loop = probe()
+    expected, cold, usual, wakes = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
+    drift, loop, wake = probe()
     options = program_options(adapter, trace_options, None)[1]  # a training step is timed as one
     first = time_workload(
         adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options, warm_seconds=WARM_SECONDS
     ).median_seconds
     row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, loop=loop,
-              probe=probe, usual=usual)  # fmt: skip
+              probe=probe, usual=usual, wake=wake, wakes=wakes)  # fmt: skip
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)
     rows.append(row)
     return rows
@@ -313,7 +327,7 @@ def print_rows(rows: list[Row]) -> None:
             f"{row.model:13s} {row.batch:5d}{star} {ms(row.measured)}  {bound:>8s}  {ms(row.expected)}  "
             f"{percent(row.error)}  {'     —' if row.drift is None else f'{row.drift:5.2f}×'}  "
             f"{'     —' if row.loop is None else f'{row.loop:5.2f}×'}  {percent(row.spread)}  {ms(row.usual)}  "
-            f"{row.within}",
+            f"{'    —' if row.wake is None else f'{row.wake * 1e6:5.1f}'}  {ms(row.now)}  {row.within}",
             flush=True,
         )
 
@@ -385,19 +399,22 @@ def summarize(rows: list[Row], reason: str) -> None:
 
 
 def summarize_states(scored: list[Row], predicted: list[Row]) -> None:
-    """The rows scored against the expectation of the state their loop probe read (``Row.stated``), when any
-    row read its usual one; apart from the limits above, which are read on the expected time."""
-    usual = [row for row in (*scored, *predicted) if row.stated is not None and row.stated != row.expected]
-    if not usual:
+    """The rows scored against their expectation in the host's state just before their kept pass (``Row.stated``),
+    when any row has one; apart from the limits above, which are read on the expected time."""
+    moved = [row for row in (*scored, *predicted) if row.now is not None]
+    if not moved:
         return
-    cells = ", ".join(f"{r.model} b{r.batch}{'*' * r.predicted} {percent(r.state_error)}" for r in usual)
-    print(f"{len(usual)} rows scored against their loops as usual (loop probe {LOOP_OFF}× or more): {cells}")
+    cells = ", ".join(
+        f"{r.model} b{r.batch}{'*' * r.predicted} {(r.now or 0) / (r.expected or 1):.2f}× ({percent(r.state_error)})"
+        for r in moved
+    )
+    print(f"{len(moved)} rows have an expected time in the host's state (÷ expected, its error): {cells}")
     found = [row.state_error for row in scored if row.state_error is not None]
     ahead = [row.state_error for row in predicted if row.state_error is not None]
     if found:
         median, worst = statistics.median(found), max(found)
         print(
-            f"each row against its state's expectation: median {percent(median)} "
+            f"each row against its expectation in the host's state: median {percent(median)} "
             f"({'within' if median <= MEDIAN_LIMIT else 'beyond'} {MEDIAN_LIMIT:.0%}), max {percent(worst)} "
             f"({'within' if worst <= MAX_LIMIT else 'beyond'} {MAX_LIMIT:.0%})"
             + (
@@ -469,9 +486,11 @@ def main() -> None:
     remeasure(rows)
     print(
         f"{'model':13s} {'batch':>5s}  {'measured':>8s}  {'bound':>8s}  {'expected':>8s}  {'error':>6s}  "
-        f"{'drift':>6s}  {'loop':>6s}  {'spread':>6s}  {'usual':>8s}  (ms; drift: calibration probes re-run just "
+        f"{'drift':>6s}  {'loop':>6s}  {'spread':>6s}  {'usual':>8s}  {'wake':>5s}  {'now':>8s}  "
+        f"(ms; drift: calibration probes re-run just "
         f"before the kept pass ÷ their calibration time; loop: its loop probe's, apart (small kernels in a loop); "
-        f"spread: the row's passes, slowest ÷ fastest − 1; usual: expected with its loops as usual; eager "
+        f"spread: the row's passes, slowest ÷ fastest − 1; usual: expected with its loops as usual; wake: the host's "
+        f"cross-core wake-up before the kept pass, µs; now: expected in that host state; eager "
         f"PyTorch: measured against "
         f"[expected, allocator upper end])"
     )

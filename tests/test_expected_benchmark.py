@@ -1,6 +1,7 @@
 """The expected-time benchmark's passes (``benchmarks/expected_time.py``): every row gets ``PASSES``
 passes and keeps its smallest median; a row whose kept pass ran with its loop probe 1.5× slow or
-more is measured again (at most ``SETTLE_PASSES`` more) until a kept pass's probe reads under it.
+more is measured again (at most ``SETTLE_PASSES`` more) until a kept pass's probe reads under it; a row
+is also scored against its expectation in the host's state before its kept pass (``Row.now``).
 Rows here are made by hand: their ``remeasure`` and ``probe`` return scripted figures."""
 
 import importlib.util
@@ -36,7 +37,7 @@ def _row(first: float, loop: float, passes: list[float], probes: list[float]):
     times, loops = iter(passes), iter(probes)
     row = bench.Row("scan", 16, first, 1.0, loop=loop, drift=1.0)
     row.remeasure = lambda: next(times)
-    row.probe = lambda: (1.0, next(loops))
+    row.probe = lambda: (1.0, next(loops), 6e-6)
     return row
 
 
@@ -63,19 +64,24 @@ def test_a_row_whose_loops_stay_slow_stops_after_the_settle_passes(monkeypatch):
     assert bench.slow_loops(stuck)
 
 
-def test_a_row_is_scored_against_the_expectation_of_the_state_its_loop_probe_read(capsys):
-    """A scan expected at 1.0 ms, 2.0 ms with its loops as usual. Kept at probe 1.9× (slow) and
-    measured 1.9 ms: 47.4% off the expected time ((1.9 − 1.0) / 1.9), 5.3% off the usual one
-    ((2.0 − 1.9) / 1.9). Kept at probe 1.2× and measured 1.1 ms: scored against 1.0 ms, 9.1%. A row
-    without a usual time is scored against its expected time whatever its probe."""
-    slow = bench.Row("scan", 16, 1.9e-3, 1.0e-3, loop=1.9, drift=1.0, usual=2.0e-3)
-    calm = bench.Row("scan", 4, 1.1e-3, 1.0e-3, loop=1.2, drift=1.0, usual=2.0e-3)
-    plain = bench.Row("cnn", 4, 1.9e-3, 1.0e-3, loop=1.9, drift=1.0)
-    assert slow.error == pytest.approx(0.9 / 1.9) and slow.state_error == pytest.approx(0.1 / 1.9)
-    assert calm.stated == 1.0e-3 and calm.state_error == pytest.approx(0.1 / 1.1)
+def test_a_row_is_scored_against_its_expectation_in_the_host_state_before_its_kept_pass(capsys):
+    """A scan expected at 1.0 ms, 2.0 ms with its loops as usual; calibrated wake-ups 6 µs (fastest passes) and
+    10 µs (usual). Kept after a 14 µs wake-up and measured 2.9 ms: its loops at (14 − 6) / (10 − 6) = 2× their
+    usual excess: 1.0 + 1.0 × 2 = 3.0 ms, 3.4% off ((3.0 − 2.9) / 2.9) where the expected time is 65.5% off
+    ((2.9 − 1.0) / 2.9). Kept after a 5 µs one (quieter than calibrated) and measured 1.1 ms: 1.0 ms, 9.1%.
+    A row without a usual time, or without a wake-up, is scored against its expected time."""
+    wakes = (6e-6, 10e-6)
+    slow = bench.Row("scan", 16, 2.9e-3, 1.0e-3, usual=2.0e-3, wake=14e-6, wakes=wakes)
+    calm = bench.Row("scan", 4, 1.1e-3, 1.0e-3, usual=2.0e-3, wake=5e-6, wakes=wakes)
+    plain = bench.Row("cnn", 4, 1.9e-3, 1.0e-3, wake=14e-6, wakes=wakes)
+    unprobed = bench.Row("scan", 8, 1.9e-3, 1.0e-3, usual=2.0e-3, wakes=wakes)
+    assert slow.error == pytest.approx(1.9 / 2.9) and slow.now == pytest.approx(3.0e-3)
+    assert slow.state_error == pytest.approx(0.1 / 2.9)
+    assert calm.stated == pytest.approx(1.0e-3) and calm.state_error == pytest.approx(0.1 / 1.1)
     assert plain.stated == 1.0e-3 and plain.state_error == plain.error
+    assert unprobed.now is None and unprobed.state_error == unprobed.error
     bench.summarize_states([slow, calm], [])
     out = capsys.readouterr().out
-    assert "1 rows scored against their loops as usual (loop probe 1.5× or more): scan b16   5.3%" in out
-    # the two rows' state errors, 5.3% and 9.1%: median 7.2%, max 9.1%
-    assert "median   7.2% (within 10%), max   9.1% (within 25%)" in out
+    assert "2 rows have an expected time in the host's state (÷ expected, its error): scan b16 3.00× (  3.4%)" in out
+    # the two rows' state errors, 3.4% and 9.1%: median 6.3%, max 9.1%
+    assert "median   6.3% (within 10%), max   9.1% (within 25%)" in out

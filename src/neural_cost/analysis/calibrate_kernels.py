@@ -32,12 +32,23 @@ from ..hardware import kernel_model
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
+from ..hardware.wake import cross_core_wake
 from .calibration_history import history_path, is_loop, load_history, merged, save_history
 from .expected import allocated_records, installed_versions
 from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernel_classes import class_model, one_part, parts
 from .kernels import kernel_rows
-from .profiled_points import _fused, _Pending, _per_run, _point, _Prepared, _profiled_points, profiler_cost
+from .profiled_points import (
+    _fused,
+    _Pending,
+    _per_run,
+    _point,
+    _Prepared,
+    _profiled_points,
+    loop_wakes,
+    pass_wakes,
+    profiler_cost,
+)
 from .workload import time_workload, trace_workload
 
 if TYPE_CHECKING:
@@ -91,6 +102,8 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
         prepared.keep(None, timed.median_seconds)
         return
+    if program.shorter is not None:  # the host's state for this pass's loop time (``loop_wakes``)
+        prepared.wakes.append(cross_core_wake())
     wall = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=prepared.repeats)
     if (short := program.shorter) is not None:  # its twin just after it: a pass's two walls of one state
         prepared.walls.append(wall.median_seconds)
@@ -186,14 +199,16 @@ def measure_points(
     progress: Callable[[int, int, str], None] | None = None,
     first_touch: float | None = None,
     loop_passes: int = LOOP_PASSES,
+    wakes: list[tuple[float, float]] | None = None,
 ) -> tuple[list[Point | _Pending], list[str]]:
     """Every program's points (or pending several-kernel programs), and a note for each
-    program that could not be measured. The passes go round the whole grid in turn, so that
+    program that could not be measured; ``wakes`` gets each loop program's host states (``pass_wakes``).
+    The passes go round the whole grid in turn, so that
     one program's passes are minutes apart: a slow spell of a shared machine (everything 1.7×
     slower for seconds at a time here) rarely covers all of them. Then the loop programs get
     ``loop_passes`` more, ``LOOP_PAUSE`` seconds apart (none for the quick grid's calibration)."""
     with adapter.keeping_compiled(2 * len(programs)):  # each program and its shorter twin
-        return _measure_points(adapter, hardware, programs, passes, progress, first_touch, loop_passes)
+        return _measure_points(adapter, hardware, programs, passes, progress, first_touch, loop_passes, wakes)
 
 
 def _measure_points(
@@ -204,6 +219,7 @@ def _measure_points(
     progress: Callable[[int, int, str], None] | None,
     first_touch: float | None,
     loop_passes: int,
+    wakes: list[tuple[float, float]] | None = None,
 ) -> tuple[list[Point | _Pending], list[str]]:
     notes: list[str] = []
     prepared: list[_Prepared] = []
@@ -236,6 +252,8 @@ def _measure_points(
             except NeuralCostError as error:
                 failed.add(item.program.name)
                 notes.append(f"{item.program.name}: {error}")
+    if wakes is not None:
+        wakes += filter(None, (pass_wakes(item) for item in loops if item.program.name not in failed))
     points: list[Point | _Pending] = []
     cost = profiler_cost([item for item in prepared if item.program.name not in failed])
     for item in prepared:
@@ -287,8 +305,9 @@ def calibrate_kernels(
     spec = hardware if hardware is not None else adapter.hardware()
     started = time.perf_counter()
     first_touch = _first_touch(adapter)
+    wakes: list[tuple[float, float]] = []
     measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress, first_touch=first_touch,
-                                     loop_passes=0 if quick else LOOP_PASSES)  # fmt: skip
+                                     loop_passes=0 if quick else LOOP_PASSES, wakes=wakes)  # fmt: skip
     points = [p for p in measured if isinstance(p, Point)]
     pending = [p for p in measured if isinstance(p, _Pending)]
     if pending and points:
@@ -315,7 +334,7 @@ def calibrate_kernels(
         first_touch_seconds_per_byte=first_touch,
         fresh_results=wall,
     )
-    return replace(calibration, probes=probes)
+    return replace(calibration, probes=probes, loop_wakes=loop_wakes(wakes))
 
 
 #: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short

@@ -18,7 +18,8 @@ read 0.76–1.08× their roofline in one calibration, 0.95–1.80× as the media
 the loops as the machine runs them when the host leaves it both cores, what the loop drift probe
 then measures against. A loop kernel's usual time (``Point.usual_seconds``: the median of its program's
 passes) is merged by its median over the calibrations that kept one (of two, the higher: a state that
-ran), never below its merged smallest.
+ran), never below its merged smallest. The host states of those times (``KernelCalibration.loop_wakes``)
+merge alike: the smallest wake-up before a fastest pass, the median (higher) of those before the usual ones.
 The calibration's notes say how many were merged and each one's times against the medians (1.20×:
 20% slower): that spread is how far this machine's speed moves between calibrations, an error no
 single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.
@@ -66,6 +67,7 @@ class Entry:
     probes: dict[str, tuple[str, float]]  # drift probe → (its kernel's class, seconds)
     first_touch: float | None
     usual: dict[str, float] = field(default_factory=dict)  # point key → a loop kernel's usual seconds
+    wakes: tuple[float, float] | None = None  # ``KernelCalibration.loop_wakes``
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +78,7 @@ class Entry:
             "probes": {name: list(probe) for name, probe in self.probes.items()},
             "first_touch_seconds_per_byte": self.first_touch,
             "usual_seconds": self.usual,
+            "loop_wakes": None if self.wakes is None else list(self.wakes),
         }
 
     @classmethod
@@ -90,7 +93,9 @@ class Entry:
             probes={str(k): (str(kind), _seconds(v)) for k, (kind, v) in data["probes"].items()},
             first_touch=None if touch is None else _seconds(touch),
             usual={str(k): _seconds(v) for k, v in (data.get("usual_seconds") or {}).items()},
-        )
+            wakes=None if data.get("loop_wakes") is None else (_seconds(data["loop_wakes"][0]),
+                                                               _seconds(data["loop_wakes"][1])),
+        )  # fmt: skip
 
 
 def _seconds(value: Any) -> float:
@@ -129,6 +134,7 @@ def entry_of(calibration: KernelCalibration, when: str | None = None) -> Entry:
         probes=dict(calibration.probes),
         first_touch=calibration.first_touch_seconds_per_byte,
         usual={key: p.usual_seconds for key, p in zip(keys, calibration.points, strict=True) if p.usual_seconds},
+        wakes=calibration.loop_wakes,
     )
 
 
@@ -214,4 +220,6 @@ def merged(
                                                           if e.probes.get(name, ("",))[0] == kind]))
         for name, (kind, _) in calibration.probes.items()
     }  # fmt: skip
-    return replace(fitted, probes=probes), entries
+    wakes = [e.wakes for e in entries if e.wakes is not None]  # the states of the merged curves (as the times)
+    loop_wakes = (min(w[0] for w in wakes), median_high([w[1] for w in wakes])) if wakes else None
+    return replace(fitted, probes=probes, loop_wakes=loop_wakes), entries

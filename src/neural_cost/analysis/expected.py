@@ -109,6 +109,12 @@ class Expected:
     #: of their passes, ``KernelCalibration.usual_state``), not at their fastest; None without loop kernels
     #: or without such curves.
     usual_seconds: float | None = None
+    #: The expected time in the host's state when the program ran (``usual_loops.loops_now``): its loop kernels
+    #: between their fastest and usual times by the host's cross-core wake-up measured then (``wake_seconds``)
+    #: against the calibration's (``loop_wakes``: before its fastest and its usual passes); None without them.
+    now_seconds: float | None = None
+    wake_seconds: float | None = None
+    loop_wakes: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +131,9 @@ class Expected:
             "fresh_page_seconds": self.fresh_page_seconds,
             "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
             "usual_seconds": self.usual_seconds,
+            "now_seconds": self.now_seconds,
+            "wake_seconds": self.wake_seconds,
+            "loop_wakes": None if self.loop_wakes is None else list(self.loop_wakes),
             "rows": [row.to_dict() for row in self.rows],
         }
 
@@ -145,6 +154,9 @@ class Expected:
             fresh_page_seconds=float(data.get("fresh_page_seconds") or 0.0),
             first_touch_seconds_per_byte=data.get("first_touch_seconds_per_byte"),
             usual_seconds=data.get("usual_seconds"),
+            now_seconds=data.get("now_seconds"),
+            wake_seconds=data.get("wake_seconds"),
+            loop_wakes=None if data.get("loop_wakes") is None else tuple(data["loop_wakes"]),
         )
 
     def with_measured(self, measured: Mapping[int, float]) -> Expected:

@@ -67,6 +67,8 @@ class _Prepared:
     #: A loop program's unwatched wall times, its own and its shorter twin's (``MicroProgram.trips``).
     walls: list[float] = field(default_factory=list)
     short_walls: list[float] = field(default_factory=list)
+    #: A loop program's host cross-core wake-up (``hardware.wake``) just before each pass's wall (None: not measured).
+    wakes: list[float | None] = field(default_factory=list)
     #: The wall time of the one run (after a warmup run) its ``repeats`` were counted from.
     first_run: float = math.nan
 
@@ -157,6 +159,28 @@ def usual_ratio(prepared: _Prepared) -> float | None:
     each = [_whole_loop(prepared, wall - twin) for wall, twin in pairs]
     usual = statistics.median_high(each)
     return max(1.0, usual / found[0]) if usual > 0 else None
+
+
+def pass_wakes(prepared: _Prepared) -> tuple[float, float] | None:
+    """The host's cross-core wake-up (``hardware.wake``) just before a loop program's fastest pass (its
+    smallest wall) and before its usual one (the pass ``usual_ratio`` reads): the states its two times were
+    measured in. None where a pass's was not measured."""
+    pairs = list(zip(prepared.walls, prepared.short_walls, strict=False))
+    if not pairs or len(prepared.wakes) < len(pairs):
+        return None
+    each = [wall - twin for wall, twin in pairs]
+    fast = min(range(len(pairs)), key=lambda i: pairs[i][0])
+    usual = each.index(statistics.median_high(each))
+    found = prepared.wakes[fast], prepared.wakes[usual]
+    return None if found[0] is None or found[1] is None else (found[0], found[1])
+
+
+def loop_wakes(found: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """A calibration's host states: the median over its loop programs of the wake-up before each one's
+    fastest pass, and of the wake-up before each one's usual pass (``KernelCalibration.loop_wakes``)."""
+    if not found:
+        return None
+    return statistics.median(fast for fast, _ in found), statistics.median(usual for _, usual in found)
 
 
 def profiler_cost(prepared: Sequence[_Prepared]) -> float | None:

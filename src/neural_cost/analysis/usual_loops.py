@@ -4,11 +4,18 @@ A calibration keeps each kernel's fastest time; a loop program's loop kernels al
 the median of its passes (``Point.usual_seconds``), fitted into their own curves
 (``KernelCalibration.usual_classes``), because on a 2-core VM a loop's wider dots ran 1.4–2× slower than
 their fastest for much of a calibration (docs/expected.md, "A loop's kernels as usual").
+
+What moved them is the host: a loop's kernels hand work between the cores every trip, and a busy host wakes
+a core late (``hardware.wake``). The calibration keeps the host's cross-core wake-up before its loop
+programs' fastest and usual passes (``KernelCalibration.loop_wakes``); ``loops_now`` places a program's
+loop kernels between their two times by the wake-up measured when it ran, in proportion, further past the
+usual one as it grows (a scan's time grew in a straight line with it: docs/expected.md, "The host's state now").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .calibration_history import is_loop
@@ -17,7 +24,11 @@ if TYPE_CHECKING:
     from ..core.estimate import CostEstimate
     from ..hardware.kernel_model import KernelCalibration
     from ..hardware.spec import HardwareSpec
-    from .expected import ExpectedRow
+    from .expected import Expected, ExpectedRow
+
+#: A calibration whose usual passes' wake-up was under this multiple of its fastest passes' saw a single
+#: host state: it cannot say how its loop kernels move with the wake-up (no expectation now).
+WAKES_APART = 1.2
 
 
 def _by_kernel(rows: Sequence[ExpectedRow]) -> dict[tuple[str, int | None, str], float]:
@@ -49,3 +60,25 @@ def loops_as_usual(
     )
     kernels = sum(max(seconds, found.get(key, 0.0)) for key, seconds in plain.items())
     return None if kernels <= sum(plain.values()) else kernels + (floor_seconds or 0.0)
+
+
+def loops_now(expected: Expected, loop_wakes: tuple[float, float] | None, wake: float | None) -> Expected:
+    """``expected`` with the host's cross-core wake-up ``wake`` (seconds, measured when the program ran) and
+    ``now_seconds``: the expected time with its loop kernels at their fastest plus their usual time's excess
+    × (``wake`` − the fastest passes' wake-up) ÷ (the usual passes' − the fastest passes'), at least 0 —
+    linear in the wake-up, past the usual state too. None where there is no usual time, no wake-up, or
+    the calibration's two states lie under ``WAKES_APART`` apart."""
+    now = between(expected.seconds, expected.usual_seconds, loop_wakes, wake)
+    return replace(expected, now_seconds=now, wake_seconds=wake, loop_wakes=loop_wakes)
+
+
+def between(
+    seconds: float, usual_seconds: float | None, loop_wakes: tuple[float, float] | None, wake: float | None
+) -> float | None:
+    """``loops_now``'s expected time in the host's state ``wake`` from the expected time and its usual one."""
+    if wake is None or loop_wakes is None or usual_seconds is None:
+        return None
+    fast, usual = loop_wakes
+    if usual < WAKES_APART * fast:
+        return None
+    return seconds + (usual_seconds - seconds) * max(0.0, (wake - fast) / (usual - fast))

@@ -19,9 +19,11 @@ from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
+from ..hardware.wake import cross_core_wake, mean_wake
 from ..measure.timing import Measurement, benchmark, warming
 from .expected import expected_time
 from .gap import GapReport, analyze_gap
+from .usual_loops import loops_now
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -159,6 +161,7 @@ def analyze_workload(
     floor_seconds: float | None = None,
     floor_note: str | None = None,
     warm_seconds: float = 0.0,
+    wake_seconds: float | None = None,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
@@ -173,7 +176,9 @@ def analyze_workload(
     ``calibration`` (``analysis.calibrate_kernels.kernel_calibration``) the report also gives the
     expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``).
     ``warm_seconds``: untimed runs for at least that long before the timed ones (``time_workload``) and
-    before the profiled ones (``profile_workload``)."""
+    before the profiled ones (``profile_workload``). ``wake_seconds``: the host's cross-core wake-up around the
+    timed runs (``hardware.wake``; measured here, with a calibration, when this times them) for the expected
+    time in the host's state then (``usual_loops.loops_now``)."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
@@ -181,10 +186,13 @@ def analyze_workload(
     if measurement is None:
         # time first: an adapter that compiles to time (JAX) keeps that executable, and the
         # trace reads its cross-check from it: the program is compiled once, never twice
+        before = cross_core_wake() if calibration is not None else None
         measurement = time_workload(
             adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options,
             warm_seconds=warm_seconds,
         )  # fmt: skip
+        if calibration is not None and wake_seconds is None:
+            wake_seconds = mean_wake(before, cross_core_wake())
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
         hardware = adapter.hardware(device if device is not None else adapter.device_of(fn, args, keywords))
@@ -200,7 +208,11 @@ def analyze_workload(
     expected = (
         None
         if calibration is None
-        else expected_time(estimate, calibration, floor_seconds, hardware=hardware, floor_note=floor_note)
+        else loops_now(
+            expected_time(estimate, calibration, floor_seconds, hardware=hardware, floor_note=floor_note),
+            calibration.loop_wakes,
+            wake_seconds,
+        )
     )
     return analyze_gap(estimate, measurement, hardware, profile=measured, profile_notes=notes, expected=expected)
 

@@ -89,10 +89,12 @@ def measure_floor(
 def run_predict(args: argparse.Namespace) -> int:
     from ..adapters import adapter_for
     from ..analysis.expected import expected_time
+    from ..analysis.usual_loops import loops_now
     from ..analysis.workload import trace_workload
     from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
-    from ..report.expected_text import expected_line, expected_table, flag_lines, usual_line
+    from ..hardware.wake import cross_core_wake
+    from ..report.expected_text import expected_line, expected_table, flag_lines, now_line, usual_line
     from ..report.text import trace_note_lines
     from .output import write_json
 
@@ -114,6 +116,7 @@ def run_predict(args: argparse.Namespace) -> int:
             build, workload, adapter_for(framework), calibration, training, progress, args.no_floor, hardware
         )
         expected = expected_time(estimate_trace(trace), calibration, floor, hardware=hardware, floor_note=floor_note)
+        expected = loops_now(expected, calibration.loop_wakes, cross_core_wake())  # the host's state now
     except BaseException:
         progress.close()
         raise
@@ -125,7 +128,7 @@ def run_predict(args: argparse.Namespace) -> int:
         f"calibration: {calibration.framework} kernels on {calibration.hardware.name}, {calibration.date or 'undated'}"
         + ("" if args.calibration is None else f" (from {args.calibration})"),
         expected_line(expected),
-        *filter(None, [usual_line(expected)]),
+        *filter(None, [usual_line(expected), now_line(expected, when="just now")]),
         f"kernels: {format_seconds(expected.kernel_seconds)} expected, "
         f"{format_seconds(sum(row.bound_seconds for row in expected.rows))} at their roofline bound",
         *[f"note: {note}" for note in expected.notes],

@@ -201,6 +201,9 @@ class KernelCalibration:
     probes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     #: Loop classes' curves fitted on their points' ``usual_seconds`` (``usual_state``); {} before they were measured.
     usual_classes: Mapping[str, ClassModel] = field(default_factory=dict)
+    #: The host's cross-core wake-up (``hardware.wake``, seconds) before the loop programs' fastest passes and
+    #: before their usual ones (medians over them): the states of the fast and usual curves; None: not measured.
+    loop_wakes: tuple[float, float] | None = None
 
     def usual_state(self) -> KernelCalibration | None:
         """This calibration with its loop kernels' curves and points at the median of their programs'
@@ -244,6 +247,7 @@ class KernelCalibration:
             "fresh_results": self.fresh_results,
             "probes": {name: {"class": kind, "seconds": seconds} for name, (kind, seconds) in self.probes.items()},
             "usual_classes": {name: model.to_dict() for name, model in sorted(self.usual_classes.items())},
+            "loop_wakes": None if (w := self.loop_wakes) is None else {"fastest": w[0], "usual": w[1]},
             "points": [p.to_dict() for p in self.points],
         }
 
@@ -268,9 +272,20 @@ class KernelCalibration:
                 fresh_results=_boolean(data.get("fresh_results", True), "fresh_results"),
                 probes={str(k): (str(v["class"]), float(v["seconds"])) for k, v in (data.get("probes") or {}).items()},
                 usual_classes={k: ClassModel.from_dict(k, v) for k, v in (data.get("usual_classes") or {}).items()},
+                loop_wakes=_wakes(data.get("loop_wakes")),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HardwareError(f"a kernel calibration that cannot be read ({type(error).__name__}: {error})") from None
+
+
+def _wakes(value: Any) -> tuple[float, float] | None:
+    """``loop_wakes`` from its dict (absent in calibrations made before it was measured: None)."""
+    if value is None:
+        return None
+    fast, usual = float(value["fastest"]), float(value["usual"])
+    if not (fast > 0 and usual > 0 and math.isfinite(fast + usual)):
+        raise ValueError(f"loop_wakes must be two positive numbers of seconds, got {value!r}")
+    return fast, usual
 
 
 def _finite_or_none(value: Any) -> float | None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
+from ..analysis.usual_loops import WAKES_APART
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
@@ -49,6 +50,25 @@ def usual_line(expected: Expected, observed_seconds: float | None = None) -> str
     )
     if observed_seconds is not None:
         line += f"; observed is {observed_seconds / usual:.2f}× it"
+    return line
+
+
+def now_line(expected: Expected, observed: float | None = None, when: str = "around the timed runs") -> str | None:
+    """``expected in the host's state now: 2.31 ms (...)`` where the host's cross-core wake-up measured ``when``
+    places the program's loop kernels ``USUAL_APART`` or more off their fastest (``Expected.now_seconds``)."""
+    now, wake, wakes = expected.now_seconds, expected.wake_seconds, expected.loop_wakes
+    if now is None or wake is None or wakes is None or expected.seconds <= 0:
+        return None
+    if abs(now - expected.seconds) < USUAL_APART * expected.seconds:
+        return None
+    line = (
+        f"expected in the host's state now: {format_seconds(now)} ({now / expected.seconds:.2f}× the expected time: "
+        f"a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])} before the "
+        f"calibration's fastest loop passes and {format_seconds(wakes[1])} before its usual ones; its loops' kernels "
+        f"are placed between their two times by it)"
+    )
+    if observed is not None:
+        line += f"; observed is {observed / now:.2f}× it"
     return line
 
 
@@ -126,6 +146,13 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
             f"loops as usual: {len(calibration.usual_classes)} loop classes' curves also fitted at the median of "
             f"their programs' passes, {statistics.median(usual):.2f}× their fastest (median of {len(usual)} points; "
             f"`expected with its loops as usual`)"
+        )
+    if (wakes := calibration.loop_wakes) is not None:
+        lines.append(
+            f"host state: a cross-core wake-up took {format_seconds(wakes[0])} before the loop programs' fastest "
+            f"passes, {format_seconds(wakes[1])} before their usual ones (medians; `expected in the host's state now`"
+            + ("" if wakes[1] >= WAKES_APART * wakes[0] else ": one state seen, none expected now")
+            + ")"
         )
     lines += [
         f"note: {printable(note)}"

@@ -376,6 +376,9 @@ EXPECTED = record(
         "fresh_page_seconds": SECONDS,
         "first_touch_seconds_per_byte": nullable(SECONDS),
         "usual_seconds": nullable(SECONDS),
+        "now_seconds": nullable(SECONDS),
+        "wake_seconds": nullable(SECONDS),
+        "loop_wakes": nullable(pair(SECONDS, SECONDS)),
     },
 )
 REPORT_V2_ADDITIONS = record(

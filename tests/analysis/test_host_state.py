@@ -1,0 +1,163 @@
+"""The host's state when a program ran: its cross-core wake-up, and the expected time in that state.
+
+A calibration keeps its loop programs' fastest and usual times (``test_usual_loops``) and the host's
+cross-core wake-up (``hardware.wake``) before the passes each came from (``KernelCalibration.loop_wakes``).
+With the wake-up measured when a program runs, ``loops_now`` places its loop kernels between their two
+times in proportion (``Expected.now_seconds``). Every figure below is derived by hand beside its assertion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+
+import pytest
+
+from neural_cost import Coverage, Trace, estimate_trace
+from neural_cost.analysis.calibration_history import HISTORY, Entry, merged
+from neural_cost.analysis.expected import Expected, expected_time
+from neural_cost.analysis.profiled_points import loop_wakes, pass_wakes
+from neural_cost.analysis.usual_loops import loops_now
+from neural_cost.core.errors import HardwareError
+from neural_cost.hardware import wake
+from neural_cost.hardware.kernel_model import KernelCalibration
+from neural_cost.report.expected_text import calibration_lines, now_line
+from tests.analysis.test_calibration_history import MACHINE
+from tests.analysis.test_kernel_bound import SPEC
+from tests.analysis.test_loop_calibration import _prepared
+from tests.analysis.test_loop_dots import _cell
+from tests.analysis.test_usual_loops import _calibration
+
+US = 1e-6
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to wake one from the other")
+def test_a_cross_core_wake_up_is_measured_and_the_callers_cores_are_restored():
+    before = os.sched_getaffinity(0)
+    found = wake.cross_core_wake(50)
+    assert found is not None and 0 < found < 0.1  # a round trip: microseconds, never a tenth of a second
+    assert os.sched_getaffinity(0) == before
+
+
+def test_a_wake_up_needs_two_cores_and_a_round_trip(monkeypatch):
+    with pytest.raises(ValueError, match="at least one round trip"):
+        wake.cross_core_wake(0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert wake.cross_core_wake() is None  # one core: nothing to wake across
+    assert wake.mean_wake(6 * US, 10 * US) == pytest.approx(8 * US)
+    assert wake.mean_wake(None, 10 * US) == 10 * US and wake.mean_wake(None, None) is None
+
+
+def test_a_loop_programs_passes_say_the_host_state_of_its_fastest_and_usual_times():
+    """``test_usual_loops``' passes: walls 14.5, 23.3, 21.7 µs, twins 7.3, 9.5, 9.3 µs. The fastest wall is
+    the first pass's; the pass loops 7.2, 13.8, 12.4 µs have their higher middle, 12.4 µs, in the third: the
+    wake-ups before those passes, 6.5 and 10.5 µs. A pass without its wake-up measured: none."""
+    prepared = _prepared()
+    prepared.walls, prepared.short_walls = [14.5 * US, 23.3 * US, 21.7 * US], [7.3 * US, 9.5 * US, 9.3 * US]
+    prepared.wakes = [6.5 * US, 16.0 * US, 10.5 * US]
+    assert pass_wakes(prepared) == (6.5 * US, 10.5 * US)
+    prepared.wakes = [6.5 * US, 16.0 * US, None]
+    assert pass_wakes(prepared) is None
+    prepared.wakes = []
+    assert pass_wakes(prepared) is None
+    # over three loop programs: the medians of (6, 7, 6.5) and (10, 18, 12) µs
+    found = loop_wakes([(6 * US, 10 * US), (7 * US, 18 * US), (6.5 * US, 12 * US)])
+    assert found == pytest.approx((6.5 * US, 12 * US))
+    assert loop_wakes([]) is None
+
+
+def _expected(seconds: float, usual: float | None) -> Expected:
+    return Expected(seconds, seconds, None, (), "jax", None, None, "2026-12-05", usual_seconds=usual)
+
+
+def test_the_expected_time_now_places_the_loop_kernels_by_the_wake_up():
+    """Expected 1.0 ms, 1.6 ms as usual; the calibration's wake-ups 6.5 µs (fastest passes) and 10.5 µs
+    (usual). At 16.5 µs the share is (16.5 − 6.5) / (10.5 − 6.5) = 2.5: 1.0 + 0.6 × 2.5 = 2.5 ms. At 8.5 µs,
+    0.5: 1.3 ms. At 5 µs (quieter than calibrated) the share is 0: 1.0 ms, never less."""
+    wakes = (6.5 * US, 10.5 * US)
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US).now_seconds == pytest.approx(2.5e-3)
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.5 * US).now_seconds == pytest.approx(1.3e-3)
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 5 * US).now_seconds == pytest.approx(1e-3)
+    kept = loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US)
+    assert kept.wake_seconds == 16.5 * US and kept.loop_wakes == wakes
+    # none: no usual time, no wake-up, no calibrated states, or two states under 1.2× apart (6.5 and 7.5 µs)
+    assert loops_now(_expected(1e-3, None), wakes, 16.5 * US).now_seconds is None
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, None).now_seconds is None
+    assert loops_now(_expected(1e-3, 1.6e-3), None, 16.5 * US).now_seconds is None
+    assert loops_now(_expected(1e-3, 1.6e-3), (6.5 * US, 7.5 * US), 16.5 * US).now_seconds is None
+
+
+def test_the_now_line_says_the_wake_ups_and_the_observed_ratio():
+    wakes = (6.5 * US, 10.5 * US)
+    line = now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US), 2.0e-3)
+    # 2.5 ms is 2.50× the expected time; observed 2 ms is 0.80× it
+    assert line is not None and line.startswith("expected in the host's state now: 2.500 ms (2.50× the expected")
+    assert "took 16.5 µs around the timed runs, 6.5 µs before" in line and "10.5 µs before its usual" in line
+    assert line.endswith("; observed is 0.80× it")
+    # 6.7 µs: a share of 0.05, 1.03 ms: under 5% off the expected time, no line; nor without a time now
+    assert now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 6.7 * US)) is None
+    assert now_line(_expected(1e-3, 1.6e-3)) is None
+
+
+def test_a_calibrations_host_states_survive_a_save_an_older_file_has_none_and_bad_ones_are_refused():
+    calibration = replace(_calibration(), loop_wakes=(6.5 * US, 10.5 * US))
+    assert KernelCalibration.from_dict(calibration.to_dict()).loop_wakes == (6.5 * US, 10.5 * US)
+    older = calibration.to_dict()
+    del older["loop_wakes"]
+    assert KernelCalibration.from_dict(older).loop_wakes is None
+    bad = {**calibration.to_dict(), "loop_wakes": {"fastest": -1.0, "usual": 10.5 * US}}
+    with pytest.raises(HardwareError, match="loop_wakes"):
+        KernelCalibration.from_dict(bad)
+
+
+def test_merged_calibrations_keep_the_quietest_fastest_state_and_the_median_usual_one():
+    """Three calibrations' wake-ups (fastest, usual): (6.5, 10), (7, 12), (6, 9) µs. Merged: the smallest
+    fastest, 6 µs (the loop kernels keep their smallest times), and the higher middle of the usual ones,
+    10 µs (as the usual times: median_high). A fourth, made before they were measured, pushes the first out
+    of the ``HISTORY`` of three: (7, 12) and (6, 9) are left, 6 µs and the higher of 12 and 9 µs."""
+    assert HISTORY == 3
+    history: list[Entry] = []
+    for wakes in ((6.5, 10.0), (7.0, 12.0), (6.0, 9.0)):
+        calibration, history = merged(replace(_calibration(), loop_wakes=(wakes[0] * US, wakes[1] * US)), history)
+    assert calibration.loop_wakes == pytest.approx((6 * US, 10 * US))
+    assert Entry.from_dict(history[0].to_dict()) == history[0] and history[0].wakes == (6.5 * US, 10 * US)
+    calibration, history = merged(replace(_calibration(), loop_wakes=None), history)
+    assert calibration.loop_wakes == pytest.approx((6 * US, 12 * US))
+
+
+def test_the_calibration_summary_says_its_host_states():
+    lines = calibration_lines(replace(_calibration(), loop_wakes=(6.5 * US, 10.5 * US)))
+    assert any(line.startswith("host state: a cross-core wake-up took 6.5 µs before the loop programs' fastest")
+               and line.endswith("`expected in the host's state now`)") for line in lines)  # fmt: skip
+    one = calibration_lines(replace(_calibration(), loop_wakes=(6.5 * US, 7 * US)))
+    assert any(line.endswith(": one state seen, none expected now)") for line in one)
+    assert not any(line.startswith("host state") for line in calibration_lines(_calibration()))
+
+
+def test_the_report_prints_the_now_line_and_keeps_the_host_state_in_its_json(tmp_path):
+    """``test_usual_loops``' scanned cell: its usual time is 2 × 64 × 120 µs = 15.36 ms above the expected
+    one. Wake-ups 6.5 / 10.5 µs calibrated, 8.5 µs now: half of it, 7.68 ms above."""
+    from neural_cost import analyze_gap
+    from neural_cost.report.load import load_report
+    from neural_cost.report.validate import validate_v2
+    from tests.helpers import cpu_measurement
+
+    ops = _cell(16, 256, 512)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), framework="jax"))
+    calibration = replace(_calibration(), loop_wakes=(6.5 * US, 10.5 * US))
+    expected = loops_now(expected_time(estimate, calibration, machine=MACHINE), calibration.loop_wakes, 8.5 * US)
+    assert expected.now_seconds == pytest.approx(expected.seconds + 64 * 120 * US)
+    report = analyze_gap(estimate, cpu_measurement((30e-3,) * 5), SPEC, expected=expected)
+    lines = [line.strip() for line in report.render().splitlines()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("expected: "))
+    assert lines[at + 1].startswith("expected with its loops as usual: ")
+    assert lines[at + 2].startswith("expected in the host's state now: ")
+    data = report.to_dict()
+    validate_v2(data)
+    assert data["expected"]["loop_wakes"] == [6.5 * US, 10.5 * US] and data["expected"]["wake_seconds"] == 8.5 * US
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data))
+    assert load_report(path).expected.now_seconds == pytest.approx(expected.now_seconds)
+    # the expected time itself is the calibrated machine's: the host's state adds a line, never moves it
+    assert expected.seconds == expected_time(estimate, calibration, machine=MACHINE).seconds
