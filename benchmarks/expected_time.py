@@ -63,7 +63,7 @@ from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
 from neural_cost.analysis.usual_loops import between
 from neural_cost.analysis.workload import analyze_workload, program_options, time_workload, trace_workload
 from neural_cost.costs.estimate import estimate_trace
-from neural_cost.hardware.wake import cross_core_wake
+from neural_cost.hardware.wake import cross_core_wake, mean_wake
 
 MEDIAN_LIMIT, MAX_LIMIT, PREDICT_LIMIT = 0.10, 0.25, 0.15
 #: Every measured time is the smallest median of this many passes, as the calibration measures
@@ -106,7 +106,8 @@ class Row:
     drift: float | None = None  # the machine's speed just before the kept pass, against its calibration
     loop: float | None = None  # the loop probe's, apart (``Drift.loop``): small kernels in a loop
     probe: Callable[[], tuple[float | None, float | None, float | None]] | None = None  # measures the three
-    wake: float | None = None  # the host's cross-core wake-up just before the kept pass (``hardware.wake``)
+    wake: float | None = None  # the host's cross-core wake-up around the kept pass (``hardware.wake``; predicted:
+    # just before it)
     wakes: tuple[float, float] | None = None  # the calibration's (``KernelCalibration.loop_wakes``)
     passes: list[float] = field(default_factory=list)  # every pass's median, the first included
     settled: int = 0  # passes measured again because its kept pass's loop probe read slow (``remeasure``)
@@ -125,6 +126,8 @@ class Row:
         assert self.remeasure is not None
         drift, loop, wake = self.probe() if self.probe is not None else (None, None, None)
         seconds = self.remeasure()
+        if not self.predicted:  # around the pass, as ``analyze --expected``; ``predict`` knows only the one before
+            wake = mean_wake(wake, cross_core_wake())
         self.passes.append(seconds)
         if seconds < self.measured:
             self.measured, self.drift, self.loop, self.wake = seconds, drift, loop, wake
@@ -143,8 +146,9 @@ class Row:
 
     @property
     def now(self) -> float | None:
-        """The expected time in the host's state just before the kept pass (``usual_loops.loops_now``: the
-        wake-up is measured by two threads of this script, nothing of this row's runs); None without one."""
+        """The expected time in the host's state around the kept pass (``usual_loops.loops_now``; a predicted
+        row's: just before it; the wake-up is measured by two threads of this script, nothing of this row's
+        runs); None without one."""
         return None if self.expected is None else between(self.expected, self.usual, self.wakes, self.wake)
 
     @property
@@ -273,6 +277,7 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False,
             warm_seconds=WARM_SECONDS,
         )  # fmt: skip
+        wake = mean_wake(wake, cross_core_wake())  # around the pass, as ``analyze --expected`` measures it
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold, usual, wakes = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe,

@@ -64,6 +64,19 @@ def test_a_row_whose_loops_stay_slow_stops_after_the_settle_passes(monkeypatch):
     assert bench.slow_loops(stuck)
 
 
+def test_a_measured_row_keeps_the_wake_up_around_its_kept_pass_a_predicted_one_the_one_before(monkeypatch):
+    """The probe reads 6 µs before each pass and the wake-up after it 10 µs: a measured row keeps their mean,
+    8 µs (as ``analyze --expected`` measures around its timed runs), a predicted one 6 µs (``predict`` runs
+    before the program)."""
+    monkeypatch.setattr(bench, "cross_core_wake", lambda: 10e-6)
+    measured, predicted = _row(1.0, 1.0, [0.9], [1.0]), _row(1.0, 1.0, [0.9], [1.0])
+    predicted.predicted = True
+    measured.measure_again()
+    predicted.measure_again()
+    assert measured.measured == predicted.measured == 0.9
+    assert measured.wake == pytest.approx(8e-6) and predicted.wake == pytest.approx(6e-6)
+
+
 def test_a_row_is_scored_against_its_expectation_in_the_host_state_before_its_kept_pass(capsys):
     """A scan expected at 1.0 ms, 2.0 ms with its loops as usual; calibrated wake-ups 6 µs (fastest passes) and
     10 µs (usual). Kept after a 14 µs wake-up and measured 2.9 ms: its loops at (14 − 6) / (10 − 6) = 2× their
