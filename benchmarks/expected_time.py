@@ -126,7 +126,7 @@ class Row:
         assert self.remeasure is not None
         drift, loop, wake = self.probe() if self.probe is not None else (None, None, None)
         seconds = self.remeasure()
-        if not self.predicted:  # around the pass, as ``analyze --expected``; ``predict`` knows only the one before
+        if not self.predicted:  # around the pass; ``predict`` knows only the one before
             wake = mean_wake(wake, cross_core_wake())
         self.passes.append(seconds)
         if seconds < self.measured:
@@ -153,7 +153,7 @@ class Row:
 
     @property
     def stated(self) -> float | None:
-        """The expectation of the host's state before the kept pass: ``now`` where there is one, else the
+        """The expectation of the host's state around the kept pass: ``now`` where there is one, else the
         expected time."""
         return self.now if self.now is not None else self.expected
 
@@ -277,7 +277,7 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False,
             warm_seconds=WARM_SECONDS,
         )  # fmt: skip
-        wake = mean_wake(wake, cross_core_wake())  # around the pass, as ``analyze --expected`` measures it
+        wake = mean_wake(wake, cross_core_wake())  # around the pass: before it and after (analyze's trace after it)
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold, usual, wakes = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe,
@@ -404,7 +404,7 @@ def summarize(rows: list[Row], reason: str) -> None:
 
 
 def summarize_states(scored: list[Row], predicted: list[Row]) -> None:
-    """The rows scored against their expectation in the host's state just before their kept pass (``Row.stated``),
+    """The rows scored against their expectation in the host's state around their kept pass (``Row.stated``),
     when any row has one; apart from the limits above, which are read on the expected time."""
     moved = [row for row in (*scored, *predicted) if row.now is not None]
     if not moved:
@@ -495,7 +495,7 @@ def main() -> None:
         f"(ms; drift: calibration probes re-run just "
         f"before the kept pass ÷ their calibration time; loop: its loop probe's, apart (small kernels in a loop); "
         f"spread: the row's passes, slowest ÷ fastest − 1; usual: expected with its loops as usual; wake: the host's "
-        f"cross-core wake-up before the kept pass, µs; now: expected in that host state; eager "
+        f"cross-core wake-up around the kept pass (predicted: before it), µs; now: expected in that state; eager "
         f"PyTorch: measured against "
         f"[expected, allocator upper end])"
     )

@@ -18,7 +18,7 @@ from neural_cost import Coverage, Trace, estimate_trace
 from neural_cost.analysis.calibration_history import HISTORY, Entry, merged
 from neural_cost.analysis.expected import Expected, expected_time
 from neural_cost.analysis.profiled_points import loop_wakes, pass_wakes
-from neural_cost.analysis.usual_loops import loops_now
+from neural_cost.analysis.usual_loops import MAX_SHARE, loops_now
 from neural_cost.core.errors import HardwareError
 from neural_cost.hardware import wake
 from neural_cost.hardware.kernel_model import KernelCalibration
@@ -32,7 +32,10 @@ from tests.analysis.test_usual_loops import _calibration
 US = 1e-6
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to wake one from the other")
+TWO_CORES = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
+
+
+@pytest.mark.skipif(not TWO_CORES, reason="needs two cores (and Linux's sched_setaffinity) to wake one from the other")
 def test_a_cross_core_wake_up_is_measured_and_the_callers_cores_are_restored():
     before = os.sched_getaffinity(0)
     found = wake.cross_core_wake(50)
@@ -43,10 +46,43 @@ def test_a_cross_core_wake_up_is_measured_and_the_callers_cores_are_restored():
 def test_a_wake_up_needs_two_cores_and_a_round_trip(monkeypatch):
     with pytest.raises(ValueError, match="at least one round trip"):
         wake.cross_core_wake(0)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert wake.cross_core_wake() is None  # one core: nothing to wake across
     assert wake.mean_wake(6 * US, 10 * US) == pytest.approx(8 * US)
     assert wake.mean_wake(None, 10 * US) == 10 * US and wake.mean_wake(None, None) is None
+
+
+@pytest.mark.skipif(not TWO_CORES, reason="needs two cores (and Linux's sched_setaffinity) to wake one from the other")
+def test_a_wake_up_that_cannot_pin_its_threads_is_none_and_leaves_no_thread_or_mask_behind(monkeypatch):
+    import threading
+
+    real, before = os.sched_setaffinity, os.sched_getaffinity(0)
+
+    def peer_refused(pid, cores):
+        if threading.current_thread().name == "neural-cost-wake":
+            raise OSError("not allowed")
+        real(pid, cores)
+
+    monkeypatch.setattr(os, "sched_setaffinity", peer_refused)
+    assert wake.cross_core_wake(20) is None  # the peer could not move to its core: no figure
+    assert os.sched_getaffinity(0) == before
+
+    def refused(pid, cores):
+        raise OSError("not allowed")
+
+    monkeypatch.setattr(os, "sched_setaffinity", refused)
+    assert wake.cross_core_wake(20) is None  # nor the caller (its mask cannot be restored either: no error)
+    assert not any(thread.name == "neural-cost-wake" for thread in threading.enumerate())
+
+
+def test_a_loop_programs_passes_are_each_preceded_by_a_wake_up(monkeypatch):
+    """``test_loop_calibration``'s loop program timed twice: one wake-up before each pass, in order."""
+    from neural_cost.analysis import calibrate_kernels
+
+    readings = iter([6e-6, 9e-6])
+    monkeypatch.setattr(calibrate_kernels, "cross_core_wake", lambda: next(readings))
+    prepared = _prepared()
+    assert prepared.wakes == [6e-6, 9e-6] and len(prepared.walls) == 2
 
 
 def test_a_loop_programs_passes_say_the_host_state_of_its_fastest_and_usual_times():
@@ -79,6 +115,9 @@ def test_the_expected_time_now_places_the_loop_kernels_by_the_wake_up():
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US).now_seconds == pytest.approx(2.5e-3)
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.5 * US).now_seconds == pytest.approx(1.3e-3)
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 5 * US).now_seconds == pytest.approx(1e-3)
+    # at 50 µs the share would be 10.875, far past what was ever measured: held at MAX_SHARE, 2.5 (2.5 ms)
+    assert MAX_SHARE == 2.5
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 50 * US).now_seconds == pytest.approx(2.5e-3)
     kept = loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US)
     assert kept.wake_seconds == 16.5 * US and kept.loop_wakes == wakes
     # none: no usual time, no wake-up, no calibrated states, or two states under 1.2× apart (6.5 and 7.5 µs)
@@ -93,8 +132,12 @@ def test_the_now_line_says_the_wake_ups_and_the_observed_ratio():
     line = now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US), 2.0e-3)
     # 2.5 ms is 2.50× the expected time; observed 2 ms is 0.80× it
     assert line is not None and line.startswith("expected in the host's state now: 2.500 ms (2.50× the expected")
-    assert "took 16.5 µs around the timed runs, 6.5 µs before" in line and "10.5 µs before its usual" in line
-    assert line.endswith("; observed is 0.80× it")
+    assert "took 16.5 µs just after the timed runs, 6.5 µs before" in line and "10.5 µs before its usual" in line
+    assert line.endswith("placed between their two times by it); observed is 0.80× it")  # 2.5 spans: not past
+    held = now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 50 * US))
+    assert held is not None and held.endswith(
+        "it lies past 2.5 spans of those two, where the line was never checked: held there)"
+    )
     # 6.7 µs: a share of 0.05, 1.03 ms: under 5% off the expected time, no line; nor without a time now
     assert now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 6.7 * US)) is None
     assert now_line(_expected(1e-3, 1.6e-3)) is None
@@ -124,6 +167,8 @@ def test_merged_calibrations_keep_the_quietest_fastest_state_and_the_median_usua
     assert Entry.from_dict(history[0].to_dict()) == history[0] and history[0].wakes == (6.5 * US, 10 * US)
     calibration, history = merged(replace(_calibration(), loop_wakes=None), history)
     assert calibration.loop_wakes == pytest.approx((6 * US, 12 * US))
+    with pytest.raises(ValueError, match="not a pair"):  # a saved entry with one wake-up: refused (and dropped)
+        Entry.from_dict({**history[0].to_dict(), "loop_wakes": [6 * US]})
 
 
 def test_the_calibration_summary_says_its_host_states():

@@ -48,6 +48,7 @@ from .profiled_points import (
     loop_wakes,
     pass_wakes,
     profiler_cost,
+    usual_ratio,
 )
 from .workload import time_workload, trace_workload
 
@@ -253,7 +254,8 @@ def _measure_points(
                 failed.add(item.program.name)
                 notes.append(f"{item.program.name}: {error}")
     if wakes is not None:
-        wakes += filter(None, (pass_wakes(item) for item in loops if item.program.name not in failed))
+        kept = (item for item in loops if item.program.name not in failed and usual_ratio(item) is not None)
+        wakes += filter(None, (pass_wakes(item) for item in kept))  # of the loops that have a usual time
     points: list[Point | _Pending] = []
     cost = profiler_cost([item for item in prepared if item.program.name not in failed])
     for item in prepared:

@@ -93,9 +93,15 @@ class Entry:
             probes={str(k): (str(kind), _seconds(v)) for k, (kind, v) in data["probes"].items()},
             first_touch=None if touch is None else _seconds(touch),
             usual={str(k): _seconds(v) for k, v in (data.get("usual_seconds") or {}).items()},
-            wakes=None if data.get("loop_wakes") is None else (_seconds(data["loop_wakes"][0]),
-                                                               _seconds(data["loop_wakes"][1])),
-        )  # fmt: skip
+            wakes=None if data.get("loop_wakes") is None else _pair(data["loop_wakes"]),
+        )
+
+
+def _pair(value: Any) -> tuple[float, float]:
+    """``loop_wakes`` as saved: two finite positive times."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError(f"{value!r} is not a pair of wake-up times")
+    return _seconds(value[0]), _seconds(value[1])
 
 
 def _seconds(value: Any) -> float:

@@ -19,7 +19,7 @@ from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
-from ..hardware.wake import cross_core_wake, mean_wake
+from ..hardware.wake import cross_core_wake
 from ..measure.timing import Measurement, benchmark, warming
 from .expected import expected_time
 from .gap import GapReport, analyze_gap
@@ -176,8 +176,8 @@ def analyze_workload(
     ``calibration`` (``analysis.calibrate_kernels.kernel_calibration``) the report also gives the
     expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``).
     ``warm_seconds``: untimed runs for at least that long before the timed ones (``time_workload``) and
-    before the profiled ones (``profile_workload``). ``wake_seconds``: the host's cross-core wake-up around the
-    timed runs (``hardware.wake``; measured here, with a calibration, when this times them) for the expected
+    before the profiled ones (``profile_workload``). ``wake_seconds``: the host's cross-core wake-up just after
+    the timed runs (``hardware.wake``; measured here, with a calibration, when this times them) for the expected
     time in the host's state then (``usual_loops.loops_now``)."""
     args = tuple(args)
     keywords = dict(kwargs or {})
@@ -186,13 +186,12 @@ def analyze_workload(
     if measurement is None:
         # time first: an adapter that compiles to time (JAX) keeps that executable, and the
         # trace reads its cross-check from it: the program is compiled once, never twice
-        before = cross_core_wake() if calibration is not None else None
         measurement = time_workload(
             adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options,
             warm_seconds=warm_seconds,
         )  # fmt: skip
-        if calibration is not None and wake_seconds is None:
-            wake_seconds = mean_wake(before, cross_core_wake())
+        if calibration is not None and wake_seconds is None:  # the host's state just after the timed runs
+            wake_seconds = cross_core_wake()
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
         hardware = adapter.hardware(device if device is not None else adapter.device_of(fn, args, keywords))

@@ -78,7 +78,7 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
     from ..analysis.workload import analyze_workload, time_workload
-    from ..hardware.wake import cross_core_wake, mean_wake
+    from ..hardware.wake import cross_core_wake
     from ..measure.timing import reporting_progress
 
     progress.stage(f"loading {Path(args.target.rpartition(':')[0]).name}")
@@ -91,13 +91,12 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
     with exits_reported("the workload", WORKLOAD_ADVICE):
         adapter.workload_options(fn, inputs, kwargs)  # a workload that cannot run fails before it is timed
         progress.stage("compiling" if adapter.compiles_when_timing else "first run")
-        before = cross_core_wake() if args.expected else None  # the host's state around the timed runs
         with reporting_progress(progress.runs):
             measurement = time_workload(
                 adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training,
                 warm_seconds=getattr(args, "warm_seconds", 0.0),
             )  # fmt: skip
-        wake = mean_wake(before, cross_core_wake()) if args.expected else None
+        wake = cross_core_wake() if args.expected else None  # the host's state just after the timed runs
         hardware = _hardware(args, adapter, measurement, progress)
         spec = hardware
         if args.expected and spec is None:  # the device the expectation is checked against

@@ -14,22 +14,28 @@ each pinned to its own core of those this process may use, pass an event back an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import threading
 import time
 
-#: Round trips per measurement (about 1.5–4 ms in all on that VM); the median is kept.
+#: Round trips per measurement (about 1.5–4 ms in all on that VM); the median is kept. The first
+#: ``_WARM`` are not kept: the peer thread is still starting and moving to its core.
 ROUND_TRIPS = 200
-#: A round trip waits at most this long: a peer that never answers ends the measurement (None).
-_PATIENCE = 1.0
+_WARM = 2
+#: The whole measurement gets at most this long: on a machine too busy to pass an event 200 times in half
+#: a second, or with a peer that never answers, there is no figure (None), never a guess.
+_PATIENCE = 0.5
 
 
 def cross_core_wake(round_trips: int = ROUND_TRIPS) -> float | None:
     """The median round trip, in seconds, of an event passed to a thread on another core and back;
     None where it cannot be measured: fewer than two cores allowed to this process, no way to pin a
-    thread (``os.sched_setaffinity``: Linux), or a peer that does not answer. The calling thread's
-    core mask is restored."""
+    thread (``os.sched_setaffinity``: Linux), or round trips that take longer than ``_PATIENCE`` in
+    all. The two threads are pinned to the two lowest-numbered cores this process may use (on a
+    machine with hyper-threads they can be siblings of one physical core). The calling thread's core
+    mask is restored."""
     if round_trips < 1:
         raise ValueError(f"cross_core_wake(round_trips={round_trips}): at least one round trip is needed")
     if not hasattr(os, "sched_setaffinity"):
@@ -38,8 +44,7 @@ def cross_core_wake(round_trips: int = ROUND_TRIPS) -> float | None:
     cores = sorted(allowed)
     if len(cores) < 2:
         return None
-    go, back = threading.Event(), threading.Event()
-    stop = threading.Event()
+    go, back, stop = threading.Event(), threading.Event(), threading.Event()
 
     def peer() -> None:
         try:
@@ -55,13 +60,14 @@ def cross_core_wake(round_trips: int = ROUND_TRIPS) -> float | None:
 
     thread = threading.Thread(target=peer, name="neural-cost-wake", daemon=True)
     times: list[float] = []
+    deadline = time.perf_counter() + _PATIENCE
     try:
         os.sched_setaffinity(0, {cores[0]})
         thread.start()
-        for _ in range(round_trips):
+        for _ in range(round_trips + _WARM):
             start = time.perf_counter()
             go.set()
-            if not back.wait(_PATIENCE) or stop.is_set():
+            if not back.wait(max(0.0, deadline - start)) or stop.is_set():
                 return None
             times.append(time.perf_counter() - start)
             back.clear()
@@ -70,10 +76,11 @@ def cross_core_wake(round_trips: int = ROUND_TRIPS) -> float | None:
     finally:
         stop.set()
         go.set()
-        os.sched_setaffinity(0, allowed)
-        if thread.is_alive():
+        with contextlib.suppress(OSError):  # the allowed cores changed meanwhile: left where the system put it
+            os.sched_setaffinity(0, allowed)
+        if thread.ident is not None:  # started
             thread.join(_PATIENCE)
-    return statistics.median(times)
+    return statistics.median(times[_WARM:])
 
 
 def mean_wake(before: float | None, after: float | None) -> float | None:

@@ -15,7 +15,7 @@ from typing import Any
 from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
-from ..analysis.usual_loops import WAKES_APART
+from ..analysis.usual_loops import MAX_SHARE, WAKES_APART
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
@@ -53,7 +53,7 @@ def usual_line(expected: Expected, observed_seconds: float | None = None) -> str
     return line
 
 
-def now_line(expected: Expected, observed: float | None = None, when: str = "around the timed runs") -> str | None:
+def now_line(expected: Expected, observed: float | None = None, when: str = "just after the timed runs") -> str | None:
     """``expected in the host's state now: 2.31 ms (...)`` where the host's cross-core wake-up measured ``when``
     places the program's loop kernels ``USUAL_APART`` or more off their fastest (``Expected.now_seconds``)."""
     now, wake, wakes = expected.now_seconds, expected.wake_seconds, expected.loop_wakes
@@ -65,7 +65,12 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "aro
         f"expected in the host's state now: {format_seconds(now)} ({now / expected.seconds:.2f}× the expected time: "
         f"a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])} before the "
         f"calibration's fastest loop passes and {format_seconds(wakes[1])} before its usual ones; its loops' kernels "
-        f"are placed between their two times by it)"
+        f"are placed between their two times by it"
+        + (
+            f"; it lies past {MAX_SHARE:g} spans of those two, where the line was never checked: held there)"
+            if (wake - wakes[0]) > MAX_SHARE * (wakes[1] - wakes[0])
+            else ")"
+        )
     )
     if observed is not None:
         line += f"; observed is {observed / now:.2f}× it"
@@ -150,7 +155,8 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
     if (wakes := calibration.loop_wakes) is not None:
         lines.append(
             f"host state: a cross-core wake-up took {format_seconds(wakes[0])} before the loop programs' fastest "
-            f"passes, {format_seconds(wakes[1])} before their usual ones (medians; `expected in the host's state now`"
+            f"passes, {format_seconds(wakes[1])} before their usual ones (medians over the loop programs; over merged "
+            f"calibrations the smallest and the median; `expected in the host's state now`"
             + ("" if wakes[1] >= WAKES_APART * wakes[0] else ": one state seen, none expected now")
             + ")"
         )
