@@ -327,7 +327,7 @@ def test_a_wall_timed_point_has_its_always_fresh_results_page_faults_taken_out(m
     bound, 100,663,296 B of traffic at SPEC's 100 GB/s DRAM = 1.00663296 ms."""
 
     from neural_cost import Operation
-    from neural_cost.analysis.calibrate_kernels import _wall_points
+    from neural_cost.analysis.wall_points import wall_points as _wall_points
 
     glibc_defaults(monkeypatch)
     big = Operation("big", "elementwise", ((4096, 2048), (4096, 2048)), (4096, 2048), attrs={"op": "add"})

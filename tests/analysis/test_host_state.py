@@ -21,7 +21,7 @@ from neural_cost.analysis.profiled_points import loop_wakes, pass_wakes
 from neural_cost.analysis.usual_loops import MAX_SHARE, loops_now
 from neural_cost.core.errors import HardwareError
 from neural_cost.hardware import wake
-from neural_cost.hardware.kernel_model import KernelCalibration
+from neural_cost.hardware.kernel_model import KernelCalibration, Point
 from neural_cost.report.expected_text import calibration_lines, now_line
 from tests.analysis.test_calibration_history import MACHINE
 from tests.analysis.test_kernel_bound import SPEC
@@ -206,3 +206,42 @@ def test_the_report_prints_the_now_line_and_keeps_the_host_state_in_its_json(tmp
     assert load_report(path).expected.now_seconds == pytest.approx(expected.now_seconds)
     # the expected time itself is the calibrated machine's: the host's state adds a line, never moves it
     assert expected.seconds == expected_time(estimate, calibration, machine=MACHINE).seconds
+
+
+def test_an_eager_recurrent_layer_is_a_loop_its_passes_give_its_usual_time_and_host_states(monkeypatch):
+    """A PyTorch LSTM layer, wall-timed whole (``rnn``): three passes whose medians read 3, 5 and 4 ms after
+    wake-ups of 6, 17 and 9 µs. Its point is the fastest, 3 ms; its usual time the higher middle pass, 4 ms
+    (4 / 3 of it); the host states those came from: 6 µs (the 3 ms pass) and 9 µs (the 4 ms one)."""
+    torch = pytest.importorskip("torch")
+    from neural_cost.adapters import adapter_for
+    from neural_cost.adapters.base import MicroProgram
+    from neural_cost.analysis import calibrate_kernels
+    from neural_cost.analysis.calibrate_kernels import _prepare, _time_once
+    from neural_cost.analysis.wall_points import looped, wall_points
+    from neural_cost.measure.timing import Measurement
+
+    layer = torch.nn.LSTM(16, 32)
+    program = MicroProgram("lstm", layer, (torch.zeros(8, 2, 16),))
+    adapter = adapter_for("torch")
+    prepared = _prepare(adapter, SPEC, program)
+    assert looped(prepared)
+    medians, readings = iter([3e-3, 5e-3, 4e-3]), iter([6 * US, 17 * US, 9 * US])
+    monkeypatch.setattr(calibrate_kernels, "cross_core_wake", lambda: next(readings))
+    monkeypatch.setattr(calibrate_kernels, "time_workload",
+                        lambda *args, **kwargs: Measurement(samples_seconds=(next(medians),)))  # fmt: skip
+    for _ in range(3):
+        _time_once(adapter, prepared)
+    (pending,) = wall_points(prepared)  # the layer and its zero-filled initial states: resolved later
+    assert pending.main.kernel_class.startswith("rnn") and not isinstance(pending, Point)
+    assert pending.seconds == pytest.approx(3e-3) and pending.usual_seconds == pytest.approx(4e-3)
+    assert pass_wakes(prepared) == (6 * US, 9 * US)
+    from neural_cost.analysis.calibrate_kernels import _resolve
+
+    # its other kernels: one plain matmul of 200 µs of roofline, which ``_calibration`` reads at 1.5×: 0.3 ms.
+    # The layer: 3 − 0.3 = 2.7 ms, 4 − 0.3 = 3.7 ms as usual; a point per step, its 8 steps: 337.5 / 462.5 µs
+    from neural_cost.analysis.kernel_classes import Part
+
+    assert pending.main.repeats == 8
+    others = replace(pending, others=(Part("matmul", 200 * US, 20 * US, 1),))
+    (point,), _ = _resolve([others], _calibration())
+    assert point.measured_seconds == pytest.approx(2.7e-3 / 8) and point.usual_seconds == pytest.approx(3.7e-3 / 8)

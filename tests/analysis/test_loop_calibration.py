@@ -161,6 +161,7 @@ def test_loop_programs_get_their_further_passes_after_the_grids(monkeypatch):
 class _Item:
     def __init__(self, program: MicroProgram) -> None:
         self.program = program
+        self.scored = ()  # no kernel: a wall-timed program of no loop class
 
 
 def test_a_twin_whose_wall_time_is_not_below_gives_no_loop_time():

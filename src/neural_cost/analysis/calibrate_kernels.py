@@ -34,9 +34,8 @@ from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, l
 from ..hardware.spec import HardwareSpec
 from ..hardware.wake import cross_core_wake
 from .calibration_history import history_path, is_loop, load_history, merged, save_history
-from .expected import allocated_records, installed_versions
-from .fresh_pages import glibc_allocator, large_result_bytes
-from .kernel_classes import class_model, one_part, parts
+from .expected import installed_versions
+from .kernel_classes import class_model
 from .kernels import kernel_rows
 from .profiled_points import (
     _fused,
@@ -48,8 +47,8 @@ from .profiled_points import (
     loop_wakes,
     pass_wakes,
     profiler_cost,
-    usual_ratio,
 )
+from .wall_points import looped, usual_of, wall_points
 from .workload import time_workload, trace_workload
 
 if TYPE_CHECKING:
@@ -100,8 +99,13 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
     """One pass over one program: its wall time, or one profile of its kernels."""
     program = prepared.program
     if adapter.kernel_timing == "wall":
+        loop = looped(prepared)  # a whole recurrent layer: a loop, its passes and host states kept
+        if loop:
+            prepared.wakes.append(cross_core_wake())
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
         prepared.keep(None, timed.median_seconds)
+        if loop:
+            prepared.walls.append(timed.median_seconds)
         return
     if program.shorter is not None:  # the host's state for this pass's loop time (``loop_wakes``)
         prepared.wakes.append(cross_core_wake())
@@ -130,29 +134,6 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
             prepared.keep(measured.kernel, seconds)  # raw: scaled once, by the passes' median ratio
 
 
-def _wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
-    """The wall-timed program's point (or pending entry). ``first_touch``: seconds per fresh byte;
-    the page faults of its results glibc maps anew on every run (≥ 32 MiB by default:
-    ``fresh_pages.glibc_allocator``) are taken out (a prediction adds them back for such
-    results), never below the program's roofline bound. Only those: what a prediction adds back
-    is what comes out (counted faults would take out a scratch buffer's too, and count a huge
-    page as one)."""
-    estimate, program = prepared.estimate, prepared.program
-    rows = [row for row in prepared.scored if row.operations and row.executions]
-    if not rows or None not in prepared.best:
-        return []
-    best = prepared.best[None]
-    mapped_from = glibc_allocator().mapped_from
-    if first_touch and mapped_from is not None:
-        fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
-        best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
-    main = one_part(estimate, rows[0], prepared.hardware)  # the costliest bound first
-    if len(rows) > 1:
-        others = tuple(part for row in rows[1:] for part in parts(estimate, row, prepared.hardware))
-        return [_Pending(program.name, main, others, best)]
-    return [_point(main, best, program.name)]
-
-
 def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[list[Point], list[str]]:
     """Points for several-kernel programs, each main kernel's time the program's less the other
     kernels' expected time by the first fit (their bound where it has no class); a program whose
@@ -170,7 +151,9 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
             continue
-        points.append(_point(item.main, left, item.program))
+        point = _point(item.main, left, item.program)  # per read of its curve: a layer's step
+        usual = None if item.usual_seconds is None else max(left, item.usual_seconds - others)  # the others alike
+        points.append(point if usual is None else replace(point, usual_seconds=point.measured_seconds * usual / left))
     return points, notes
 
 
@@ -180,7 +163,7 @@ def _points(
     """A measured program's points, as its framework's kernels are timed (wall or profiled; ``cost``:
     the profiler's per event, ``profiler_cost``)."""
     if adapter.kernel_timing == "wall":
-        return _wall_points(prepared, first_touch)
+        return wall_points(prepared, first_touch)
     return _profiled_points(prepared, cost)
 
 
@@ -244,7 +227,7 @@ def _measure_points(
             except NeuralCostError as error:
                 failed.add(item.program.name)
                 notes.append(f"{item.program.name}: {error}")
-    loops = [item for item in prepared if item.program.shorter is not None]
+    loops = [item for item in prepared if looped(item)]
     for _ in range(loop_passes if loops else 0):  # a loop program's further passes, seconds apart
         time.sleep(LOOP_PAUSE)
         for item in (item for item in loops if item.program.name not in failed):
@@ -254,7 +237,7 @@ def _measure_points(
                 failed.add(item.program.name)
                 notes.append(f"{item.program.name}: {error}")
     if wakes is not None:
-        kept = (item for item in loops if item.program.name not in failed and usual_ratio(item) is not None)
+        kept = (item for item in loops if item.program.name not in failed and usual_of(item) is not None)
         wakes += filter(None, (pass_wakes(item) for item in kept))  # of the loops that have a usual time
     points: list[Point | _Pending] = []
     cost = profiler_cost([item for item in prepared if item.program.name not in failed])

@@ -41,6 +41,8 @@ class _Pending:
     main: Part
     others: tuple[Part, ...]
     seconds: float
+    #: The program's usual time, where its main kernel is a loop's (``wall_points.usual_of``).
+    usual_seconds: float | None = None
 
 
 def _point(part: Part, seconds: float, program: str) -> Point:
@@ -164,8 +166,10 @@ def usual_ratio(prepared: _Prepared) -> float | None:
 def pass_wakes(prepared: _Prepared) -> tuple[float, float] | None:
     """The host's cross-core wake-up (``hardware.wake``) just before a loop program's fastest pass (its
     smallest wall) and before its usual one (the pass ``usual_ratio`` reads): the states its two times were
-    measured in. None where a pass's was not measured."""
-    pairs = list(zip(prepared.walls, prepared.short_walls, strict=False))
+    measured in (a wall-timed loop program, with no twin: its passes' medians). None where a pass's was not
+    measured."""
+    twins = prepared.short_walls if prepared.program.shorter is not None else [0.0] * len(prepared.walls)
+    pairs = list(zip(prepared.walls, twins, strict=False))
     if not pairs or len(prepared.wakes) < len(pairs):
         return None
     each = [wall - twin for wall, twin in pairs]

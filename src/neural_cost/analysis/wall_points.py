@@ -1,0 +1,58 @@
+"""A wall-timed micro-program's point: an eager framework's kernels are timed by the wall of their one-kernel
+programs, a whole recurrent layer (``rnn``) as a loop's: its passes' medians and the host's state before
+each kept, for its usual time (``Point.usual_seconds``) and the calibration's ``loop_wakes``."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+from ..hardware.kernel_model import Point
+from .calibration_history import is_loop
+from .expected import allocated_records
+from .fresh_pages import glibc_allocator, large_result_bytes
+from .kernel_classes import kernel_class, one_part, parts
+from .profiled_points import _Pending, _point, _Prepared, usual_ratio
+
+
+def looped(prepared: _Prepared) -> bool:
+    """Whether a program is a loop's: one with a shorter twin, or a wall-timed one of a loop class (an eager
+    framework's whole recurrent layer, ``rnn``)."""
+    if prepared.program.shorter is not None:
+        return True
+    return any(is_loop(kernel_class(prepared.estimate, row)) for row in prepared.scored if row.operations)
+
+
+def wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
+    """The wall-timed program's point (or pending entry). ``first_touch``: seconds per fresh byte;
+    the page faults of its results glibc maps anew on every run (≥ 32 MiB by default:
+    ``fresh_pages.glibc_allocator``) are taken out (a prediction adds them back for such
+    results), never below the program's roofline bound. Only those: what a prediction adds back
+    is what comes out (counted faults would take out a scratch buffer's too, and count a huge
+    page as one)."""
+    estimate, program = prepared.estimate, prepared.program
+    rows = [row for row in prepared.scored if row.operations and row.executions]
+    if not rows or None not in prepared.best:
+        return []
+    best = prepared.best[None]
+    mapped_from = glibc_allocator().mapped_from
+    if first_touch and mapped_from is not None:
+        fresh = large_result_bytes(estimate, allocated_records(estimate), mapped_from) * first_touch
+        best = max(best - fresh, sum(row.bound_seconds for row in rows)) if fresh else best
+    main = one_part(estimate, rows[0], prepared.hardware)  # the costliest bound first
+    ratio = usual_of(prepared) if is_loop(main.kernel_class) else None
+    usual = None if ratio is None else best * ratio
+    if len(rows) > 1:
+        others = tuple(part for row in rows[1:] for part in parts(estimate, row, prepared.hardware))
+        return [_Pending(program.name, main, others, best, usual)]
+    point = _point(main, best, program.name)  # per read of its curve: a layer's step
+    return [point if ratio is None else replace(point, usual_seconds=point.measured_seconds * ratio)]
+
+
+def usual_of(prepared: _Prepared) -> float | None:
+    """A loop program's usual ÷ fastest time (``usual_ratio``); a wall-timed one's (no twin): the higher
+    middle of its passes' medians ÷ the smallest, at least 1; None without two passes."""
+    if prepared.program.shorter is not None:
+        return usual_ratio(prepared)
+    walls = prepared.walls
+    return max(1.0, statistics.median_high(walls) / min(walls)) if len(walls) > 1 and min(walls) > 0 else None
