@@ -245,3 +245,29 @@ def test_an_eager_recurrent_layer_is_a_loop_its_passes_give_its_usual_time_and_h
     others = replace(pending, others=(Part("matmul", 200 * US, 20 * US, 1),))
     (point,), _ = _resolve([others], _calibration())
     assert point.measured_seconds == pytest.approx(2.7e-3 / 8) and point.usual_seconds == pytest.approx(3.7e-3 / 8)
+
+
+def test_a_calibration_of_one_host_state_says_which_way_a_program_s_loops_can_move_and_no_more():
+    """A calibration whose loop passes all ran at 18.5–18.6 µs (under 1.2× apart: one state, no expectation
+    now). Measured at 7.6 µs (18.5 / 7.6 = 2.4×, past 1.5×): quieter, its loops can run faster; at 30 µs
+    (1.6× past 18.6): busier; at 15 µs (1.23× under): nothing said. A program without a loop's kernel: nothing."""
+    from neural_cost.report.expected_text import HOST_APART, host_note
+
+    assert HOST_APART == 1.5
+    ops = _cell(16, 256, 512)
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), framework="jax"))
+    expected = expected_time(estimate, _calibration(), machine=MACHINE)
+    one = (18.5 * US, 18.6 * US)
+    quiet = loops_now(expected, one, 7.6 * US)
+    assert quiet.now_seconds is None
+    note = host_note(quiet)
+    assert note is not None and note.startswith("host state: a cross-core wake-up took 7.6 µs just after the timed")
+    assert "quieter now than when calibrated: its loops' kernels can run faster than expected" in note
+    assert note.endswith("`neural-cost calibrate --kernels --framework jax` in this state measures them)")
+    busy = host_note(loops_now(expected, one, 30 * US))
+    assert busy is not None and "busier now than when calibrated: its loops' kernels can run slower" in busy
+    assert host_note(loops_now(expected, one, 15 * US)) is None
+    assert host_note(loops_now(expected, (6.5 * US, 10.5 * US), 30 * US)) is None  # two states: the now line
+    once = ops[-1:]
+    plain = expected_time(estimate_trace(Trace(once, Coverage.full(once), framework="jax")), _calibration())
+    assert host_note(loops_now(plain, one, 7.6 * US)) is None

@@ -94,7 +94,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
     from ..hardware.wake import cross_core_wake
-    from ..report.expected_text import expected_line, expected_table, flag_lines, now_line, usual_line
+    from ..report.expected_text import expected_line, expected_table, flag_lines, host_note, now_line, usual_line
     from ..report.text import trace_note_lines
     from .output import write_json
 
@@ -131,7 +131,7 @@ def run_predict(args: argparse.Namespace) -> int:
         *filter(None, [usual_line(expected), now_line(expected, when="just now")]),
         f"kernels: {format_seconds(expected.kernel_seconds)} expected, "
         f"{format_seconds(sum(row.bound_seconds for row in expected.rows))} at their roofline bound",
-        *[f"note: {note}" for note in expected.notes],
+        *[f"note: {note}" for note in (*expected.notes, *filter(None, [host_note(expected, "just now")]))],
         *trace_note_lines(trace.notes),
         *expected_table(expected, args.top),
     ]

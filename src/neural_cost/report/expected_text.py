@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
+from ..analysis.calibration_history import is_loop
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
 from ..analysis.usual_loops import MAX_SHARE, WAKES_APART
@@ -75,6 +76,32 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
     if observed is not None:
         line += f"; observed is {observed / now:.2f}× it"
     return line
+
+
+#: A wake-up this many times off a calibration that saw one host state is named (``host_note``).
+HOST_APART = 1.5
+
+
+def host_note(expected: Expected, when: str = "just after the timed runs") -> str | None:
+    """Where the calibration saw one host state only (its two wake-ups under ``WAKES_APART`` apart: no
+    expectation now) and the wake-up measured ``when`` lies ``HOST_APART`` or more off it, for a program
+    with a loop's kernels: which way its loops can run from the expected time, and how to measure them."""
+    wake, wakes = expected.wake_seconds, expected.loop_wakes
+    if wake is None or wakes is None or wakes[1] >= WAKES_APART * wakes[0] or wakes[0] <= 0:
+        return None
+    if not any(is_loop(row.kernel_class) for row in expected.rows):
+        return None
+    quieter, busier = wake * HOST_APART <= wakes[0], wake >= HOST_APART * wakes[1]
+    if not (quieter or busier):
+        return None
+    return (
+        f"host state: a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])}–"
+        f"{format_seconds(wakes[1])} in every calibration pass of its loops: the host is "
+        + ("quieter now than when calibrated: its loops' kernels can run faster" if quieter
+           else "busier now than when calibrated: its loops' kernels can run slower")
+        + " than expected, by an amount the calibration cannot say (it saw one state; `neural-cost calibrate "
+        f"--kernels --framework {expected.framework}` in this state measures them)"
+    )  # fmt: skip
 
 
 def page_fault_line(expected: Expected, allocator: Mapping[str, Any]) -> str | None:

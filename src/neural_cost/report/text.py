@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.utilization import batch_input
 from ..core.units import format_int, format_percent, format_percent_down, format_seconds, format_si, plural
-from .expected_text import expected_line, flag_lines, now_line, page_fault_line, usual_line
+from .expected_text import expected_line, flag_lines, host_note, now_line, page_fault_line, usual_line
 from .kernel_text import bound_line, communication_line, kernel_table, level_lines, table_view, traffic_line
 from .labels import operation_labels
 from .memory_text import memory_lines
@@ -292,7 +292,7 @@ def render_report(report: GapReport, top: int = 10, group_by_scope: bool = False
         lines += [*flag_lines(expected), expected_line(expected, report.observed_seconds)]
         observed = report.observed_seconds
         lines += filter(None, [usual_line(expected, observed), now_line(expected, observed)])
-        lines += [f"note: {note}" for note in expected.notes]  # what the expectation could not see
+        lines += [f"note: {note}" for note in (*expected.notes, *filter(None, [host_note(expected)]))]
         faults = page_fault_line(expected, report.measurement.allocator)
         if faults is not None:
             lines.append(f"note: {faults}")
