@@ -109,11 +109,13 @@ def _expected(seconds: float, usual: float | None) -> Expected:
 
 def test_the_expected_time_now_places_the_loop_kernels_by_the_wake_up():
     """Expected 1.0 ms, 1.6 ms as usual; the calibration's wake-ups 6.5 µs (fastest passes) and 10.5 µs
-    (usual). At 16.5 µs the share is (16.5 − 6.5) / (10.5 − 6.5) = 2.5: 1.0 + 0.6 × 2.5 = 2.5 ms. At 8.5 µs,
-    0.5: 1.3 ms. At 5 µs (quieter than calibrated) the share is 0: 1.0 ms, never less."""
+    (usual), their geometric mean √(6.5 × 10.5) = 8.26 µs. At 16.5 µs the share is (16.5 − 6.5) / (10.5 −
+    6.5) = 2.5: 1.0 + 0.6 × 2.5 = 2.5 ms. At 8.5 µs, past the mean: the usual state, (8.5 − 6.5) / 4 = 0.5
+    read as 1: 1.6 ms. At 8.0 µs, under it: the fast state, 1.0 ms; at 5 µs (quieter than calibrated) too."""
     wakes = (6.5 * US, 10.5 * US)
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US).now_seconds == pytest.approx(2.5e-3)
-    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.5 * US).now_seconds == pytest.approx(1.3e-3)
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.5 * US).now_seconds == pytest.approx(1.6e-3)
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.0 * US).now_seconds == pytest.approx(1e-3)
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 5 * US).now_seconds == pytest.approx(1e-3)
     # at 50 µs the share would be 10.875, far past what was ever measured: held at MAX_SHARE, 2.5 (2.5 ms)
     assert MAX_SHARE == 2.5
@@ -133,7 +135,7 @@ def test_the_now_line_says_the_wake_ups_and_the_observed_ratio():
     # 2.5 ms is 2.50× the expected time; observed 2 ms is 0.80× it
     assert line is not None and line.startswith("expected in the host's state now: 2.500 ms (2.50× the expected")
     assert "took 16.5 µs just after the timed runs, 6.5 µs before" in line and "10.5 µs before its usual" in line
-    assert line.endswith("placed between their two times by it); observed is 0.80× it")  # 2.5 spans: not past
+    assert line.endswith("read at their usual times, more past the usual wake-up); observed is 0.80× it")  # 2.5
     held = now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 50 * US))
     assert held is not None and held.endswith(
         "it lies past 2.5 spans of those two, where the line was never checked: held there)"
@@ -182,7 +184,8 @@ def test_the_calibration_summary_says_its_host_states():
 
 def test_the_report_prints_the_now_line_and_keeps_the_host_state_in_its_json(tmp_path):
     """``test_usual_loops``' scanned cell: its usual time is 2 × 64 × 120 µs = 15.36 ms above the expected
-    one. Wake-ups 6.5 / 10.5 µs calibrated, 8.5 µs now: half of it, 7.68 ms above."""
+    one. Wake-ups 6.5 / 10.5 µs calibrated, 8.5 µs now (past their geometric mean, 8.26 µs): the usual state,
+    15.36 ms above."""
     from neural_cost import analyze_gap
     from neural_cost.report.load import load_report
     from neural_cost.report.validate import validate_v2
@@ -192,7 +195,7 @@ def test_the_report_prints_the_now_line_and_keeps_the_host_state_in_its_json(tmp
     estimate = estimate_trace(Trace(ops, Coverage.full(ops), framework="jax"))
     calibration = replace(_calibration(), loop_wakes=(6.5 * US, 10.5 * US))
     expected = loops_now(expected_time(estimate, calibration, machine=MACHINE), calibration.loop_wakes, 8.5 * US)
-    assert expected.now_seconds == pytest.approx(expected.seconds + 64 * 120 * US)
+    assert expected.now_seconds == pytest.approx(expected.seconds + 2 * 64 * 120 * US)
     report = analyze_gap(estimate, cpu_measurement((30e-3,) * 5), SPEC, expected=expected)
     lines = [line.strip() for line in report.render().splitlines()]
     at = next(i for i, line in enumerate(lines) if line.startswith("expected: "))

@@ -7,9 +7,12 @@ their fastest for much of a calibration (docs/expected.md, "A loop's kernels as 
 
 What moved them is the host: a loop's kernels hand work between the cores every trip, and a busy host wakes
 a core late (``hardware.wake``). The calibration keeps the host's cross-core wake-up before its loop
-programs' fastest and usual passes (``KernelCalibration.loop_wakes``); ``loops_now`` places a program's
-loop kernels between their two times by the wake-up measured when it ran, in proportion, further past the
-usual one as it grows (a scan's time grew in a straight line with it: docs/expected.md, "The host's state now").
+programs' fastest and usual passes (``KernelCalibration.loop_wakes``); ``loops_now`` reads a program's
+loop kernels in the state whose wake-up lies nearer (geometrically) the one measured when it ran: at their
+fastest times, or at their usual ones and, past the usual wake-up, further in proportion to it. The host has
+two states, not a line between them: its quiet one's wake-up wandered over 6.5–10 µs on a 2-core VM while
+the held-out scan ran at its fastest, and placed in proportion it read 24–32% slow at 9.6 µs
+(docs/expected.md, "The host's state now").
 """
 
 from __future__ import annotations
@@ -69,9 +72,8 @@ def loops_as_usual(
 def loops_now(expected: Expected, loop_wakes: tuple[float, float] | None, wake: float | None) -> Expected:
     """``expected`` with the host's cross-core wake-up ``wake`` (seconds, measured when the program ran) and
     ``now_seconds``: the expected time with its loop kernels at their fastest plus their usual time's excess
-    × (``wake`` − the fastest passes' wake-up) ÷ (the usual passes' − the fastest passes'), at least 0 and
-    at most ``MAX_SHARE`` — linear in the wake-up, past the usual state too. None where there is no usual
-    time, no wake-up, or the calibration's two states lie under ``WAKES_APART`` apart."""
+    × ``wake_share``: none in the fast state, all of it in the usual one, more past it. None where there is no
+    usual time, no wake-up, or the calibration's two states lie under ``WAKES_APART`` apart."""
     now = between(expected.seconds, expected.usual_seconds, loop_wakes, wake)
     return replace(expected, now_seconds=now, wake_seconds=wake, loop_wakes=loop_wakes)
 
@@ -85,11 +87,15 @@ def between(
 
 
 def wake_share(loop_wakes: tuple[float, float] | None, wake: float | None) -> float | None:
-    """(``wake`` − the fastest passes' wake-up) ÷ (the usual passes' − the fastest passes'), between 0 and
-    ``MAX_SHARE``; None without both, or with the two calibrated states under ``WAKES_APART`` apart."""
+    """How much of the loops' usual excess ``wake`` reads: 0 at or under the geometric mean of the two
+    calibrated wake-ups (the fast state), else (``wake`` − the fastest passes' wake-up) ÷ (the usual passes' −
+    the fastest passes'), at least 1 and at most ``MAX_SHARE``; None without both, or with the two
+    calibrated states under ``WAKES_APART`` apart."""
     if wake is None or loop_wakes is None:
         return None
     fast, usual = loop_wakes
     if not fast > 0 or usual < WAKES_APART * fast:
         return None
-    return min(MAX_SHARE, max(0.0, (wake - fast) / (usual - fast)))
+    if wake <= (fast * usual) ** 0.5:
+        return 0.0
+    return min(MAX_SHARE, max(1.0, (wake - fast) / (usual - fast)))

@@ -66,7 +66,7 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
         f"expected in the host's state now: {format_seconds(now)} ({now / expected.seconds:.2f}× the expected time: "
         f"a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])} before the "
         f"calibration's fastest loop passes and {format_seconds(wakes[1])} before its usual ones; its loops' kernels "
-        f"are placed between their two times by it"
+        f"read at their usual times, more past the usual wake-up"
         + (
             f"; it lies past {MAX_SHARE:g} spans of those two, where the line was never checked: held there)"
             if (wake - wakes[0]) > MAX_SHARE * (wakes[1] - wakes[0])
