@@ -2,8 +2,9 @@
 
 A calibration keeps its loop programs' fastest and usual times (``test_usual_loops``) and the host's
 cross-core wake-up (``hardware.wake``) before the passes each came from (``KernelCalibration.loop_wakes``).
-With the wake-up measured when a program runs, ``loops_now`` places its loop kernels between their two
-times in proportion (``Expected.now_seconds``). Every figure below is derived by hand beside its assertion.
+With the wake-up measured when a program runs, ``loops_now`` reads its loop kernels in the state whose
+calibrated wake-up lies nearer, geometrically: at their fastest, or their usual times and more past the
+usual wake-up (``Expected.now_seconds``). Every figure below is derived by hand beside its assertion.
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def test_the_expected_time_now_places_the_loop_kernels_by_the_wake_up():
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US).now_seconds == pytest.approx(2.5e-3)
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.5 * US).now_seconds == pytest.approx(1.6e-3)
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 8.0 * US).now_seconds == pytest.approx(1e-3)
+    at_mean = (6.5 * 10.5) ** 0.5 * US  # at the geometric mean itself: still the fast state
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, at_mean).now_seconds == pytest.approx(1e-3)
+    assert loops_now(_expected(1e-3, 1.6e-3), wakes, float("nan")).now_seconds is None  # no reading, no state
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 5 * US).now_seconds == pytest.approx(1e-3)
     # at 50 µs the share would be 10.875, far past what was ever measured: held at MAX_SHARE, 2.5 (2.5 ms)
     assert MAX_SHARE == 2.5
@@ -138,7 +142,7 @@ def test_the_now_line_says_the_wake_ups_and_the_observed_ratio():
     assert line.endswith("read at their usual times, more past the usual wake-up); observed is 0.80× it")  # 2.5
     held = now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 50 * US))
     assert held is not None and held.endswith(
-        "it lies past 2.5 spans of those two, where the line was never checked: held there)"
+        "it lies past 2.5 spans of those two, past what the calibration and the held-out scan measured: held there)"
     )
     # 6.7 µs: a share of 0.05, 1.03 ms: under 5% off the expected time, no line; nor without a time now
     assert now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 6.7 * US)) is None
@@ -271,6 +275,22 @@ def test_a_calibration_of_one_host_state_says_which_way_a_program_s_loops_can_mo
     assert busy is not None and "busier now than when calibrated: its loops' kernels can run slower" in busy
     assert host_note(loops_now(expected, one, 15 * US)) is None
     assert host_note(loops_now(expected, (6.5 * US, 10.5 * US), 30 * US)) is None  # two states: the now line
+    flipped = host_note(loops_now(expected, (18.6 * US, 18.5 * US), 7.6 * US))  # a pair either way round: the same
+    assert flipped is not None and "took 7.6 µs just after the timed runs, 18.5 µs–18.6 µs before" in flipped
     once = ops[-1:]
     plain = expected_time(estimate_trace(Trace(once, Coverage.full(once), framework="jax")), _calibration())
     assert host_note(loops_now(plain, one, 7.6 * US)) is None
+
+
+def test_a_wall_timed_program_of_no_recurrent_layer_is_no_loop():
+    """A PyTorch matmul timed by its wall: no extra passes, no wake-ups, no usual time."""
+    torch = pytest.importorskip("torch")
+    from neural_cost.adapters import adapter_for
+    from neural_cost.adapters.base import MicroProgram
+    from neural_cost.analysis.calibrate_kernels import _prepare
+    from neural_cost.analysis.wall_points import looped, usual_of
+
+    program = MicroProgram("mm", torch.matmul, (torch.ones(64, 64), torch.ones(64, 64)))
+    prepared = _prepare(adapter_for("torch"), SPEC, program)
+    prepared.walls = [3e-3, 5e-3, 4e-3]  # even with passes kept, it has no usual time
+    assert not looped(prepared) and usual_of(prepared) is None

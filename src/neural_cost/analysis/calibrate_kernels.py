@@ -14,7 +14,8 @@ kept (a shared machine stalls; a stall never makes a kernel faster). The points 
 calibration cache by ``kernel_calibration``, one file per framework, with the date and the framework's
 version, each point the median of this and the last two calibrations' (a loop's kernel: the smallest;
 ``calibration_history``); it reads that file, or calibrates when there is none (or it was made with
-another framework version). A loop program gets ``LOOP_PASSES`` more passes after the grid's.
+another framework version). A loop program (one with a shorter twin, or a whole recurrent layer timed by
+its wall) gets ``LOOP_PASSES`` more passes after the grid's.
 """
 
 from __future__ import annotations
@@ -167,8 +168,8 @@ def _points(
     return _profiled_points(prepared, cost)
 
 
-#: A loop program (one with a shorter twin: its kernels are a loop's) gets this many more passes after
-#: the grid's, this many seconds apart: on a 2-core VM small kernels in a loop ran in two states
+#: A loop program (one with a shorter twin, or a wall-timed recurrent layer: ``wall_points.looped``) gets this
+#: many more passes after the grid's, this many seconds apart: on a 2-core VM small kernels in a loop ran in two states
 #: 1.5–2.3× apart for 10–40 s at a time, and the grid's three passes, about 35 s apart, caught only the
 #: slow one for three of JAX's seven kept scan cells in each of three calibrations.
 LOOP_PASSES, LOOP_PAUSE = 3, 5.0

@@ -110,8 +110,8 @@ class Expected:
     #: or without such curves.
     usual_seconds: float | None = None
     #: The expected time in the host's state when the program ran (``usual_loops.loops_now``): its loop kernels
-    #: between their fastest and usual times by the host's cross-core wake-up measured then (``wake_seconds``)
-    #: against the calibration's (``loop_wakes``: before its fastest and its usual passes); None without them.
+    #: in the state the host's cross-core wake-up measured then (``wake_seconds``) reads against the calibration's
+    #: (``loop_wakes``: before its fastest and its usual passes); None without them.
     now_seconds: float | None = None
     wake_seconds: float | None = None
     loop_wakes: tuple[float, float] | None = None

@@ -17,6 +17,7 @@ the held-out scan ran at its fastest, and placed in proportion it read 24–32% 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -91,7 +92,7 @@ def wake_share(loop_wakes: tuple[float, float] | None, wake: float | None) -> fl
     calibrated wake-ups (the fast state), else (``wake`` − the fastest passes' wake-up) ÷ (the usual passes' −
     the fastest passes'), at least 1 and at most ``MAX_SHARE``; None without both, or with the two
     calibrated states under ``WAKES_APART`` apart."""
-    if wake is None or loop_wakes is None:
+    if wake is None or loop_wakes is None or not math.isfinite(wake):
         return None
     fast, usual = loop_wakes
     if not fast > 0 or usual < WAKES_APART * fast:

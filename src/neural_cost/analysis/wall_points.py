@@ -16,11 +16,16 @@ from .profiled_points import _Pending, _point, _Prepared, usual_ratio
 
 
 def looped(prepared: _Prepared) -> bool:
-    """Whether a program is a loop's: one with a shorter twin, or a wall-timed one of a loop class (an eager
-    framework's whole recurrent layer, ``rnn``)."""
+    """Whether a program is a loop's: one with a shorter twin, or one whose costliest kernel is a whole
+    recurrent layer (``rnn``: an eager framework's, timed by its wall)."""
     if prepared.program.shorter is not None:
         return True
-    return any(is_loop(kernel_class(prepared.estimate, row)) for row in prepared.scored if row.operations)
+    return _layer(prepared)
+
+
+def _layer(prepared: _Prepared) -> bool:
+    rows = [row for row in prepared.scored if row.operations and row.executions]
+    return bool(rows) and kernel_class(prepared.estimate, rows[0]).split(":", 1)[0] == "rnn"
 
 
 def wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[Point | _Pending]:
@@ -51,8 +56,11 @@ def wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[P
 
 def usual_of(prepared: _Prepared) -> float | None:
     """A loop program's usual ÷ fastest time (``usual_ratio``); a wall-timed one's (no twin): the higher
-    middle of its passes' medians ÷ the smallest, at least 1; None without two passes."""
+    middle of its passes' medians ÷ the smallest, at least 1; None without two passes, or for a wall-timed
+    program that is no recurrent layer."""
     if prepared.program.shorter is not None:
         return usual_ratio(prepared)
+    if not _layer(prepared):
+        return None
     walls = prepared.walls
     return max(1.0, statistics.median_high(walls) / min(walls)) if len(walls) > 1 and min(walls) > 0 else None

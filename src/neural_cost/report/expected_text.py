@@ -68,7 +68,8 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
         f"calibration's fastest loop passes and {format_seconds(wakes[1])} before its usual ones; its loops' kernels "
         f"read at their usual times, more past the usual wake-up"
         + (
-            f"; it lies past {MAX_SHARE:g} spans of those two, where the line was never checked: held there)"
+            f"; it lies past {MAX_SHARE:g} spans of those two, past what the calibration and the held-out scan "
+            f"measured: held there)"
             if (wake - wakes[0]) > MAX_SHARE * (wakes[1] - wakes[0])
             else ")"
         )
@@ -86,17 +87,18 @@ def host_note(expected: Expected, when: str = "just after the timed runs") -> st
     """Where the calibration saw one host state only (its two wake-ups under ``WAKES_APART`` apart: no
     expectation now) and the wake-up measured ``when`` lies ``HOST_APART`` or more off it, for a program
     with a loop's kernels: which way its loops can run from the expected time, and how to measure them."""
-    wake, wakes = expected.wake_seconds, expected.loop_wakes
-    if wake is None or wakes is None or wakes[1] >= WAKES_APART * wakes[0] or wakes[0] <= 0:
+    wake = expected.wake_seconds
+    if wake is None or expected.loop_wakes is None:
         return None
-    if not any(is_loop(row.kernel_class) for row in expected.rows):
+    low, high = sorted(expected.loop_wakes)
+    if not low > 0 or high >= WAKES_APART * low or not any(is_loop(row.kernel_class) for row in expected.rows):
         return None
-    quieter, busier = wake * HOST_APART <= wakes[0], wake >= HOST_APART * wakes[1]
+    quieter, busier = wake * HOST_APART <= low, wake >= HOST_APART * high
     if not (quieter or busier):
         return None
     return (
-        f"host state: a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])}–"
-        f"{format_seconds(wakes[1])} in every calibration pass of its loops: the host is "
+        f"host state: a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(low)}–"
+        f"{format_seconds(high)} before the calibration's fastest and usual loop passes: the host is "
         + ("quieter now than when calibrated: its loops' kernels can run faster" if quieter
            else "busier now than when calibrated: its loops' kernels can run slower")
         + " than expected, by an amount the calibration cannot say (it saw one state; `neural-cost calibrate "
