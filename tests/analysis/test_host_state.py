@@ -144,9 +144,13 @@ def test_the_now_line_says_the_wake_ups_and_the_observed_ratio():
     assert held is not None and held.endswith(
         "it lies past 2.5 spans of those two, past what the calibration and the held-out scan measured: held there)"
     )
-    # 6.7 µs: a share of 0.05, 1.03 ms: under 5% off the expected time, no line; nor without a time now
-    assert now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 6.7 * US)) is None
+    # 6.7 µs, under the 8.26 µs mean: the fast state, said (the usual line is printed: which one applies)
+    quiet = now_line(loops_now(_expected(1e-3, 1.6e-3), wakes, 6.7 * US))
+    assert quiet is not None and quiet.startswith("expected in the host's state now: 1.000 ms (1.00× the expected")
+    assert quiet.endswith("its loops' kernels read at their fastest times (the quiet state: the expected time))")
+    # no line without a time now, nor where the usual time is under 5% over the expected one (no usual line)
     assert now_line(_expected(1e-3, 1.6e-3)) is None
+    assert now_line(loops_now(_expected(1e-3, 1.04e-3), wakes, 16.5 * US)) is None
 
 
 def test_a_calibrations_host_states_survive_a_save_an_older_file_has_none_and_bad_ones_are_refused():

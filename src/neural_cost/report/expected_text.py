@@ -55,18 +55,23 @@ def usual_line(expected: Expected, observed_seconds: float | None = None) -> str
 
 
 def now_line(expected: Expected, observed: float | None = None, when: str = "just after the timed runs") -> str | None:
-    """``expected in the host's state now: 2.31 ms (...)`` where the host's cross-core wake-up measured ``when``
-    places the program's loop kernels ``USUAL_APART`` or more off their fastest (``Expected.now_seconds``)."""
-    now, wake, wakes = expected.now_seconds, expected.wake_seconds, expected.loop_wakes
-    if now is None or wake is None or wakes is None or expected.seconds <= 0:
+    """``expected in the host's state now: 2.31 ms (...)`` (``Expected.now_seconds``) wherever the usual line is
+    printed: which of the two the host's cross-core wake-up measured ``when`` reads, fast state included."""
+    now, wake, wakes, usual = expected.now_seconds, expected.wake_seconds, expected.loop_wakes, expected.usual_seconds
+    if now is None or wake is None or wakes is None or usual is None or expected.seconds <= 0:
         return None
-    if abs(now - expected.seconds) < USUAL_APART * expected.seconds:
+    if usual < (1 + USUAL_APART) * expected.seconds:  # no usual line: the two states read alike
         return None
+    state = (
+        "read at their fastest times (the quiet state: the expected time)"
+        if now <= expected.seconds
+        else "read at their usual times, more past the usual wake-up"
+    )
     line = (
         f"expected in the host's state now: {format_seconds(now)} ({now / expected.seconds:.2f}× the expected time: "
         f"a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])} before the "
         f"calibration's fastest loop passes and {format_seconds(wakes[1])} before its usual ones; its loops' kernels "
-        f"read at their usual times, more past the usual wake-up"
+        f"{state}"
         + (
             f"; it lies past {MAX_SHARE:g} spans of those two, past what the calibration and the held-out scan "
             f"measured: held there)"
