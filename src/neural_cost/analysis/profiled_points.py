@@ -157,10 +157,22 @@ def usual_ratio(prepared: _Prepared) -> float | None:
     found = _loop(prepared)
     if found is None:
         return None
-    pairs = zip(prepared.walls, prepared.short_walls, strict=False)  # a pass's wall and its own twin's
-    each = [_whole_loop(prepared, wall - twin) for wall, twin in pairs]
-    usual = statistics.median_high(each)
+    each = pass_loops(prepared)
+    usual = _whole_loop(prepared, each[usual_pass(each)])
     return max(1.0, usual / found[0]) if usual > 0 else None
+
+
+def pass_loops(prepared: _Prepared) -> list[float]:
+    """Each pass's own loop time: its wall less its twin's, timed just after it (a wall-timed loop
+    program, with no twin: its wall)."""
+    if prepared.program.shorter is None:
+        return list(prepared.walls)
+    return [wall - twin for wall, twin in zip(prepared.walls, prepared.short_walls, strict=False)]
+
+
+def usual_pass(each: Sequence[float]) -> int:
+    """The pass whose loop time is the usual one: the higher middle (a state that ran)."""
+    return list(each).index(statistics.median_high(each))
 
 
 def pass_wakes(prepared: _Prepared) -> tuple[float, float] | None:
@@ -168,14 +180,11 @@ def pass_wakes(prepared: _Prepared) -> tuple[float, float] | None:
     smallest wall) and before its usual one (the pass ``usual_ratio`` reads): the states its two times were
     measured in (a wall-timed loop program, with no twin: its passes' medians). None where a pass's was not
     measured."""
-    twins = prepared.short_walls if prepared.program.shorter is not None else [0.0] * len(prepared.walls)
-    pairs = list(zip(prepared.walls, twins, strict=False))
-    if not pairs or len(prepared.wakes) < len(pairs):
+    each = pass_loops(prepared)
+    if not each or len(prepared.wakes) < len(each):
         return None
-    each = [wall - twin for wall, twin in pairs]
-    fast = min(range(len(pairs)), key=lambda i: pairs[i][0])
-    usual = each.index(statistics.median_high(each))
-    found = prepared.wakes[fast], prepared.wakes[usual]
+    fast = min(range(len(each)), key=lambda i: prepared.walls[i])
+    found = prepared.wakes[fast], prepared.wakes[usual_pass(each)]
     return None if found[0] is None or found[1] is None else (found[0], found[1])
 
 

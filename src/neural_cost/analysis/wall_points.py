@@ -4,7 +4,6 @@ each kept, for its usual time (``Point.usual_seconds``) and the calibration's ``
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import replace
 
 from ..hardware.kernel_model import Point
@@ -12,7 +11,7 @@ from .calibration_history import is_loop
 from .expected import allocated_records
 from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernel_classes import kernel_class, one_part, parts
-from .profiled_points import _Pending, _point, _Prepared, usual_ratio
+from .profiled_points import _Pending, _point, _Prepared, usual_pass, usual_ratio
 
 
 def looped(prepared: _Prepared) -> bool:
@@ -63,4 +62,4 @@ def usual_of(prepared: _Prepared) -> float | None:
     if not _layer(prepared):
         return None
     walls = prepared.walls
-    return max(1.0, statistics.median_high(walls) / min(walls)) if len(walls) > 1 and min(walls) > 0 else None
+    return max(1.0, walls[usual_pass(walls)] / min(walls)) if len(walls) > 1 and min(walls) > 0 else None
