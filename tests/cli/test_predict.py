@@ -134,7 +134,7 @@ def test_calibrate_kernels_fresh_starts_the_history_over(tmp_path, monkeypatch, 
     assert "note: points: the median of its times in …" in capsys.readouterr().out
 
 
-def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, capsys):
+def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, capsys, monkeypatch):
     """With the kernel model cached for this machine (the test's cache directory), ``analyze
     --expected`` prints the expected line between the bound and the observed time: the hand
     curve at batch 4: compute 2·4·256·256 = 524,288 FLOPs → 0.524 µs (flat part: 10 µs); memory
@@ -152,6 +152,10 @@ def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, caps
     save_calibration(replace(calibration, probes={"relu 100000": ("elementwise", 50e-6)}), calibration_path("torch"))
     out = tmp_path / "report.json"
     fast = ["--warmup", "1", "--repeats", "3", "--no-profile", "--json", str(out)]
+    from neural_cost.hardware import wake
+
+    readings = iter([7e-6, 17e-6])  # the host's state just before the timed runs, then just after them
+    monkeypatch.setattr(wake, "cross_core_wake", lambda: next(readings))
     assert main(["analyze", f"{script}:build", "--expected", *fast]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
@@ -164,6 +168,7 @@ def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, caps
     between = -5 + math.log10(2) * (math.log10(2.70336e-6) - x0) / (x1 - x0)
     assert expected["kernel_seconds"] == pytest.approx(10**between)  # 14.777 µs
     assert expected["floor_seconds"] >= 0 and expected["flags"] == []
+    assert expected["wake_around_seconds"] == [7e-6, 17e-6] and expected["wake_seconds"] == pytest.approx(12e-6)
 
 
 def test_the_floor_reads_keyword_inputs_and_refuses_a_program_at_batch_1(tmp_path, script, capsys):

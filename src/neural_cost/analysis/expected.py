@@ -111,10 +111,13 @@ class Expected:
     usual_seconds: float | None = None
     #: The expected time in the host's state when the program ran (``usual_loops.loops_now``): its loop kernels
     #: in the state the host's cross-core wake-up measured then (``wake_seconds``) reads against the calibration's
-    #: (``loop_wakes``: before its fastest and its usual passes); None without them.
+    #: (``loop_wakes``: before its fastest and its usual passes); None without them. ``wake_around``: the
+    #: wake-ups just before and just after the timed runs, where both were measured; ``wake_seconds`` is then
+    #: their mean.
     now_seconds: float | None = None
     wake_seconds: float | None = None
     loop_wakes: tuple[float, float] | None = None
+    wake_around: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -134,6 +137,7 @@ class Expected:
             "now_seconds": self.now_seconds,
             "wake_seconds": self.wake_seconds,
             "loop_wakes": None if self.loop_wakes is None else list(self.loop_wakes),
+            "wake_around_seconds": None if self.wake_around is None else list(self.wake_around),
             "rows": [row.to_dict() for row in self.rows],
         }
 
@@ -157,6 +161,7 @@ class Expected:
             now_seconds=data.get("now_seconds"),
             wake_seconds=data.get("wake_seconds"),
             loop_wakes=None if data.get("loop_wakes") is None else tuple(data["loop_wakes"]),
+            wake_around=None if data.get("wake_around_seconds") is None else tuple(data["wake_around_seconds"]),
         )
 
     def with_measured(self, measured: Mapping[int, float]) -> Expected:

@@ -70,13 +70,34 @@ def loops_as_usual(
     return None if kernels <= sum(plain.values()) else kernels + (floor_seconds or 0.0)
 
 
-def loops_now(expected: Expected, loop_wakes: tuple[float, float] | None, wake: float | None) -> Expected:
-    """``expected`` with the host's cross-core wake-up ``wake`` (seconds, measured when the program ran) and
-    ``now_seconds``: the expected time with its loop kernels at their fastest plus their usual time's excess
-    × ``wake_share``: none in the fast state, all of it in the usual one, more past it. None where there is no
-    usual time, no wake-up, or the calibration's two states lie under ``WAKES_APART`` apart."""
+def loops_now(
+    expected: Expected,
+    loop_wakes: tuple[float, float] | None,
+    wake: float | None,
+    before: float | None = None,
+) -> Expected:
+    """``expected`` with the host's cross-core wake-up ``wake`` (seconds, measured just after the program ran;
+    ``before``: just before its timed runs, where measured: the state read is then the two's mean, and both are
+    kept as ``wake_around``) and ``now_seconds``: the expected time with its loop kernels at their fastest plus
+    their usual time's excess × ``wake_share``: none in the fast state, all of it in the usual one, more past
+    it. None where there is no usual time, no wake-up, or the calibration's two states lie under
+    ``WAKES_APART`` apart."""
+    around = None
+    if before is not None and wake is not None:
+        around, wake = (before, wake), (before + wake) / 2  # the benchmark's reading of a pass (``mean_wake``)
     now = between(expected.seconds, expected.usual_seconds, loop_wakes, wake)
-    return replace(expected, now_seconds=now, wake_seconds=wake, loop_wakes=loop_wakes)
+    return replace(expected, now_seconds=now, wake_seconds=wake, loop_wakes=loop_wakes, wake_around=around)
+
+
+def changed_state(expected: Expected) -> bool:
+    """Whether the host's wake-ups just before and just after the timed runs (``Expected.wake_around``) lie on
+    the two sides of the calibration's dividing line (``wake_share``): the host changed state while they ran,
+    and the expectation in its state reads their mean."""
+    around, wakes = expected.wake_around, expected.loop_wakes
+    if around is None or wakes is None:
+        return False
+    shares = [wake_share(wakes, wake) for wake in around]
+    return None not in shares and (shares[0] == 0.0) != (shares[1] == 0.0)
 
 
 def between(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -20,7 +21,7 @@ from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from ..hardware.wake import cross_core_wake
-from ..measure.timing import Measurement, benchmark, warming
+from ..measure.timing import Measurement, before_timing, benchmark, warming
 from .expected import expected_time
 from .gap import GapReport, analyze_gap
 from .usual_loops import loops_now
@@ -162,6 +163,7 @@ def analyze_workload(
     floor_note: str | None = None,
     warm_seconds: float = 0.0,
     wake_seconds: float | None = None,
+    wake_before: float | None = None,
 ) -> GapReport:
     """Time ``fn(*args, **kwargs)`` with ``adapter`` (unless ``measurement`` is given), trace
     it with the same adapter, and score it against ``hardware`` — by default the spec of
@@ -176,9 +178,9 @@ def analyze_workload(
     ``calibration`` (``analysis.calibrate_kernels.kernel_calibration``) the report also gives the
     expected time of the trace (plus ``floor_seconds``, ``analysis.expected.framework_floor``).
     ``warm_seconds``: untimed runs for at least that long before the timed ones (``time_workload``) and
-    before the profiled ones (``profile_workload``). ``wake_seconds``: the host's cross-core wake-up just after
-    the timed runs (``hardware.wake``; measured here, with a calibration, when this times them) for the expected
-    time in the host's state then (``usual_loops.loops_now``)."""
+    before the profiled ones (``profile_workload``). ``wake_seconds``, ``wake_before``: the host's cross-core
+    wake-up just after the timed runs and just before them (``hardware.wake``; measured here, with a
+    calibration, when this times them) for the expected time in the host's state then (``usual_loops.loops_now``)."""
     args = tuple(args)
     keywords = dict(kwargs or {})
     adapter.workload_options(fn, args, keywords)  # a workload that cannot run fails before it is timed
@@ -186,12 +188,14 @@ def analyze_workload(
     if measurement is None:
         # time first: an adapter that compiles to time (JAX) keeps that executable, and the
         # trace reads its cross-check from it: the program is compiled once, never twice
-        measurement = time_workload(
-            adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options,
-            warm_seconds=warm_seconds,
-        )  # fmt: skip
-        if calibration is not None and wake_seconds is None:  # the host's state just after the timed runs
-            wake_seconds = cross_core_wake()
+        befores: list[float | None] = []  # the host's state just before the timed runs, with a calibration
+        with before_timing(lambda: befores.append(cross_core_wake())) if calibration is not None else nullcontext():
+            measurement = time_workload(
+                adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options,
+                warm_seconds=warm_seconds,
+            )  # fmt: skip
+        if calibration is not None and wake_seconds is None:  # and just after them
+            wake_seconds, wake_before = cross_core_wake(), befores[-1] if befores else None
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
         hardware = adapter.hardware(device if device is not None else adapter.device_of(fn, args, keywords))
@@ -211,6 +215,7 @@ def analyze_workload(
             expected_time(estimate, calibration, floor_seconds, hardware=hardware, floor_note=floor_note),
             calibration.loop_wakes,
             wake_seconds,
+            wake_before,
         )
     )
     return analyze_gap(estimate, measurement, hardware, profile=measured, profile_notes=notes, expected=expected)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +80,7 @@ def run_analyze(args: argparse.Namespace) -> int:
 def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
     from ..analysis.workload import analyze_workload, time_workload
     from ..hardware.wake import cross_core_wake
-    from ..measure.timing import reporting_progress
+    from ..measure.timing import before_timing, reporting_progress
 
     progress.stage(f"loading {Path(args.target.rpartition(':')[0]).name}")
     build = load_build(args.target)
@@ -91,12 +92,14 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
     with exits_reported("the workload", WORKLOAD_ADVICE):
         adapter.workload_options(fn, inputs, kwargs)  # a workload that cannot run fails before it is timed
         progress.stage("compiling" if adapter.compiles_when_timing else "first run")
-        with reporting_progress(progress.runs):
+        befores: list[float | None] = []  # the host's state just before the timed runs (with --expected)
+        reading = before_timing(lambda: befores.append(cross_core_wake())) if args.expected else nullcontext()
+        with reporting_progress(progress.runs), reading:
             measurement = time_workload(
                 adapter, fn, inputs, kwargs, warmup=args.warmup, repeats=args.repeats, options=training,
                 warm_seconds=getattr(args, "warm_seconds", 0.0),
             )  # fmt: skip
-        wake = cross_core_wake() if args.expected else None  # the host's state just after the timed runs
+        wake = cross_core_wake() if args.expected else None  # and just after them
         hardware = _hardware(args, adapter, measurement, progress)
         spec = hardware
         if args.expected and spec is None:  # the device the expectation is checked against
@@ -123,6 +126,7 @@ def _analyzed(args: argparse.Namespace, progress: Progress) -> GapReport:
             floor_seconds=floor,
             floor_note=floor_note,
             wake_seconds=wake,
+            wake_before=befores[-1] if befores else None,
         )
 
 

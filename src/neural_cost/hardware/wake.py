@@ -19,6 +19,10 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .levels import SYSFS_CPU, _read, parse_cpu_list
 
 #: Round trips per measurement (about 1.5–4 ms in all on that VM); the median is kept. The first
 #: ``_WARM`` are not kept: the peer thread is still starting and moving to its core.
@@ -33,17 +37,16 @@ def cross_core_wake(round_trips: int = ROUND_TRIPS) -> float | None:
     """The median round trip, in seconds, of an event passed to a thread on another core and back;
     None where it cannot be measured: fewer than two cores allowed to this process, no way to pin a
     thread (``os.sched_setaffinity``: Linux), or round trips that take longer than ``_PATIENCE`` in
-    all. The two threads are pinned to the two lowest-numbered cores this process may use (on a
-    machine with hyper-threads they can be siblings of one physical core). The calling thread's core
-    mask is restored."""
+    all. The two threads are pinned to two cores of those this process may use (``core_pair``: on two
+    physical cores where it can). The calling thread's core mask is restored."""
     if round_trips < 1:
         raise ValueError(f"cross_core_wake(round_trips={round_trips}): at least one round trip is needed")
     if not hasattr(os, "sched_setaffinity"):
         return None
     allowed = os.sched_getaffinity(0)
-    cores = sorted(allowed)
-    if len(cores) < 2:
+    if len(allowed) < 2:
         return None
+    cores = core_pair(sorted(allowed))
     go, back, stop = threading.Event(), threading.Event(), threading.Event()
 
     def peer() -> None:
@@ -88,3 +91,15 @@ def mean_wake(before: float | None, after: float | None) -> float | None:
     where the other was not measured, None with neither."""
     found = [wake for wake in (before, after) if wake is not None]
     return sum(found) / len(found) if found else None
+
+
+def core_pair(cores: Sequence[int], root: Path = SYSFS_CPU) -> tuple[int, int]:
+    """The two cores ``cross_core_wake`` pins its threads to, of ``cores`` (sorted, at least two): the
+    lowest-numbered, and the lowest-numbered after it that is no hyper-thread sibling of it (sysfs'
+    ``topology/thread_siblings_list`` under ``root``): siblings share one physical core and its caches: their
+    round trip is not the one a framework's threads on two physical cores make. Where every allowed core is
+    its sibling, or sysfs cannot say, the next one."""
+    first = cores[0]
+    siblings = parse_cpu_list(_read(root / f"cpu{first}/topology/thread_siblings_list") or "")
+    apart = [core for core in cores[1:] if core not in siblings]
+    return first, apart[0] if apart else cores[1]

@@ -192,6 +192,19 @@ def reporting_progress(callback: Progress) -> Iterator[None]:
 
 
 _warm: ContextVar[float] = ContextVar("neural_cost_benchmark_warm_seconds", default=0.0)
+_before_timed: ContextVar[Callable[[], None] | None] = ContextVar("neural_cost_before_timed", default=None)
+
+
+@contextlib.contextmanager
+def before_timing(callback: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, every ``benchmark`` call (also those inside an adapter) calls ``callback()`` after
+    its warm-up, just before its first timed run: a reading of the machine's state (``hardware.wake``) that
+    the timed runs follow, outside their clock."""
+    token = _before_timed.set(callback)
+    try:
+        yield
+    finally:
+        _before_timed.reset(token)
 
 
 @contextlib.contextmanager
@@ -312,6 +325,8 @@ def benchmark(
     warm = runs("warmup", warmup)
     while time.perf_counter() - warm_started < _warm.get():  # warming(): untimed, not in warmup_seconds
         run_once()
+    if (before := _before_timed.get()) is not None:
+        before()
     if telemetry is not None:
         telemetry.reset()
     faults_before = _minor_faults()

@@ -16,7 +16,7 @@ from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
 from ..analysis.calibration_history import is_loop
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
-from ..analysis.usual_loops import MAX_SHARE, WAKES_APART
+from ..analysis.usual_loops import MAX_SHARE, WAKES_APART, changed_state
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
@@ -67,6 +67,7 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
         if now <= expected.seconds
         else "read at their usual times, more past the usual wake-up"
     )
+    when = _when(expected, when)
     line = (
         f"expected in the host's state now: {format_seconds(now)} ({now / expected.seconds:.2f}× the expected time: "
         f"a cross-core wake-up took {format_seconds(wake)} {when}, {format_seconds(wakes[0])} before the "
@@ -84,6 +85,16 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
     return line
 
 
+def _when(expected: Expected, when: str) -> str:
+    """When the wake-up was measured: ``when``, or, where it was measured on both sides of the timed runs
+    (``Expected.wake_around``), around them, and whether the host changed state while they ran."""
+    if expected.wake_around is None:
+        return when
+    before, after = (format_seconds(wake) for wake in expected.wake_around)
+    changed = "; the host changed state while they ran" if changed_state(expected) else ""
+    return f"around the timed runs (the mean of {before} just before them and {after} just after{changed})"
+
+
 #: A wake-up this many times off a calibration that saw one host state is named (``host_note``).
 HOST_APART = 1.5
 
@@ -92,7 +103,7 @@ def host_note(expected: Expected, when: str = "just after the timed runs") -> st
     """Where the calibration saw one host state only (its two wake-ups under ``WAKES_APART`` apart: no
     expectation now) and the wake-up measured ``when`` lies ``HOST_APART`` or more off it, for a program
     with a loop's kernels: which way its loops can run from the expected time, and how to measure them."""
-    wake = expected.wake_seconds
+    wake, when = expected.wake_seconds, _when(expected, when)
     if wake is None or expected.loop_wakes is None:
         return None
     low, high = sorted(expected.loop_wakes)

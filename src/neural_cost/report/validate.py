@@ -379,6 +379,7 @@ EXPECTED = record(
         "now_seconds": nullable(SECONDS),
         "wake_seconds": nullable(SECONDS),
         "loop_wakes": nullable(pair(SECONDS, SECONDS)),
+        "wake_around_seconds": nullable(pair(SECONDS, SECONDS)),
     },
 )
 REPORT_V2_ADDITIONS = record(
