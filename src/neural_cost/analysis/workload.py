@@ -20,11 +20,11 @@ from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
-from ..hardware.wake import cross_core_wake
+from ..hardware.wake import cross_core_wake, mean_wake
 from ..measure.timing import Measurement, before_timing, benchmark, warming
 from .expected import expected_time
 from .gap import GapReport, analyze_gap
-from .usual_loops import loops_now
+from .usual_loops import between, loops_now
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -256,16 +256,34 @@ class Floor:
     observed_seconds: float
     kernel_seconds: float
     outside_seconds: float | None = None
+    #: The tiny run's kernels in the host's state while it ran (``usual_loops.between``: its loop kernels
+    #: past their fastest times where the host's cross-core wake-up ``wake_seconds`` read the busy state);
+    #: None where they read at their fastest (``kernel_seconds``) or no state was read.
+    state_seconds: float | None = None
+    wake_seconds: float | None = None
 
     @classmethod
-    def of(cls, observed: float, kernels: float, outside: float | None = None) -> Floor:
+    def of(
+        cls,
+        observed: float,
+        kernels: float,
+        outside: float | None = None,
+        in_state: float | None = None,
+        wake: float | None = None,
+    ) -> Floor:
         """The smaller of ``observed − kernels`` (what the model leaves unexplained: with a kernel
         model's miss at batch 1 in it) and ``outside`` (what ran outside every kernel: with the
         profiler's own cost in it), never below 0. A scanned JAX RNN at batch 1 ran 957 µs, its
         kernels expected at 516 µs, the profiler 72–87 µs outside them: its single-threaded
-        one-row dots run slower than the grid's, a model's miss that is not a cost of every batch."""
-        unexplained = max(0.0, observed - kernels)
-        return cls(unexplained if outside is None else min(unexplained, outside), observed, kernels, outside)
+        one-row dots run slower than the grid's, a model's miss that is not a cost of every batch.
+        ``in_state``: the kernels in the host's state of the tiny run (its wake-up ``wake``), subtracted
+        instead where it is more: a PyTorch LSTM's batch-1 run took 994 µs with the host quiet and 1.495 ms
+        with it busy, its kernels 763 µs at their fastest; a floor of 732 µs then raised the expected time
+        of every batch by the host's slowdown of its loops."""
+        kept = in_state if in_state is not None and in_state > kernels else None
+        unexplained = max(0.0, observed - (kept if kept is not None else kernels))
+        floor = unexplained if outside is None else min(unexplained, outside)
+        return cls(floor, observed, kernels, outside, kept, wake)
 
     def note(self) -> str:
         text = (
@@ -273,6 +291,11 @@ class Floor:
             f"{format_seconds(self.observed_seconds)}, "
             f"its kernels are expected to take {format_seconds(self.kernel_seconds)}"
         )
+        if self.state_seconds is not None and self.wake_seconds is not None:
+            text += (
+                f" ({format_seconds(self.state_seconds)} in the host's state while it ran: a cross-core wake-up of "
+                f"{format_seconds(self.wake_seconds)}, its loops' kernels past their fastest times)"
+            )
         if self.outside_seconds is None:
             return text
         seen = format_seconds(self.outside_seconds)
@@ -301,20 +324,28 @@ def framework_floor(
     of untimed runs (after a pause the idle core's threads take that long to come back). Where the
     framework's kernels are timed by its profiler (``kernel_timing`` "profile": JAX, TensorFlow),
     each pass also profiles a few runs, and the floor is at most the least time they spent outside
-    kernels (``Floor.of``)."""
+    kernels (``Floor.of``). With the calibration's host states (``KernelCalibration.loop_wakes``) the
+    host's cross-core wake-up is read just before and just after each pass's timed runs, and the fastest
+    pass's kernels are taken out in its state (``Floor.state_seconds``): the floor is the framework's, not
+    the host's slowdown of the run's loops."""
     keywords = dict(kwargs or {})
     trace_options, benchmark_options = program_options(adapter, trace_options, benchmark_options)
     medians: list[float] = []
+    befores: list[float | None] = []  # the host's state just before each pass's timed runs
+    wakes: list[float | None] = []
     outside: list[float] = []
     trace: Trace | None = None
     for i in range(passes):
         if i:
             time.sleep(pause_seconds)
-        timed = time_workload(
-            adapter, fn, tuple(args), keywords, warmup=5 if i == 0 else 2, repeats=repeats, options=benchmark_options,
-            warm_seconds=warm_seconds,
-        )  # fmt: skip
+        read = len(befores)
+        with before_timing(lambda: befores.append(cross_core_wake())) if calibration.loop_wakes else nullcontext():
+            timed = time_workload(
+                adapter, fn, tuple(args), keywords, warmup=5 if i == 0 else 2, repeats=repeats,
+                options=benchmark_options, warm_seconds=warm_seconds,
+            )  # fmt: skip
         medians.append(timed.median_seconds)
+        wakes.append(mean_wake(befores[-1], cross_core_wake()) if len(befores) > read else None)
         if trace is None:  # after the first runs: a compiled program's kernels are read off what ran
             trace = trace_workload(adapter, fn, tuple(args), keywords, trace_options)
         if adapter.profiles and adapter.kernel_timing == "profile" and trace.kernels:
@@ -323,5 +354,8 @@ def framework_floor(
                 outside.append(profile.outside_seconds / profile.runs)
     if trace is None:
         raise ValueError(f"framework_floor(passes={passes}): at least one pass is needed to time the tiny run")
-    kernels = expected_time(estimate_trace(trace), calibration, None, machine={}).kernel_seconds
-    return Floor.of(min(medians), kernels, min(outside) if outside else None)
+    expected = expected_time(estimate_trace(trace), calibration, None, machine={})
+    fastest = medians.index(min(medians))
+    wake = wakes[fastest]
+    in_state = between(expected.kernel_seconds, expected.usual_seconds, calibration.loop_wakes, wake)
+    return Floor.of(min(medians), expected.kernel_seconds, min(outside) if outside else None, in_state, wake)
