@@ -60,10 +60,10 @@ from heldout_models import BY_NAME, MODELS, HeldoutModel
 
 from neural_cost.adapters import adapter_for
 from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
-from neural_cost.analysis.usual_loops import between
+from neural_cost.analysis.usual_loops import hedged
 from neural_cost.analysis.workload import analyze_workload, program_options, time_workload, trace_workload
 from neural_cost.costs.estimate import estimate_trace
-from neural_cost.hardware.wake import cross_core_wake, mean_wake
+from neural_cost.hardware.wake import cross_core_wake
 
 MEDIAN_LIMIT, MAX_LIMIT, PREDICT_LIMIT = 0.10, 0.25, 0.15
 #: Every measured time is the smallest median of this many passes, as the calibration measures
@@ -109,6 +109,7 @@ class Row:
     wake: float | None = None  # the host's cross-core wake-up around the kept pass (``hardware.wake``; predicted:
     # just before it)
     wakes: tuple[float, float] | None = None  # the calibration's (``KernelCalibration.loop_wakes``)
+    readings: tuple[float, ...] = ()  # the wake-ups before and after the kept pass, where measured (``wake``: mean)
     passes: list[float] = field(default_factory=list)  # every pass's median, the first included
     settled: int = 0  # passes measured again because its kept pass's loop probe read slow (``remeasure``)
     usual: float | None = None  # expected with its loops as usual (``Expected.usual_seconds``)
@@ -126,11 +127,12 @@ class Row:
         assert self.remeasure is not None
         drift, loop, wake = self.probe() if self.probe is not None else (None, None, None)
         seconds = self.remeasure()
-        if not self.predicted:  # around the pass; ``predict`` knows only the one before
-            wake = mean_wake(wake, cross_core_wake())
+        # around the pass; ``predict`` knows only the one before
+        readings = around(wake, None if self.predicted else cross_core_wake())
         self.passes.append(seconds)
         if seconds < self.measured:
-            self.measured, self.drift, self.loop, self.wake = seconds, drift, loop, wake
+            self.measured, self.drift, self.loop = seconds, drift, loop
+            self.wake, self.readings = statistics.fmean(readings) if readings else None, readings
 
     @property
     def within(self) -> str:
@@ -149,7 +151,9 @@ class Row:
         """The expected time in the host's state around the kept pass (``usual_loops.loops_now``; a predicted
         row's: just before it; the wake-up is measured by two threads of this script, nothing of this row's
         runs); None without one."""
-        return None if self.expected is None else between(self.expected, self.usual, self.wakes, self.wake)
+        if self.expected is None:
+            return None
+        return hedged(self.expected, self.usual, self.wakes, self.readings or around(self.wake, None))
 
     @property
     def stated(self) -> float | None:
@@ -265,6 +269,11 @@ class Expectation:
         return expected_of
 
 
+def around(before: float | None, after: float | None) -> tuple[float, ...]:
+    """The wake-ups read around a pass, those measured (``hedged`` reads each; the row prints their mean)."""
+    return tuple(wake for wake in (before, after) if wake is not None)
+
+
 def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup: int, repeats: int) -> list[Row]:
     adapter = adapter_for(model.framework)
     expected_of = expectation.for_model(model, adapter)
@@ -277,11 +286,12 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
             adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, trace_options=trace_options, profile=False,
             warm_seconds=WARM_SECONDS,
         )  # fmt: skip
-        wake = mean_wake(wake, cross_core_wake())  # around the pass: before it and after (analyze's trace after it)
+        readings = around(wake, cross_core_wake())  # around the pass: before it and after (analyze's trace after it)
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
         seconds, cold, usual, wakes = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe,
-                  usual=usual, wake=wake, wakes=wakes)  # fmt: skip
+                  usual=usual, wake=statistics.fmean(readings) if readings else None, wakes=wakes,
+                  readings=readings)  # fmt: skip
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(
             median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)[1]

@@ -75,6 +75,7 @@ def test_a_measured_row_keeps_the_wake_up_around_its_kept_pass_a_predicted_one_t
     predicted.measure_again()
     assert measured.measured == predicted.measured == 0.9
     assert measured.wake == pytest.approx(8e-6) and predicted.wake == pytest.approx(6e-6)
+    assert measured.readings == (6e-6, 10e-6) and predicted.readings == (6e-6,)  # each is read on its own
 
 
 def test_a_row_is_scored_against_its_expectation_in_the_host_state_before_its_kept_pass(capsys):
@@ -93,6 +94,11 @@ def test_a_row_is_scored_against_its_expectation_in_the_host_state_before_its_ke
     assert calm.stated == pytest.approx(1.0e-3) and calm.state_error == pytest.approx(0.1 / 1.1)
     assert plain.stated == 1.0e-3 and plain.state_error == plain.error
     assert unprobed.now is None and unprobed.state_error == unprobed.error
+    # read 6 µs before its kept pass and 12 µs after: 6 µs reads 1.0 ms (under the √(6 × 10) = 7.75 µs line),
+    # 12 µs a share of (12 − 6) / 4 = 1.5, 2.5 ms; their mean, 1.75 ms (the mean wake-up, 9 µs, would read a
+    # share of 1, 2.0 ms: the usual state for the whole pass)
+    split = bench.Row("scan", 16, 2.0e-3, 1.0e-3, usual=2.0e-3, wake=9e-6, wakes=wakes, readings=(6e-6, 12e-6))
+    assert split.now == pytest.approx(1.75e-3)
     bench.summarize_states([slow, calm], [])
     out = capsys.readouterr().out
     assert "2 rows have an expected time in the host's state (÷ expected, its error): scan b16 3.00× (  3.4%)" in out

@@ -49,66 +49,82 @@ def test_a_jax_programs_floor_is_held_to_what_its_profiler_saw_outside_kernels()
 
 
 def test_a_tiny_run_in_the_busy_host_state_has_its_loops_kernels_taken_out_in_that_state():
-    """A PyTorch LSTM at batch 1 (a 2-core VM): its kernels expected at 763 µs at their fastest, 1.264 ms in
-    the host's state of a run that took 1.495 ms (a wake-up of 18.9 µs) → 1.495 − 1.264 = 231 µs, what
-    the same run left with the host quiet (994 − 763 µs); at their fastest it would be 732 µs, the host's
-    slowdown of the loops counted as a framework cost of every batch. Kernels in the state above the run
-    leave no floor (never below 0); a state that reads them at their fastest or below changes nothing."""
-    busy = Floor.of(1.495e-3, 763e-6, None, 1.264e-3, 18.9e-6)
-    assert busy.seconds == pytest.approx(231e-6) and busy.state_seconds == 1.264e-3
-    assert busy.note() == (
-        "framework floor 231.0 µs: a tiny-input run took 1.495 ms, its kernels are expected to take 763.0 µs "
-        "(1.264 ms in the host's state while it ran: a cross-core wake-up of 18.9 µs, its loops' kernels past "
-        "their fastest times)"
+    """A PyTorch LSTM at batch 1 (a 2-core VM): 994 µs a run with the host quiet and 1.495 ms with it busy, its
+    kernels expected at 763 µs at their fastest and 1.740 ms at their usual times. Quiet: 994 − 763 = 231 µs.
+    Busy, at their fastest, 1.495 − 0.763 = 732 µs: the host's slowdown of its loops counted as a cost of every
+    batch. Busy, in its state: 1.740 ms exceeds the run, so the floor cannot be told there: 0, said so. An
+    illustrative program whose kernels read 1.2 ms in the busy state of a 1.495 ms run keeps 295 µs."""
+    real = Floor.of(1.495e-3, 763e-6, None, 1.74e-3, 18.5e-6)
+    assert real.seconds == 0.0 and real.unknown and real.state_seconds == 1.74e-3
+    assert real.note() == (
+        "framework floor 0 s: a tiny-input run took 1.495 ms, its kernels are expected to take 763.0 µs "
+        "(1.740 ms taken out instead: its loops' kernels at their usual times, in the host's busy state, a "
+        "cross-core wake-up of 18.5 µs around its timed runs; more than the run took: the floor cannot be told "
+        "in this state, taken as 0)"
     )
-    assert Floor.of(1.495e-3, 763e-6, None, 1.74e-3, 18.9e-6).seconds == 0.0
-    quiet = Floor.of(994e-6, 763e-6, None, 763e-6, 7.4e-6)
-    assert quiet.seconds == pytest.approx(231e-6) and quiet.state_seconds is None
-    assert "host's state" not in quiet.note()
-    # with a profile the smaller still counts: 1.495 − 1.264 = 231 µs against 100 µs outside kernels
-    assert Floor.of(1.495e-3, 763e-6, 100e-6, 1.264e-3, 18.9e-6).seconds == pytest.approx(100e-6)
+    kept = Floor.of(1.495e-3, 763e-6, None, 1.2e-3, 18.5e-6)
+    assert kept.seconds == pytest.approx(295e-6) and not kept.unknown
+    assert kept.note().endswith("a cross-core wake-up of 18.5 µs around its timed runs)")
+    quiet = Floor.of(994e-6, 763e-6, None, None, 7.4e-6)
+    assert quiet.seconds == pytest.approx(231e-6) and quiet.state_seconds is None and not quiet.unknown
+    assert "host's" not in quiet.note()
+    assert Floor.of(994e-6, 763e-6, None, 700e-6, 7.4e-6).state_seconds is None  # not above: changes nothing
+    # with a profile the smaller still counts: 295 µs against 100 µs outside kernels
+    assert Floor.of(1.495e-3, 763e-6, 100e-6, 1.2e-3, 18.5e-6).seconds == pytest.approx(100e-6)
 
 
-def test_the_floor_reads_the_host_state_of_its_fastest_pass(monkeypatch):
-    """Two passes of a tiny PyTorch program; the calibration's loop classes (``test_usual_loops``: matmul at
-    1.2× its roofline, 2.4× as usual) and host states 6.5 / 10.5 µs. The wake-ups around each pass are
-    read in turn (before, after): the state kept is the fastest pass's mean, handed to ``between``."""
+def _passes(monkeypatch, medians, readings, calibration):
+    """``framework_floor`` of a tiny PyTorch ``Linear`` with its passes' medians and wake-ups (before, after
+    each pass) given, and its kernels' expectation replaced: 400 µs at their fastest, 1.0 ms as usual."""
     torch = pytest.importorskip("torch")
     from dataclasses import replace
 
     from neural_cost.adapters import adapter_for
     from neural_cost.analysis import workload
-    from tests.analysis.test_usual_loops import _calibration
-
-    readings = iter([7e-6, 9e-6, 17e-6, 19e-6])  # pass 1: 7 and 9 µs (mean 8); pass 2: 17 and 19 µs (mean 18)
-    monkeypatch.setattr(workload, "cross_core_wake", lambda: next(readings))
-    seen: list[float | None] = []
-    real = workload.between
-
-    def spy(seconds, usual, wakes, wake):
-        seen.append(wake)
-        return real(seconds, usual, wakes, wake)
-
-    monkeypatch.setattr(workload, "between", spy)
     from neural_cost.measure.timing import benchmark
 
-    medians = iter([2e-3, 1e-3])  # the second pass is the faster: its state (18 µs) is read
+    found = iter(readings)
+    monkeypatch.setattr(workload, "cross_core_wake", lambda: next(found))
+    times = iter(medians)
 
     def timed(*args, **kwargs):  # the harness (which reads the state before its timed runs), then a median
         benchmark(lambda: None, warmup=0, repeats=1)
-        return type("Timed", (), {"median_seconds": next(medians)})()
+        return type("Timed", (), {"median_seconds": next(times)})()
 
+    real = workload.expected_time
     monkeypatch.setattr(workload, "time_workload", timed)
-    calibration = replace(_calibration(), loop_wakes=(6.5e-6, 10.5e-6))
+    monkeypatch.setattr(workload, "expected_time", lambda *a, **k: replace(
+        real(*a, **k), kernel_seconds=400e-6, usual_seconds=1e-3))  # fmt: skip
     layer = torch.nn.Linear(8, 4)
     floor = workload.framework_floor(adapter_for("torch"), layer, (torch.ones(1, 8),), {}, calibration,
-                                     passes=2, pause_seconds=0.0)  # fmt: skip
-    assert seen == [pytest.approx(18e-6)] and floor.observed_seconds == 1e-3
-    # the wake-ups were read only around the (patched) timed runs: all four used, none left over
-    assert next(readings, None) is None
-    # a calibration without host states reads none: no wake-up is measured
-    monkeypatch.setattr(workload, "cross_core_wake", lambda: pytest.fail("no host state to read against"))
-    medians = iter([2e-3, 1e-3])
-    plain = workload.framework_floor(adapter_for("torch"), layer, (torch.ones(1, 8),), {}, _calibration(),
-                                     passes=2, pause_seconds=0.0)  # fmt: skip
-    assert plain.state_seconds is None and plain.wake_seconds is None
+                                     passes=len(medians), pause_seconds=0.0)  # fmt: skip
+    assert next(found, None) is None  # every reading taken around a pass, none more
+    return floor
+
+
+def test_the_floor_keeps_the_fastest_quiet_pass_else_the_fastest_in_its_state_never_past_usual(monkeypatch):
+    """Host states 6.5 / 10.5 µs (line √(6.5 × 10.5) = 8.26 µs). Passes of 1.0 ms (read 7 and 9 µs: mean 8, quiet)
+    and 0.9 ms (17 and 19 µs: mean 18, busy): the quiet one is kept, 1.0 − 0.4 = 600 µs. Both busy (means 18
+    and 30 µs): the faster, 0.9 ms at 30 µs, its kernels at their usual times — its share, (30 − 6.5) / 4 = 5.9
+    (2.5 at most for a program), held at 1 for a floor —, 0.9 − 1.0 < 0: unknown, 0. Busy at 1.3 ms: 1.3 − 1.0
+    = 300 µs."""
+    from dataclasses import replace
+
+    from tests.analysis.test_usual_loops import _calibration
+
+    calibration = replace(_calibration(), loop_wakes=(6.5e-6, 10.5e-6))
+    quiet = _passes(monkeypatch, [1.0e-3, 0.9e-3], [7e-6, 9e-6, 17e-6, 19e-6], calibration)
+    assert quiet.observed_seconds == 1.0e-3 and quiet.seconds == pytest.approx(600e-6)
+    assert quiet.state_seconds is None and quiet.wake_seconds == pytest.approx(8e-6)
+    busy = _passes(monkeypatch, [1.1e-3, 0.9e-3], [17e-6, 19e-6, 29e-6, 31e-6], calibration)
+    assert busy.observed_seconds == 0.9e-3 and busy.state_seconds == pytest.approx(1e-3) and busy.unknown
+    assert busy.seconds == 0.0 and busy.wake_seconds == pytest.approx(30e-6)
+    slower = _passes(monkeypatch, [1.3e-3], [17e-6, 19e-6], calibration)
+    assert slower.seconds == pytest.approx(300e-6) and not slower.unknown
+
+
+def test_a_calibration_without_host_states_reads_none_around_the_floor(monkeypatch):
+    from tests.analysis.test_usual_loops import _calibration
+
+    plain = _passes(monkeypatch, [2e-3, 1e-3], [], _calibration())  # no wake-up measured: none given
+    assert plain.state_seconds is None and plain.wake_seconds is None and plain.seconds == pytest.approx(600e-6)

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from neural_cost.analysis.expected import Expected
-from neural_cost.analysis.usual_loops import changed_state, loops_now
+from neural_cost.analysis.usual_loops import changed_state, loops_now, split_state
 from neural_cost.measure.timing import before_timing, benchmark
 from neural_cost.report.expected_text import host_note, now_line
 
@@ -34,41 +34,56 @@ def test_the_state_is_read_after_the_warm_up_just_before_the_first_timed_run_and
 
     with before_timing(lambda: events.append("before")):
         benchmark(run, warmup=2, repeats=3)
-    assert events == ["run", "run", "before", "run", "run", "run"]
+    # two warm-up runs, the reading, one untimed run after it, three timed runs
+    assert events == ["run", "run", "before", "run", "run", "run", "run"]
     events.clear()
     benchmark(run, warmup=1, repeats=1)  # outside the block: no reading
     assert events == ["run", "run"]
 
 
-def test_the_expected_time_now_reads_the_mean_of_the_two_and_keeps_both():
-    """6.5 µs before, 16.5 µs after: their mean, 11.5 µs, lies past the 8.26 µs line, share (11.5 − 6.5) ÷
-    (10.5 − 6.5) = 1.25: 1.0 + 0.6 × 1.25 = 1.75 ms. 6.5 µs is the quiet side, 16.5 µs the busy one: the
-    host changed state. 9 and 10 µs are both past the line: it did not. 6.6 and 7.0 µs both under it."""
-    read = loops_now(_expected(), WAKES, 16.5 * US, before=6.5 * US)
-    assert read.wake_seconds == pytest.approx(11.5 * US) and read.wake_around == (6.5 * US, 16.5 * US)
-    assert read.now_seconds == pytest.approx(1.75e-3)
-    assert changed_state(read)
-    assert not changed_state(loops_now(_expected(), WAKES, 10 * US, before=9 * US))
+def test_the_expected_time_now_reads_each_of_the_two_and_keeps_both():
+    """Expected 1.0 ms, 1.6 ms as usual. 6.5 µs before, 12.5 µs after: 6.5 µs is the quiet state, 1.0 ms;
+    12.5 µs is past the 8.26 µs line, share (12.5 − 6.5) ÷ (10.5 − 6.5) = 1.5: 1.0 + 0.6 × 1.5 = 1.9 ms; the
+    figure is their mean, 1.45 ms (the readings' mean, 9.5 µs, would have read 1.6 ms: the usual state for all
+    of the runs), and the host changed state (12.5 ≥ 1.2 × 6.5). 9 and 10 µs are both past the line: 1.6 ms
+    each, no change. 8.2 and 8.4 µs lie on the two sides of the line but under 1.2× apart: the quiet state's own
+    wander, no change said, and the figure is still half-way, (1.0 + 1.6) / 2 = 1.3 ms."""
+    read = loops_now(_expected(), WAKES, 12.5 * US, before=6.5 * US)
+    assert read.wake_seconds == pytest.approx(9.5 * US) and read.wake_around == (6.5 * US, 12.5 * US)
+    assert read.now_seconds == pytest.approx(1.45e-3)
+    assert changed_state(read) and split_state(read)
+    steady = loops_now(_expected(), WAKES, 10 * US, before=9 * US)
+    assert steady.now_seconds == pytest.approx(1.6e-3) and not changed_state(steady) and not split_state(steady)
+    wander = loops_now(_expected(), WAKES, 8.4 * US, before=8.2 * US)
+    assert wander.now_seconds == pytest.approx(1.3e-3) and split_state(wander) and not changed_state(wander)
     assert not changed_state(loops_now(_expected(), WAKES, 7.0 * US, before=6.6 * US))
-    # one reading only (predict's, or a wake-up that could not be measured before): as before this change
+    # one reading only (predict's, or one the probe could not measure): that one, as before this change
     after_only = loops_now(_expected(), WAKES, 16.5 * US)
     assert after_only.wake_around is None and after_only.wake_seconds == 16.5 * US and not changed_state(after_only)
+    assert after_only.now_seconds == pytest.approx(2.5e-3)  # share (16.5 − 6.5) ÷ 4 = 2.5: 1.0 + 0.6 × 2.5
     before_only = loops_now(_expected(), WAKES, None, before=6.5 * US)
-    assert before_only.wake_around is None and before_only.now_seconds is None
-    # a calibration of one state has no dividing line: nothing changed that it can tell
-    assert not changed_state(loops_now(_expected(), (6.5 * US, 7.0 * US), 16.5 * US, before=6.5 * US))
+    assert before_only.wake_around is None and before_only.wake_seconds == 6.5 * US
+    assert before_only.now_seconds == pytest.approx(1e-3)
+    # a calibration of one state has no dividing line: nothing changed that it can tell, no figure
+    one = loops_now(_expected(), (6.5 * US, 7.0 * US), 16.5 * US, before=6.5 * US)
+    assert not changed_state(one) and one.now_seconds is None
 
 
 def test_the_now_line_says_both_readings_and_a_change_of_state():
-    line = now_line(loops_now(_expected(), WAKES, 16.5 * US, before=6.5 * US), 2.0e-3)
-    assert line is not None and line.startswith("expected in the host's state now: 1.750 ms (1.75× the expected")
+    line = now_line(loops_now(_expected(), WAKES, 12.5 * US, before=6.5 * US), 2.0e-3)
+    assert line is not None and line.startswith("expected in the host's state now: 1.450 ms (1.45× the expected")
     assert (
-        "a cross-core wake-up took 11.5 µs around the timed runs (the mean of 6.5 µs just before them and 16.5 µs "
+        "a cross-core wake-up took 9.5 µs around the timed runs (the mean of 6.5 µs just before them and 12.5 µs "
         "just after; the host changed state while they ran), 6.5 µs before the calibration's fastest" in line
     )
-    assert line.endswith("; observed is 1.14× it")  # 2.0 ÷ 1.75 = 1.143
+    assert "its loops' kernels read half at their fastest times and half at their usual ones" in line
+    assert line.endswith("; observed is 1.38× it")  # 2.0 ÷ 1.45 = 1.379
     steady = now_line(loops_now(_expected(), WAKES, 10 * US, before=9 * US))
     assert steady is not None and "(the mean of 9.0 µs just before them and 10.0 µs just after), " in steady
+    assert "read at their usual times, more past the usual wake-up)" in steady
+    # held at MAX_SHARE where either reading lies past 2.5 spans (6.5 + 2.5 × 4 = 16.5 µs): 7 and 30 µs
+    held = now_line(loops_now(_expected(), WAKES, 30 * US, before=7 * US))
+    assert held is not None and "held there)" in held
 
 
 def test_the_one_state_note_says_when_it_was_read():

@@ -77,27 +77,50 @@ def loops_now(
     before: float | None = None,
 ) -> Expected:
     """``expected`` with the host's cross-core wake-up ``wake`` (seconds, measured just after the program ran;
-    ``before``: just before its timed runs, where measured: the state read is then the two's mean, and both are
-    kept as ``wake_around``) and ``now_seconds``: the expected time with its loop kernels at their fastest plus
-    their usual time's excess × ``wake_share``: none in the fast state, all of it in the usual one, more past
-    it. None where there is no usual time, no wake-up, or the calibration's two states lie under
-    ``WAKES_APART`` apart."""
-    around = None
-    if before is not None and wake is not None:
-        around, wake = (before, wake), (before + wake) / 2  # the benchmark's reading of a pass (``mean_wake``)
-    now = between(expected.seconds, expected.usual_seconds, loop_wakes, wake)
-    return replace(expected, now_seconds=now, wake_seconds=wake, loop_wakes=loop_wakes, wake_around=around)
+    ``before``: just before its timed runs, where measured) and ``now_seconds``: the expected time with its
+    loop kernels at their fastest plus their usual time's excess × ``wake_share``: none in the fast state, all
+    of it in the usual one, more past it (``hedged``: with two readings, the mean of the two figures). None
+    where there is no usual time, no wake-up, or the calibration's two states lie under ``WAKES_APART``
+    apart. ``wake_seconds`` keeps the readings' mean, ``wake_around`` both where both were measured."""
+    readings = tuple(reading for reading in (before, wake) if reading is not None)
+    now = hedged(expected.seconds, expected.usual_seconds, loop_wakes, readings)
+    mean = sum(readings) / len(readings) if readings else None
+    around = (before, wake) if before is not None and wake is not None else None
+    return replace(expected, now_seconds=now, wake_seconds=mean, loop_wakes=loop_wakes, wake_around=around)
 
 
-def changed_state(expected: Expected) -> bool:
+def hedged(
+    seconds: float, usual_seconds: float | None, loop_wakes: tuple[float, float] | None, readings: Sequence[float]
+) -> float | None:
+    """The expected time in the host's state from its wake-up ``readings`` (just before and just after the timed
+    runs): the mean of ``between`` at each. Where the two read one state it is that state's figure; where the
+    host changed state between them (``changed_state``), half-way between the two states' figures — which
+    share of the runs each state took is not measured. None where no reading gives a figure."""
+    found = [between(seconds, usual_seconds, loop_wakes, reading) for reading in readings]
+    figures = [figure for figure in found if figure is not None]
+    return sum(figures) / len(figures) if figures and len(figures) == len(found) else None
+
+
+def split_state(expected: Expected) -> bool:
     """Whether the host's wake-ups just before and just after the timed runs (``Expected.wake_around``) lie on
-    the two sides of the calibration's dividing line (``wake_share``): the host changed state while they ran,
-    and the expectation in its state reads their mean."""
+    the two sides of the calibration's dividing line (``wake_share``): ``hedged`` reads half-way between the
+    two states."""
     around, wakes = expected.wake_around, expected.loop_wakes
     if around is None or wakes is None:
         return False
     shares = [wake_share(wakes, wake) for wake in around]
     return None not in shares and (shares[0] == 0.0) != (shares[1] == 0.0)
+
+
+def changed_state(expected: Expected) -> bool:
+    """Whether the host changed state while the timed runs ran: its two wake-ups lie on the two sides of the
+    line (``split_state``) and at least ``WAKES_APART`` apart (the quiet state's own wake-up wanders: 6.5–10 µs
+    on a 2-core VM, across an 8.3 µs line)."""
+    around = expected.wake_around
+    if around is None or not split_state(expected):
+        return False
+    low, high = sorted(around)
+    return low > 0 and high >= WAKES_APART * low
 
 
 def between(

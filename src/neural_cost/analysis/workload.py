@@ -24,7 +24,7 @@ from ..hardware.wake import cross_core_wake, mean_wake
 from ..measure.timing import Measurement, before_timing, benchmark, warming
 from .expected import expected_time
 from .gap import GapReport, analyze_gap
-from .usual_loops import between, loops_now
+from .usual_loops import loops_now, wake_share
 
 if TYPE_CHECKING:
     from ..adapters.base import FrameworkAdapter
@@ -188,13 +188,15 @@ def analyze_workload(
     if measurement is None:
         # time first: an adapter that compiles to time (JAX) keeps that executable, and the
         # trace reads its cross-check from it: the program is compiled once, never twice
-        befores: list[float | None] = []  # the host's state just before the timed runs, with a calibration
-        with before_timing(lambda: befores.append(cross_core_wake())) if calibration is not None else nullcontext():
+        # the host's state just before the timed runs and just after them, for a calibration's host states
+        probing = calibration is not None and calibration.loop_wakes is not None and wake_seconds is None
+        befores: list[float | None] = []
+        with before_timing(lambda: befores.append(cross_core_wake())) if probing else nullcontext():
             measurement = time_workload(
                 adapter, fn, args, keywords, warmup=warmup, repeats=repeats, options=benchmark_options,
                 warm_seconds=warm_seconds,
             )  # fmt: skip
-        if calibration is not None and wake_seconds is None:  # and just after them
+        if probing:
             wake_seconds, wake_before = cross_core_wake(), befores[-1] if befores else None
     trace = trace_workload(adapter, fn, args, keywords, trace_options)
     if hardware is None:
@@ -279,11 +281,18 @@ class Floor:
         ``in_state``: the kernels in the host's state of the tiny run (its wake-up ``wake``), subtracted
         instead where it is more: a PyTorch LSTM's batch-1 run took 994 µs with the host quiet and 1.495 ms
         with it busy, its kernels 763 µs at their fastest; a floor of 732 µs then raised the expected time
-        of every batch by the host's slowdown of its loops."""
+        of every batch by the host's slowdown of its loops. Its kernels read as usual, 1.740 ms, exceed that
+        busy run: the floor is then unknown, taken as 0 (``unknown``), where quiet it was 231 µs."""
         kept = in_state if in_state is not None and in_state > kernels else None
         unexplained = max(0.0, observed - (kept if kept is not None else kernels))
         floor = unexplained if outside is None else min(unexplained, outside)
         return cls(floor, observed, kernels, outside, kept, wake)
+
+    @property
+    def unknown(self) -> bool:
+        """Whether the tiny run's kernels in its host state are expected to take longer than the whole run:
+        the state's reading of them is off for this program, and the floor cannot be told (taken as 0)."""
+        return self.state_seconds is not None and self.state_seconds >= self.observed_seconds
 
     def note(self) -> str:
         text = (
@@ -293,9 +302,12 @@ class Floor:
         )
         if self.state_seconds is not None and self.wake_seconds is not None:
             text += (
-                f" ({format_seconds(self.state_seconds)} in the host's state while it ran: a cross-core wake-up of "
-                f"{format_seconds(self.wake_seconds)}, its loops' kernels past their fastest times)"
-            )
+                f" ({format_seconds(self.state_seconds)} taken out instead: its loops' kernels at their usual times, "
+                f"in the host's busy state, a cross-core wake-up of {format_seconds(self.wake_seconds)} around its "
+                "timed runs"
+                + ("; more than the run took: the floor cannot be told in this state, taken as 0)" if self.unknown
+                   else ")")
+            )  # fmt: skip
         if self.outside_seconds is None:
             return text
         seen = format_seconds(self.outside_seconds)
@@ -355,7 +367,10 @@ def framework_floor(
     if trace is None:
         raise ValueError(f"framework_floor(passes={passes}): at least one pass is needed to time the tiny run")
     expected = expected_time(estimate_trace(trace), calibration, None, machine={})
-    fastest = medians.index(min(medians))
-    wake = wakes[fastest]
-    in_state = between(expected.kernel_seconds, expected.usual_seconds, calibration.loop_wakes, wake)
-    return Floor.of(min(medians), expected.kernel_seconds, min(outside) if outside else None, in_state, wake)
+    shares = [wake_share(calibration.loop_wakes, wake) for wake in wakes]
+    quiet = [i for i, share in enumerate(shares) if share == 0.0]  # the fastest pass that read the quiet state
+    kept = min(quiet or range(len(medians)), key=lambda i: medians[i])
+    share, kernels, usual = shares[kept], expected.kernel_seconds, expected.usual_seconds
+    # its loop kernels at their usual times in the busy state, never past them (a floor is not extrapolated)
+    in_state = None if not share or usual is None else kernels + (usual - kernels) * min(1.0, share)
+    return Floor.of(medians[kept], kernels, min(outside) if outside else None, in_state, wakes[kept])

@@ -77,7 +77,7 @@ def measure_floor(
         )
     except Exception as error:  # a model that cannot run at batch 1 (BatchNorm in training...)
         return None, f"no framework floor: the batch-1 run failed ({type(error).__name__}: {str(error)[:160]})"
-    note = measured.note() + (" (clamped at 0)" if measured.seconds == 0 else "")
+    note = measured.note() + (" (clamped at 0)" if measured.seconds == 0 and not measured.unknown else "")
     progress.stage("machine drift (the calibration's probes re-run)")
     try:
         drift = machine_drift(adapter, calibration)

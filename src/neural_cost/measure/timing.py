@@ -198,8 +198,10 @@ _before_timed: ContextVar[Callable[[], None] | None] = ContextVar("neural_cost_b
 @contextlib.contextmanager
 def before_timing(callback: Callable[[], None]) -> Iterator[None]:
     """While the block runs, every ``benchmark`` call (also those inside an adapter) calls ``callback()`` after
-    its warm-up, just before its first timed run: a reading of the machine's state (``hardware.wake``) that
-    the timed runs follow, outside their clock."""
+    its warm-up (and ``warming``), then makes one more untimed run (the reading pins two threads to two cores
+    for milliseconds; the framework's own threads come back before the clock starts) and times its runs: a
+    reading of the machine's state (``hardware.wake``) that the timed runs follow, outside their clock. An
+    inner block replaces an outer one's callback while it runs."""
     token = _before_timed.set(callback)
     try:
         yield
@@ -327,6 +329,7 @@ def benchmark(
         run_once()
     if (before := _before_timed.get()) is not None:
         before()
+        run_once()  # untimed: after the reading, before the clock
     if telemetry is not None:
         telemetry.reset()
     faults_before = _minor_faults()

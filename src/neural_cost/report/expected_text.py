@@ -16,7 +16,7 @@ from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
 from ..analysis.calibration_history import is_loop
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
-from ..analysis.usual_loops import MAX_SHARE, WAKES_APART, changed_state
+from ..analysis.usual_loops import MAX_SHARE, WAKES_APART, changed_state, split_state
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
@@ -63,7 +63,10 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
     if usual < (1 + USUAL_APART) * expected.seconds:  # no usual line: the two states read alike
         return None
     state = (
-        "read at their fastest times (the quiet state: the expected time)"
+        "read half at their fastest times and half at their usual ones (the two wake-ups lie on the two sides "
+        "of the line between the calibration's states)"
+        if split_state(expected)
+        else "read at their fastest times (the quiet state: the expected time)"
         if now <= expected.seconds
         else "read at their usual times, more past the usual wake-up"
     )
@@ -76,7 +79,7 @@ def now_line(expected: Expected, observed: float | None = None, when: str = "jus
         + (
             f"; it lies past {MAX_SHARE:g} spans of those two, past what the calibration and the held-out scan "
             f"measured: held there)"
-            if (wake - wakes[0]) > MAX_SHARE * (wakes[1] - wakes[0])
+            if (max(expected.wake_around or (wake,)) - wakes[0]) > MAX_SHARE * (wakes[1] - wakes[0])
             else ")"
         )
     )
