@@ -114,8 +114,8 @@ def split_state(expected: Expected) -> bool:
 
 def changed_state(expected: Expected) -> bool:
     """Whether the host changed state while the timed runs ran: its two wake-ups lie on the two sides of the
-    line (``split_state``) and at least ``WAKES_APART`` apart (the quiet state's own wake-up wanders: 6.5–10 µs
-    on a 2-core VM, across an 8.3 µs line)."""
+    line (``split_state``) and at least ``WAKES_APART`` apart: two readings close to the line either side of it
+    are one state's wander (the quiet state's wake-up wandered over 6.5–10 µs on a 2-core VM), not a change."""
     around = expected.wake_around
     if around is None or not split_state(expected):
         return False
