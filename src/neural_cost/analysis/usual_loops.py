@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..hardware.wake import mean_wake
 from .calibration_history import is_loop
 
 if TYPE_CHECKING:
@@ -84,9 +85,10 @@ def loops_now(
     apart. ``wake_seconds`` keeps the readings' mean, ``wake_around`` both where both were measured."""
     readings = tuple(reading for reading in (before, wake) if reading is not None)
     now = hedged(expected.seconds, expected.usual_seconds, loop_wakes, readings)
-    mean = sum(readings) / len(readings) if readings else None
     around = (before, wake) if before is not None and wake is not None else None
-    return replace(expected, now_seconds=now, wake_seconds=mean, loop_wakes=loop_wakes, wake_around=around)
+    return replace(
+        expected, now_seconds=now, wake_seconds=mean_wake(before, wake), loop_wakes=loop_wakes, wake_around=around
+    )
 
 
 def hedged(

@@ -258,9 +258,9 @@ class Floor:
     observed_seconds: float
     kernel_seconds: float
     outside_seconds: float | None = None
-    #: The tiny run's kernels in the host's state while it ran (``usual_loops.between``: its loop kernels
-    #: past their fastest times where the host's cross-core wake-up ``wake_seconds`` read the busy state);
-    #: None where they read at their fastest (``kernel_seconds``) or no state was read.
+    #: The tiny run's kernels in the host's busy state, taken out instead of ``kernel_seconds``: its loop kernels
+    #: at their usual times (``Expected.usual_seconds``) where the cross-core wake-up around its kept pass
+    #: (``wake_seconds``) read the busy state; None where it read the quiet one or none was read.
     state_seconds: float | None = None
     wake_seconds: float | None = None
 
@@ -370,7 +370,7 @@ def framework_floor(
     shares = [wake_share(calibration.loop_wakes, wake) for wake in wakes]
     quiet = [i for i, share in enumerate(shares) if share == 0.0]  # the fastest pass that read the quiet state
     kept = min(quiet or range(len(medians)), key=lambda i: medians[i])
-    share, kernels, usual = shares[kept], expected.kernel_seconds, expected.usual_seconds
-    # its loop kernels at their usual times in the busy state, never past them (a floor is not extrapolated)
-    in_state = None if not share or usual is None else kernels + (usual - kernels) * min(1.0, share)
-    return Floor.of(medians[kept], kernels, min(outside) if outside else None, in_state, wakes[kept])
+    # a busy pass (a share of 1 or more): its loop kernels at their usual times, never past them (a floor is
+    # not extrapolated as a program's expectation in the host's state is)
+    in_state = expected.usual_seconds if shares[kept] else None
+    return Floor.of(medians[kept], expected.kernel_seconds, min(outside) if outside else None, in_state, wakes[kept])
