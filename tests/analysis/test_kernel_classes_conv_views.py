@@ -32,7 +32,8 @@ def _classes(adapter, fn, *args):
 
 def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
     """The stride against the kernel's dilated extent d·(k−1)+1, per spatial dim: 3×3 stride 2
-    (extent 3 ≥ 2) strided whatever its width (32→64: K 288, N 64 would be wide; 3→16: narrow);
+    (extent 3 ≥ 2) strided whatever its width (32→64: K 288, N 64 would be wide; 3→16: narrow; channels on
+    oneDNN's blocks of 16, ``test_pytorch_channels_off_the_blocks_are_unaligned``);
     1×1 stride 2 (extent 1 < 2) subsampled; a 3×3 of dilation 2 at stride 4 (extent 5 ≥ 4)
     strided, at stride 6 (extent 5 < 6) subsampled; stride (2, 1) on a 1×1 subsampled in one dim
     is subsampled; stride 1 keeps its width."""
@@ -47,8 +48,8 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
     assert forward(32, 64, 3, 2) == ["conv:strided"]
     assert forward(3, 16, 3, 2) == ["conv:strided"]
     assert forward(32, 64, 1, 2) == ["conv:subsampled"]
-    assert forward(8, 8, 3, 4, dilation=2) == ["conv:strided"]
-    assert forward(8, 8, 3, 6, dilation=2) == ["conv:subsampled"]
+    assert forward(16, 16, 3, 4, dilation=2) == ["conv:strided"]
+    assert forward(16, 16, 3, 6, dilation=2) == ["conv:subsampled"]
     assert forward(32, 64, 1, (2, 1)) == ["conv:subsampled"]
     assert forward(64, 64, 3, 1) == ["conv:wide"]
     assert set(STRIDED) == {"strided", "subsampled"}
@@ -214,7 +215,8 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     """The full grids' strided and depthwise programs (named ``s2``, ``depthwise``) land in their
     classes, forward (and for PyTorch backward), as many as the grids hold of each: a stride the
     kernel spans (k ≥ s) strided, one past it subsampled (``_microgrid.STRIDED_CONVS``: 10 and 9),
-    every ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
+    but PyTorch's 24-channel two (``conv:unaligned``, with its own grid's stride-2 one), every
+    ``DEPTHWISE_CONVS`` one depthwise, of stride 1 (8, ``depthwise_conv:stride1``) or 2 (7, ``:strided``);
     PyTorch's backwards the same way (10, 9; depthwise 6 and 7); TensorFlow's XLA programs of
     ``XLA_DEPTHWISE_CONVS`` ``depthwise_conv:stride1@xla`` (6) and ``:strided@xla`` (6); JAX's and
     TensorFlow's XLA ``DILATED_DEPTHWISE_CONVS`` ``depthwise_conv:dilated`` (6)."""
@@ -231,7 +233,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         for row in kernel_rows(estimate, SPEC)[0]:
             name = kernel_class(estimate, row)
-            if name.split(":", 1)[-1] in STRIDED or name.startswith(DEPTHWISE):
+            if name.split(":", 1)[-1] in (*STRIDED, "unaligned") or name.startswith(DEPTHWISE):
                 found[name] = found.get(name, 0) + 1
     from neural_cost.adapters import _microgrid as grid
 
@@ -244,7 +246,10 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
         return strides.count(1), len(strides) - strides.count(1)
 
     assert kinds(grid.STRIDED_CONVS) == (10, 9) and depthwise(grid.DEPTHWISE_CONVS) == (8, 7)
-    assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
+    if framework == "torch":  # a 24-channel strided and subsampled one are unaligned, and _UNALIGNED's stride-2 one
+        assert (found["conv:strided"], found["conv:subsampled"], found["conv:unaligned"]) == (9, 8, 3)
+    else:
+        assert (found["conv:strided"], found["conv:subsampled"]) == kinds(grid.STRIDED_CONVS)
     assert (found["depthwise_conv:stride1"], found["depthwise_conv:strided"]) == depthwise(grid.DEPTHWISE_CONVS)
     if framework == "tensorflow":  # XLA's own depthwise programs: its generic emitter's classes
         xla = (found["depthwise_conv:stride1@xla"], found["depthwise_conv:strided@xla"])
@@ -308,3 +313,37 @@ def test_each_stride_of_a_depthwise_layer_has_its_own_curve_and_falls_back_to_th
     assert borrowed_class(few, "depthwise_conv:strided") == "depthwise_conv"
     assert borrowed_class(few, "depthwise_conv:stride1") is None  # its own
     assert borrowed_class(_calibration({"conv": _flat("conv", -5.69897)}), "depthwise_conv:strided") == "conv"
+
+
+def test_pytorch_channels_off_the_blocks_are_unaligned():
+    """PyTorch (oneDNN): output channels per group not a multiple of 16, or more than 16 input channels per
+    group not a multiple of it, make ``conv:unaligned`` whatever the width or stride (``UNALIGNED``): 24→24,
+    32→24, 24→32, a 1×1 64→56, a stride-2 24→24, 48→48 in 2 groups (24 per group), 16→8. Kept: 12→32 and
+    8→32 (inputs under 16: narrow, N 32 < 64), 64→64 in 2 groups (32 per group: narrow, N 32), 64→64 wide, a
+    3→24 stem (K 27 < 32, N 24 < 64: shallow), a depthwise 24-channel layer. XLA's convolutions (JAX) keep
+    their width: 24→24 is narrow there."""
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.conv_views import UNALIGNED
+
+    adapter = adapter_for("torch")
+
+    def forward(c_in, c_out, k=3, stride=1, groups=1):
+        x, w = torch.randn(2, c_in, 16, 16), torch.randn(c_out, c_in // groups, k, k)
+        fn = lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=k // 2, groups=groups)  # noqa: E731
+        return _classes(adapter, fn, x, w)
+
+    assert UNALIGNED == 16
+    for args in ((24, 24), (32, 24), (24, 32), (64, 56, 1), (24, 24, 3, 2), (48, 48, 3, 1, 2), (16, 8)):
+        assert forward(*args) == ["conv:unaligned"], args
+    assert forward(12, 32) == forward(8, 32) == forward(64, 64, 3, 1, 2) == ["conv:narrow"]
+    assert forward(64, 64) == ["conv:wide"]
+    assert forward(3, 24) == ["conv:shallow"]
+    assert forward(24, 24, 3, 1, 24) == ["depthwise_conv:stride1"]
+
+    jax = pytest.importorskip("jax")
+    x, w = jax.numpy.ones((2, 16, 16, 24)), jax.numpy.ones((3, 3, 24, 24))
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:narrow"]

@@ -125,6 +125,22 @@ def test_pooling_ceil_mode_never_starts_a_window_in_the_high_padding():
         Operation("p", "pooling", ((1, 1, 5, 5),), (1, 1, 4, 4), attrs=attrs)
 
 
+def test_pooling_a_window_wider_than_the_input_in_ceil_mode_reads_the_input_only():
+    """HF EfficientNet pools its last 4×4 maps with ``AvgPool2d(1280, ceil_mode=True)``: PyTorch gives one
+    output per channel (room 4 - 1280 = -1276, rounded up: ceil(-1276 / 1280) + 1 = 1; it starts at 0 < 4),
+    which averages the 16 inputs, not a 1280² window. Per output 4·4 = 16 taps (avg: 16 adds and a divide
+    counted as 16); 2·1280 outputs → 40,960 FLOPs. Without ceil_mode no window fits: no output."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 1280, 4, 4)
+    out = torch.nn.functional.avg_pool2d(x, 1280, ceil_mode=True)
+    assert tuple(out.shape) == (2, 1280, 1, 1)
+    attrs = {"kernel": 1280, "mode": "avg", "ceil_mode": True}
+    op = Operation("p", "pooling", ((2, 1280, 4, 4),), (2, 1280, 1, 1), attrs=attrs)
+    assert op.cost.flops == 40_960
+    with pytest.raises(ShapeError, match=r"expected \(2, 1280, 0, 0\)"):
+        Operation("p", "pooling", ((2, 1280, 4, 4),), (2, 1280, 1, 1), attrs={"kernel": 1280, "mode": "avg"})
+
+
 def test_pooling_1d_with_dilation():
     op = Operation("p1", "pooling", ((2, 3, 20),), (2, 3, 8), attrs={"kernel": (3,), "stride": 2, "dilation": 2})
     # (20 - 2*(3-1) - 1) // 2 + 1 = 15 // 2 + 1 = 8; 2*3*8 = 48 outputs * 2 comparisons = 96

@@ -20,6 +20,7 @@ __all__ = [
     "NARROW",
     "SHALLOW",
     "STRIDED",
+    "UNALIGNED",
     "backward_width",
     "conv_class",
     "conv_width",
@@ -60,6 +61,18 @@ DEPTHWISE = "depthwise"
 #: output (a 3×3), four times what the forward layers' curve reads; a stride-1 layer's is an
 #: ordinary grouped convolution, ``depthwise_conv:stride1``.
 DILATED = "dilated"
+#: PyTorch's CPU convolutions (oneDNN) lay channels out in blocks of this many (AVX-512's float32 lanes): a
+#: forward layer whose output channels per group are no multiple of it, or whose input channels per group are
+#: more than it and no multiple, is ``conv:unaligned`` whatever its width and stride (``torch_view``). On this
+#: project's AMD VM (8×48² maps, alone) a 3×3 24→24 layer ran at 1.83× its roofline bound where 32→32 ran at
+#: 0.84× and 48→48 at 0.75×; 40→40 at 1.27×, 32→24 at 1.21×, 24→32 at 1.26×, 32→8 at 2.4×, a 24-per-group
+#: grouped layer at 1.5× where 32 per group ran at 0.95×, a 1×1 64→56 at 1.85× where 64→64 ran at 1.29×, a
+#: stride-2 24→24 at 2.7× where 32→32 ran at 1.08× — while 8- and 12-channel inputs (to 32 outputs) ran at
+#: 0.93–0.96×. Read on the narrow and strided curves, the grid's three 24-channel layers (1.2–7.6× their
+#: bound) raised the curves a 32→32 and a 32→64 stride-2 layer of a ResNet-style CNN read. XLA's CPU
+#: convolutions (JAX, TensorFlow) step otherwise (20 and 24 channels at 1.8–1.9× as 16 at 1.9×; 28 and 56 at
+#: 2.5–2.6× where 32 and 64 ran at 1.44–1.46×): they keep their width's class.
+UNALIGNED = 16
 
 
 def width(estimate: CostEstimate, kernel: Kernel) -> str:
@@ -71,7 +84,21 @@ def width(estimate: CostEstimate, kernel: Kernel) -> str:
     (XLA's gradients)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
-    return "" if cost is None else conv_width(cost)
+    if cost is None:
+        return ""
+    view = conv_width(cost)
+    return torch_view(cost, view) if estimate.framework == "torch" else view
+
+
+def torch_view(cost: OperationCost, view: str) -> str:
+    """``unaligned`` for a PyTorch forward convolution of the width or stride ``view`` whose channels per group
+    are off oneDNN's blocks (``UNALIGNED``), else ``view``: a shallow stem, a depthwise or transposed layer keeps
+    its own."""
+    if view not in ("narrow", "wide", *STRIDED):
+        return view
+    weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
+    outputs, inputs = weight[0] // groups, weight[1]
+    return "unaligned" if outputs % UNALIGNED or (inputs > UNALIGNED and inputs % UNALIGNED) else view
 
 
 def backward_width(estimate: CostEstimate, kernel: Kernel) -> str:

@@ -36,7 +36,7 @@ from .usual_loops import loops_as_usual
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
 #: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 42
+KERNEL_MODEL_REVISION = 43
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 

@@ -87,13 +87,14 @@ def _real_taps(size: int, kernel: int, lhs_dilation: int, stride: int, dilation:
 def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int, ceil: bool) -> int:
     span = dilation * (kernel - 1) + 1
     room = size + pad[0] + pad[1] - span
-    if room < 0:
-        return 0
     if not ceil:
-        return room // stride + 1
+        return room // stride + 1 if room >= 0 else 0
+    # ceil_mode (PyTorch's pooling_output_shape): rounded up — a window wider than the padded input
+    # still gives one output (HF EfficientNet's 1280-wide average pool over 4×4 maps) — but the last
+    # window must start inside the input or the low padding, never wholly in the high padding.
     out = -(-room // stride) + 1
-    # ceil_mode (PyTorch): the last window must start inside the input or the low padding,
-    # never wholly in the high padding.
+    if out < 1:
+        return 0
     return out - 1 if (out - 1) * stride >= size + pad[0] else out
 
 
@@ -218,7 +219,7 @@ def _window(
     ceil: bool,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(window sizes, pooled shape) for a window reduction over x; a stride of 0 (or none)
-    is the window size."""
+    is the window size. A window wider than the padded input counts the taps that land in it."""
     ndim = len(kernel) if isinstance(kernel, tuple) else len(x) - 2
     if ndim < 1 or len(x) < ndim + 1:
         raise ShapeError(f"{where(op)}: x {x} has too few dims for a {ndim}-D window")
@@ -235,7 +236,12 @@ def _window(
         )
         for i in range(ndim)
     )
-    return window, lead + sizes
+    # a window wider than the padded input (ceil_mode) reads the taps inside it only
+    taps = tuple(
+        min(window[i], (_dilated(x[len(lead) + i], lhs_dilations[i]) + sum(pads[i]) - 1) // dilations[i] + 1)
+        for i in range(ndim)
+    )
+    return taps, lead + sizes
 
 
 _POOLED_SIZE = (
@@ -249,7 +255,8 @@ POOLING_MODES: tuple[str, ...] = get_args(PoolingMode)
 @cost_rule(
     "pooling",
     "window reductions over x (N, C, *spatial): max/min count prod(kernel)-1 comparisons per output, "
-    "sum prod(kernel)-1 adds, avg prod(kernel) (adds and one divide); a second input of x's shape "
+    "sum prod(kernel)-1 adds, avg prod(kernel) (adds and one divide), a window wider than the padded input "
+    "(ceil_mode) its taps inside it; a second input of x's shape "
     "(values picked at each max/min window's selected position) is read, not compared",
 )
 def pooling(
@@ -263,7 +270,8 @@ def pooling(
     padding: Padding = 0,
     ceil_mode: bool = False,
 ) -> OpCost:
-    """Every output counts the whole window, padded positions included (as for conv).
+    """Every output counts the whole window, padded positions included (as for conv); a window wider
+    than the padded input (PyTorch's ``ceil_mode``) counts the taps inside it.
 
     ``mode='sum'`` is a bare window sum (XLA's reduce_window_sum); an average pool written as
     a window sum then a divide is a sum record plus an elementwise record, k per output in all,

@@ -72,6 +72,15 @@ def _matmuls(quick: bool) -> Iterator[MicroProgram]:
         yield MicroProgram(f"bmm {batch}x{m}x{k}x{n}", _no_grad(torch.bmm), (_rand(batch, m, k), _rand(batch, k, n)))
 
 
+#: Convolutions off oneDNN's channel blocks (``conv_views.UNALIGNED``; batch, in channels, out channels, size,
+#: kernel, stride), after the shared grids' three 24-channel ones: 0.1–3 ms of roofline time, 3×3 and 1×1,
+#: one strided, for ``conv:unaligned``'s own curve.
+_UNALIGNED = (
+    (4, 24, 24, 32, 3, 1), (8, 56, 64, 28, 1, 1), (2, 72, 72, 28, 3, 1), (8, 40, 40, 32, 3, 2),
+    (8, 40, 40, 28, 3, 1), (4, 56, 56, 40, 3, 1), (16, 24, 24, 48, 3, 1), (6, 40, 80, 56, 3, 1),
+)  # fmt: skip
+
+
 def _convs(quick: bool) -> Iterator[MicroProgram]:
     # (batch, in channels, out channels, size, kernel, stride): the shared ones at stride 1, then
     # small to mid, 1×1, 3×3, a stem on a large map, then the shared large and strided ones
@@ -79,7 +88,7 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
         (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1), (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1),
         (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1), (2, 64, 64, 28, 3, 1), (16, 3, 16, 64, 3, 1),
         (1, 256, 256, 14, 3, 1), (2, 3, 48, 112, 3, 1),
-    ] + [(*conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)] + list(grid.STRIDED_CONVS)  # fmt: skip
+    ] + [(*conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)] + [*grid.STRIDED_CONVS, *_UNALIGNED]  # fmt: skip
     for n, c_in, c_out, size, k, stride in convs[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
         yield MicroProgram(
