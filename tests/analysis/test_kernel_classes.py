@@ -231,14 +231,14 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
             (3, 64, 3, "conv:narrow"),  # K 27 but N 64: XLA:CPU ran a 3 → 64 stem at 1.4× its roofline
             (4, 32, 3, "conv:narrow"),
             (64, 64, 3, "conv:wide"),
-            (64, 32, 1, "conv:narrow"),
+            (64, 32, 1, "conv:pointwise"),  # PyTorch's 1×1 stride-1 layers (conv_views.POINTWISE); JAX's below
         ):
             x, w = torch.randn(2, c_in, 8, 8), torch.randn(c_out, c_in, k, k)
             assert classes(torch_adapter, lambda x, w: torch.nn.functional.conv2d(x, w), x, w) == [expected]
     jax = pytest.importorskip("jax")
     jax_adapter = adapter_for("jax", cross_check=True)  # its compiled kernels, as predict and the benchmark read
-    for c_in, c_out, expected in ((3, 32, "conv:shallow"), (64, 64, "conv:wide")):
-        x, w = jax.numpy.ones((2, 8, 8, c_in)), jax.numpy.ones((3, 3, c_in, c_out))
+    for c_in, c_out, k, expected in ((3, 32, 3, "conv:shallow"), (64, 64, 3, "conv:wide"), (64, 32, 1, "conv:narrow")):
+        x, w = jax.numpy.ones((2, 8, 8, c_in)), jax.numpy.ones((k, k, c_in, c_out))
 
         def conv(x, w):
             return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -247,8 +247,8 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
 
 
 def test_grouped_and_transposed_convolutions_and_in_place_functions():
-    """A 256-channel 3×3 convolution in 32 groups: K = 8 × 9 = 72, N = 256 ÷ 32 = 8 per group:
-    narrow (without the groups N read 256: wide). A transposed convolution's FLOPs follow its
+    """A 256-channel 3×3 convolution in 16 groups: K = 16 × 9 = 144, N = 256 ÷ 16 = 16 per group:
+    narrow (without the groups N read 256: wide; 8 per group would be off oneDNN's blocks, unaligned). A transposed convolution's FLOPs follow its
     input, so the view does not hold: the family's ``conv``. ``tanh_`` (in place) is tanh."""
     from neural_cost.adapters import adapter_for
 
@@ -259,8 +259,8 @@ def test_grouped_and_transposed_convolutions_and_in_place_functions():
             estimate = estimate_trace(adapter.trace(fn, args))
         return [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0]]
 
-    grouped = classes(lambda x, w: torch.nn.functional.conv2d(x, w, groups=32), torch.randn(2, 256, 8, 8),
-                      torch.randn(256, 8, 3, 3))  # fmt: skip
+    grouped = classes(lambda x, w: torch.nn.functional.conv2d(x, w, groups=16), torch.randn(2, 256, 8, 8),
+                      torch.randn(256, 16, 3, 3))  # fmt: skip
     assert grouped == ["conv:narrow"]
     transposed = classes(lambda x, w: torch.nn.functional.conv_transpose2d(x, w, stride=2), torch.randn(2, 64, 8, 8),
                          torch.randn(64, 32, 4, 4))  # fmt: skip

@@ -320,8 +320,9 @@ def test_pytorch_channels_off_the_blocks_are_unaligned():
     group not a multiple of it, make ``conv:unaligned`` whatever the width or stride (``UNALIGNED``): 24→24,
     32→24, 24→32, a 1×1 64→56, a stride-2 24→24, 48→48 in 2 groups (24 per group), 16→8. Kept: 12→32 and
     8→32 (inputs under 16: narrow, N 32 < 64), 64→64 in 2 groups (32 per group: narrow, N 32), 64→64 wide, a
-    3→24 stem (K 27 < 32, N 24 < 64: shallow), a depthwise 24-channel layer. XLA's convolutions (JAX) keep
-    their width: 24→24 is narrow there."""
+    3→24 stem (K 27 < 32, N 24 < 64: shallow), a depthwise 24-channel layer. A 1×1 layer of stride 1 on the
+    blocks is ``conv:pointwise`` (``POINTWISE``), narrow or wide; of stride 2 it stays subsampled. XLA's
+    convolutions (JAX) keep their width: 24→24 is narrow there, and so is a 1×1 32→32."""
     from neural_cost.adapters import adapter_for
     from neural_cost.analysis.conv_views import UNALIGNED
 
@@ -337,6 +338,9 @@ def test_pytorch_channels_off_the_blocks_are_unaligned():
         assert forward(*args) == ["conv:unaligned"], args
     assert forward(12, 32) == forward(8, 32) == forward(64, 64, 3, 1, 2) == ["conv:narrow"]
     assert forward(64, 64) == ["conv:wide"]
+    # 1×1 of stride 1 on the blocks: pointwise, narrow or wide (POINTWISE); strided 1×1 stays subsampled
+    assert forward(64, 64, 1) == forward(32, 32, 1) == forward(384, 2304, 1) == ["conv:pointwise"]
+    assert forward(64, 128, 1, 2) == ["conv:subsampled"]
     assert forward(3, 24) == ["conv:shallow"]
     assert forward(24, 24, 3, 1, 24) == ["depthwise_conv:stride1"]
 
@@ -346,4 +350,6 @@ def test_pytorch_channels_off_the_blocks_are_unaligned():
     def conv(x, w):
         return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
+    assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:narrow"]
+    x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((1, 1, 32, 32))
     assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:narrow"]

@@ -18,6 +18,7 @@ __all__ = [
     "DEPTHWISE",
     "DILATED",
     "NARROW",
+    "POINTWISE",
     "SHALLOW",
     "STRIDED",
     "UNALIGNED",
@@ -73,6 +74,12 @@ DILATED = "dilated"
 #: convolutions (JAX, TensorFlow) step otherwise (20 and 24 channels at 1.8–1.9× as 16 at 1.9×; 28 and 56 at
 #: 2.5–2.6× where 32 and 64 ran at 1.44–1.46×): they keep their width's class.
 UNALIGNED = 16
+#: A PyTorch forward convolution of a 1×1 kernel and stride 1 on the blocks (``UNALIGNED``) is ``conv:pointwise``
+#: (``torch_view``): oneDNN runs it as a matrix product over the positions, at another rate than a 3×3 layer of
+#: the same FLOPs — on this project's AMD VM a 1×1 64→64 layer on 8×48² maps at 1.29× its bound where the 3×3
+#: one ran at 0.72×, and the 1×1 expansions and projections of an EfficientNet (``transformers``' default
+#: config, 4×4 to 16×16 maps) at 1.02–1.39× where the wide curve, of 3×3 layers, read 0.90–1.07×.
+POINTWISE = "pointwise"
 
 
 def width(estimate: CostEstimate, kernel: Kernel) -> str:
@@ -92,13 +99,15 @@ def width(estimate: CostEstimate, kernel: Kernel) -> str:
 
 def torch_view(cost: OperationCost, view: str) -> str:
     """``unaligned`` for a PyTorch forward convolution of the width or stride ``view`` whose channels per group
-    are off oneDNN's blocks (``UNALIGNED``), else ``view``: a shallow stem, a depthwise or transposed layer keeps
-    its own."""
+    are off oneDNN's blocks (``UNALIGNED``), else ``pointwise`` for a 1×1 one of stride 1 (``POINTWISE``), else
+    ``view``: a shallow stem, a depthwise or transposed layer keeps its own."""
     if view not in ("narrow", "wide", *STRIDED):
         return view
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
     outputs, inputs = weight[0] // groups, weight[1]
-    return "unaligned" if outputs % UNALIGNED or (inputs > UNALIGNED and inputs % UNALIGNED) else view
+    if outputs % UNALIGNED or (inputs > UNALIGNED and inputs % UNALIGNED):
+        return "unaligned"
+    return POINTWISE if view in ("narrow", "wide") and math.prod(weight[2:]) == 1 else view
 
 
 def backward_width(estimate: CostEstimate, kernel: Kernel) -> str:

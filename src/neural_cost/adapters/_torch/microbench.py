@@ -80,6 +80,14 @@ _UNALIGNED = (
     (8, 40, 40, 28, 3, 1), (4, 56, 56, 40, 3, 1), (16, 24, 24, 48, 3, 1), (6, 40, 80, 56, 3, 1),
 )  # fmt: skip
 
+#: 1×1 convolutions of stride 1 on the blocks (``conv_views.POINTWISE``): a bottleneck's, an inverted residual's
+#: expansions and projections, 0.2–0.9 ms of roofline time, after the shared grids' two and this grid's one.
+_POINTWISE_CONVS = (
+    (8, 64, 256, 28, 1, 1), (8, 256, 64, 28, 1, 1), (4, 96, 576, 14, 1, 1), (4, 576, 96, 14, 1, 1),
+    (16, 160, 960, 8, 1, 1), (4, 32, 192, 56, 1, 1), (1, 256, 1024, 14, 1, 1), (32, 512, 128, 7, 1, 1),
+    (4, 320, 1920, 4, 1, 1), (2, 1024, 256, 14, 1, 1), (8, 128, 128, 16, 1, 1), (16, 48, 288, 16, 1, 1),
+)  # fmt: skip
+
 
 def _convs(quick: bool) -> Iterator[MicroProgram]:
     # (batch, in channels, out channels, size, kernel, stride): the shared ones at stride 1, then
@@ -88,7 +96,8 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
         (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1), (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1),
         (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1), (2, 64, 64, 28, 3, 1), (16, 3, 16, 64, 3, 1),
         (1, 256, 256, 14, 3, 1), (2, 3, 48, 112, 3, 1),
-    ] + [(*conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)] + [*grid.STRIDED_CONVS, *_UNALIGNED]  # fmt: skip
+    ] + [(*conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)]
+    convs += [*grid.STRIDED_CONVS, *_UNALIGNED, *_POINTWISE_CONVS]  # fmt: skip
     for n, c_in, c_out, size, k, stride in convs[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
         yield MicroProgram(
