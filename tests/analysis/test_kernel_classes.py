@@ -248,8 +248,9 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
 
 def test_grouped_and_transposed_convolutions_and_in_place_functions():
     """A 256-channel 3×3 convolution in 16 groups: K = 16 × 9 = 144, N = 256 ÷ 16 = 16 per group:
-    narrow (without the groups N read 256: wide; 8 per group would be off oneDNN's blocks, unaligned). A transposed convolution's FLOPs follow its
-    input, so the view does not hold: the family's ``conv``. ``tanh_`` (in place) is tanh."""
+    narrow (without the groups N read 256: wide; 8 per group would be off oneDNN's blocks, unaligned). A
+    transposed convolution's FLOPs follow its input, so the view does not hold: the family's ``conv``.
+    ``tanh_`` (in place) is tanh."""
     from neural_cost.adapters import adapter_for
 
     adapter = adapter_for("torch")

@@ -34,9 +34,10 @@ from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import compute_seconds, split_by_bounds
 from .usual_loops import loops_as_usual
 
-#: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by
-#: another revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 43
+#: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by another revision
+#: is made again, and one brought from it is flagged; one framework's own change raises its own (``REVISIONS``:
+#: PyTorch's 43, its convolutions off oneDNN's channel blocks and its 1×1 ones classes of their own).
+KERNEL_MODEL_REVISION, REVISIONS = 42, {"torch": 43}
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -105,9 +106,8 @@ class Expected:
     fresh_page_seconds: float = 0.0
     #: The calibration's cost of a fresh byte, which prices the measured page faults (every framework).
     first_touch_seconds_per_byte: float | None = None
-    #: The expected time with its loops' kernels as the machine usually ran them while calibrated (the median
-    #: of their passes, ``KernelCalibration.usual_state``), not at their fastest; None without loop kernels
-    #: or without such curves.
+    #: The expected time with its loops' kernels as the machine usually ran them while calibrated (the median of
+    #: their passes, ``KernelCalibration.usual_state``), not at their fastest; None without loop kernels or curves.
     usual_seconds: float | None = None
     #: The expected time in the host's state when the program ran (``usual_loops.loops_now``): its loop kernels
     #: in the state the host's cross-core wake-up measured then (``wake_seconds``) reads against the calibration's
@@ -191,11 +191,11 @@ class Expected:
 
 
 def installed_versions(framework: str) -> dict[str, str]:
-    """The installed versions of a framework's distributions (read from metadata, never imported)
-    and neural-cost's kernel-model revision (its grid and kernel classes change between them)."""
+    """The installed versions of a framework's distributions (read from metadata, never imported) and
+    neural-cost's kernel-model revision for it (its grid and kernel classes change between them)."""
     from importlib import metadata
 
-    found = {"neural-cost kernel model": str(KERNEL_MODEL_REVISION)}
+    found = {"neural-cost kernel model": str(REVISIONS.get(framework, KERNEL_MODEL_REVISION))}
     for name in _DISTRIBUTIONS.get(framework, (framework,)):
         try:
             found[name] = metadata.version(name)
