@@ -847,3 +847,21 @@ def test_math_attention_counts_the_same_under_inference_mode_and_no_grad(case):
         # two products 2·(2·2·8·16·12·4) = 49,152; mask added 2·8·16·12 = 3,072; safe softmax over
         # 256 rows of 12: softmax 11+12+12+11+12 = 58 and the all-masked test 12+11+12 = 35, 93·256
         assert totals[0][0] == 1_024 + 192 + 768 + 49_152 + 3_072 + 93 * 256 == 78_016
+
+
+def test_weight_norm_forward_and_backward_are_elementwise_over_the_weight():
+    """``weight_norm`` (wav2vec2's positional convolution) runs ``_weight_norm_interface``: w = v · g / ‖v‖.
+    A Conv1d 8 → 16, kernel 5: v is (16, 8, 5), 640 elements; normed over every dim but 2, g is (1, 1, 5).
+    Forward 3 per element (square, add into the norm, the scale's multiply): 1,920 FLOPs; backward 5 per
+    element (a = Σ grad_w · v: 2; grad_v = g/‖v‖ · (grad_w − v · a/‖v‖²): 3): 3,200. Nothing unmodeled;
+    FlopCounterMode counts neither (no formula for them)."""
+    from neural_cost import estimate_trace
+    from neural_cost.adapters import adapter_for
+
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(8, 16, 5, padding=2), name="weight", dim=2)
+    estimate = estimate_trace(adapter_for("torch").trace(conv, (torch.randn(2, 8, 20),), training=True))
+    found = {c.operation.name: c for c in estimate.by_operation if "weight_norm" in c.operation.name}
+    assert not estimate.coverage.unmodeled
+    forward, backward = found["_weight_norm_interface"], found["_weight_norm_interface_backward"]
+    assert (forward.operation.inputs, forward.operation.output) == (((16, 8, 5), (1, 1, 5)), (16, 8, 5))
+    assert (forward.flops, backward.flops) == (1_920, 3_200)

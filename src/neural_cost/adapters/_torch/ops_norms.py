@@ -6,7 +6,8 @@ whatever it returns); the arithmetic lives in ``neural_cost.costs``: ``layernorm
 ``safe_softmax`` and ``softmax_backward``; ``pooling`` (adaptive pooling whose windows tile
 the input evenly too), ``adaptive_pooling`` (uneven windows) and ``pooling_gradient``
 (PyTorch's max-pool backward scatters each gradient to the index its forward saved; the
-average-pool backwards spread it over its window).
+average-pool backwards spread it over its window). ``weight_norm``'s interface and its backward are
+``elementwise`` records over the weight, their per-element work stated (``_weight_norm``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 
 from ...core.records import Operation, Shape
-from .calls import _bound, _inputs, _ints
+from .calls import _bound, _elementwise, _inputs, _ints
 from .table import EMPTY_REASONS, AtenCall, TorchContext, lowers
 
 # -- normalisation ----------------------------------------------------------------------------
@@ -153,6 +154,25 @@ def _batch_norm_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operatio
     attrs = {"norm": "batch", "training": training, **_mask(bound, 3)}
     unread = ("running_mean", "running_var") if training else ("save_mean", "save_invstd", "save_var")
     return _norm_backward(call, ctx, attrs, unread)
+
+
+@lowers("_weight_norm_interface")
+def _weight_norm(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
+    """``torch.nn.utils.weight_norm``'s w = v · g / ‖v‖, the norm over every dim but ``dim`` (a wav2vec2
+    positional convolution's): one ``elementwise`` record over v and g, 3 FLOPs per element of v (a square,
+    an add into its norm, the scale's multiply); each norm's root and g's divide, two per norm (v.shape[dim]
+    of them, against v's elements), are left out. The norms are its second output."""
+    return _elementwise(call, ctx, (3, 0), inputs=[_bound(call)["v"], _bound(call)["g"]])
+
+
+@lowers("_weight_norm_interface_backward")
+def _weight_norm_backward(call: AtenCall, ctx: TorchContext) -> Sequence[Operation]:
+    """Its backward (grad_w, v, g, norms → grad_v, grad_g): per element of v, a = Σ grad_w · v (2: a
+    multiply and an add) and grad_v = g/‖v‖ · (grad_w − v · a/‖v‖²) (3: two multiplies and a subtract),
+    5 in all; the per-norm scalars are left out. grad_g is its second output."""
+    bound = _bound(call)
+    inputs = [bound[name] for name in ("grad_w", "saved_v", "saved_g", "saved_norms")]
+    return _elementwise(call, ctx, (5, 0), inputs=inputs)
 
 
 # -- softmax ----------------------------------------------------------------------------------
