@@ -353,3 +353,27 @@ def test_pytorch_channels_off_the_blocks_are_unaligned():
     assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:narrow"]
     x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((1, 1, 32, 32))
     assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:narrow"]
+
+
+def test_pytorch_convolutions_it_runs_without_onednn_keep_their_width():
+    """PyTorch runs a float32 CPU convolution without oneDNN (``native``, ``ConvParams::use_mkldnn`` on more than
+    one thread) for one image, one group, a kernel of at most 3 in a last dim and an input of at most 20,480
+    elements: 1×24×16² (6,144) 24→24 stays narrow and 1×64×8² 1×1 (4,096) wide (K 64, N 64), where 1×24×32² (24,576)
+    is unaligned and 2×24×16² too (two images); a 5×5 kernel, or 2 groups, takes oneDNN at batch 1 as well.
+    A bfloat16 layer keeps its width (the grid's are float32)."""
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.conv_views import NATIVE_ELEMENTS
+
+    adapter = adapter_for("torch")
+
+    def forward(n, c_in, c_out, size, k=3, groups=1, dtype=torch.float32):
+        x, w = torch.randn(n, c_in, size, size, dtype=dtype), torch.randn(c_out, c_in // groups, k, k, dtype=dtype)
+        fn = lambda x, w: torch.nn.functional.conv2d(x, w, padding=k // 2, groups=groups)  # noqa: E731
+        return _classes(adapter, fn, x, w)
+
+    assert NATIVE_ELEMENTS == 20480
+    assert forward(1, 24, 24, 16) == ["conv:narrow"]
+    assert forward(1, 64, 64, 8, k=1) == ["conv:wide"]
+    assert forward(1, 24, 24, 32) == forward(2, 24, 24, 16) == ["conv:unaligned"]
+    assert forward(1, 24, 24, 16, k=5) == forward(1, 48, 48, 16, groups=2) == ["conv:unaligned"]
+    assert forward(2, 24, 24, 16, dtype=torch.bfloat16) == ["conv:narrow"]

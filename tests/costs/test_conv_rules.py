@@ -126,10 +126,10 @@ def test_pooling_ceil_mode_never_starts_a_window_in_the_high_padding():
 
 
 def test_pooling_a_window_wider_than_the_input_in_ceil_mode_reads_the_input_only():
-    """HF EfficientNet pools its last 4×4 maps with ``AvgPool2d(1280, ceil_mode=True)``: PyTorch gives one
-    output per channel (room 4 - 1280 = -1276, rounded up: ceil(-1276 / 1280) + 1 = 1; it starts at 0 < 4),
-    which averages the 16 inputs, not a 1280² window. Per output 4·4 = 16 taps (avg: 16 adds and a divide
-    counted as 16); 2·1280 outputs → 40,960 FLOPs. Without ceil_mode no window fits: no output."""
+    """HF EfficientNet pools its last 4×4 maps with ``AvgPool2d(hidden_dim, ceil_mode=True)`` (2560 by default;
+    1280 here): PyTorch gives one output per channel (room 4 - 1280 = -1276, rounded up: ceil(-1276 / 1280) + 1 =
+    1; it starts at 0 < 4), which averages the 16 inputs, not a 1280² window. Per output 4·4 = 16 taps (avg:
+    16 adds and a divide counted as 16); 2·1280 outputs → 40,960 FLOPs. Without ceil_mode no window fits: no output."""
     torch = pytest.importorskip("torch")
     x = torch.randn(2, 1280, 4, 4)
     out = torch.nn.functional.avg_pool2d(x, 1280, ceil_mode=True)

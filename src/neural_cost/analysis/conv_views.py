@@ -18,6 +18,7 @@ __all__ = [
     "DEPTHWISE",
     "DILATED",
     "NARROW",
+    "NATIVE_ELEMENTS",
     "POINTWISE",
     "SHALLOW",
     "STRIDED",
@@ -25,6 +26,9 @@ __all__ = [
     "backward_width",
     "conv_class",
     "conv_width",
+    "native",
+    "record_view",
+    "torch_view",
     "width",
 ]
 
@@ -80,34 +84,54 @@ UNALIGNED = 16
 #: one ran at 0.72×, and the 1×1 expansions and projections of an EfficientNet (``transformers``' default
 #: config, 4×4 to 16×16 maps) at 1.02–1.39× where the wide curve, of 3×3 layers, read 0.90–1.07×.
 POINTWISE = "pointwise"
+#: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
+#: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
+#: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
+NATIVE_ELEMENTS = 20480
 
 
 def width(estimate: CostEstimate, kernel: Kernel) -> str:
     """``narrow`` or ``wide`` (``NARROW``), ``strided`` or ``subsampled`` (``STRIDED``), or
     ``depthwise`` (``DEPTHWISE``, whatever its stride) for the kernel's heaviest convolution, read
     off its canonical weight (C_out, C_in/groups, *kernel; ``costs/conv.py``): K = its elements
-    after the first, N = C_out ÷ groups. ``""`` where that view does not hold: a transposed
-    convolution (its weight is laid out the other way) or an input-dilated or batch-grouped one
-    (XLA's gradients)."""
+    after the first, N = C_out ÷ groups — for PyTorch ``unaligned`` or ``pointwise`` where ``torch_view``
+    says so. ``""`` where that view does not hold: a transposed convolution (its weight is laid out the
+    other way) or an input-dilated or batch-grouped one (XLA's gradients)."""
     cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
                key=lambda c: c.flops, default=None)  # fmt: skip
-    if cost is None:
-        return ""
+    return "" if cost is None else record_view(estimate, cost)
+
+
+def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
+    """``width`` of one convolution record of ``estimate``'s framework (``torch_view`` for PyTorch's)."""
     view = conv_width(cost)
     return torch_view(cost, view) if estimate.framework == "torch" else view
 
 
 def torch_view(cost: OperationCost, view: str) -> str:
-    """``unaligned`` for a PyTorch forward convolution of the width or stride ``view`` whose channels per group
-    are off oneDNN's blocks (``UNALIGNED``), else ``pointwise`` for a 1×1 one of stride 1 (``POINTWISE``), else
-    ``view``: a shallow stem, a depthwise or transposed layer keeps its own."""
-    if view not in ("narrow", "wide", *STRIDED):
+    """``unaligned`` for a PyTorch float32 forward convolution that oneDNN runs (``native``: not its own path) of
+    the width or stride ``view`` whose channels per group are off oneDNN's blocks (``UNALIGNED``), else
+    ``pointwise`` for a 1×1 one of stride 1 (``POINTWISE``), else ``view``: a shallow stem, a depthwise or
+    transposed layer keeps its own, and so does another dtype's (the grid's are float32)."""
+    if view not in ("narrow", "wide", *STRIDED) or cost.operation.dtype != "float32" or native(cost):
         return view
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
     outputs, inputs = weight[0] // groups, weight[1]
     if outputs % UNALIGNED or (inputs > UNALIGNED and inputs % UNALIGNED):
         return "unaligned"
     return POINTWISE if view in ("narrow", "wide") and math.prod(weight[2:]) == 1 else view
+
+
+def native(cost: OperationCost) -> bool:
+    """Whether PyTorch runs this float32 CPU convolution through its own path, not oneDNN (``NATIVE_ELEMENTS``):
+    one image, one group, a kernel of at most 3 in one of its last two dims, an input of at most 20,480
+    elements in its first four dims (a 1-D layer's (N, C, L); PyTorch views it as (N, C, 1, L)). Read as run
+    on more than one thread: on one, a 1×1 layer of stride 1 under 16 images runs there too."""
+    x, weight = cost.operation.inputs[0], cost.operation.inputs[1]
+    kernel = weight[2:]
+    large = len(kernel) >= 2 and kernel[-1] > 3 and kernel[-2] > 3
+    groups = int(cost.operation.attrs.get("groups", 1))
+    return groups == 1 and not large and x[0] == 1 and math.prod(x[:4]) <= NATIVE_ELEMENTS
 
 
 def backward_width(estimate: CostEstimate, kernel: Kernel) -> str:

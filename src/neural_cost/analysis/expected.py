@@ -30,14 +30,11 @@ from ..hardware.spec import HardwareSpec
 from .extrapolated import PAST, ceilings, extrapolated_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
+from .kernel_revision import revision
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import compute_seconds, split_by_bounds
 from .usual_loops import loops_as_usual
 
-#: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by another revision
-#: is made again, and one brought from it is flagged; one framework's own change raises its own (``REVISIONS``:
-#: PyTorch's 43, its convolutions off oneDNN's channel blocks and its 1×1 ones classes of their own).
-KERNEL_MODEL_REVISION, REVISIONS = 42, {"torch": 43}
 #: The distribution each framework's version is read from (without importing it).
 _DISTRIBUTIONS = {"torch": ("torch",), "jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -98,11 +95,11 @@ class Expected:
     notes: tuple[str, ...] = ()
     #: What makes the calibration not this program's: another machine, framework or version.
     flags: tuple[str, ...] = ()
-    #: What the large results would add if every one landed on freshly mapped pages (an eager
-    #: framework's allocator state decides, and varies by process); None where it does not apply.
+    #: What the large results would add if every one landed on freshly mapped pages (an eager framework's
+    #: allocator state decides, and varies by process); None where it does not apply.
     first_touch_seconds: float | None = None
-    #: The part of ``seconds`` (and of its kernels' rows) that is first-touch page faults on
-    #: results glibc maps anew every run (``analysis/fresh_pages.py``); 0 where none.
+    #: The part of ``seconds`` (and of its kernels' rows) that is first-touch page faults on results glibc maps
+    #: anew every run (``analysis/fresh_pages.py``); 0 where none.
     fresh_page_seconds: float = 0.0
     #: The calibration's cost of a fresh byte, which prices the measured page faults (every framework).
     first_touch_seconds_per_byte: float | None = None
@@ -195,7 +192,7 @@ def installed_versions(framework: str) -> dict[str, str]:
     neural-cost's kernel-model revision for it (its grid and kernel classes change between them)."""
     from importlib import metadata
 
-    found = {"neural-cost kernel model": str(REVISIONS.get(framework, KERNEL_MODEL_REVISION))}
+    found = {"neural-cost kernel model": revision(framework)}
     for name in _DISTRIBUTIONS.get(framework, (framework,)):
         try:
             found[name] = metadata.version(name)

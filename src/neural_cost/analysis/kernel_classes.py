@@ -55,7 +55,7 @@ from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
 from ..core.records import Operation
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family
 from ..hardware.spec import HardwareSpec
-from .conv_views import backward_width, conv_class, conv_width, width
+from .conv_views import backward_width, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
 from .loop_dots import LOOP_DOTS, loop_dot_class
 from .rows import compute_seconds
@@ -225,7 +225,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         head = next(cost for cost in group if cost.kind in CONTRACTIONS)
         base = CLASS_OF_KIND[head.kind]
         if base == "conv":
-            base = _pooled(conv_class(conv_width(head)), group)
+            base = _pooled(conv_class(record_view(estimate, head)), group)
         elif base == "matmul":
             base = matmul_class(head)
         share = (

@@ -90,8 +90,9 @@ def _spatial_output(size: int, kernel: int, stride: int, pad: tuple[int, int], d
     if not ceil:
         return room // stride + 1 if room >= 0 else 0
     # ceil_mode (PyTorch's pooling_output_shape): rounded up — a window wider than the padded input
-    # still gives one output (HF EfficientNet's 1280-wide average pool over 4×4 maps) — but the last
-    # window must start inside the input or the low padding, never wholly in the high padding.
+    # still gives one output (HF EfficientNet's hidden_dim-wide average pool, 2560 by default, over
+    # 4×4 maps) — but the last window must start inside the input or the low padding, never wholly in
+    # the high padding.
     out = -(-room // stride) + 1
     if out < 1:
         return 0

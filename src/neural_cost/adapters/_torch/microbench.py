@@ -73,19 +73,23 @@ def _matmuls(quick: bool) -> Iterator[MicroProgram]:
 
 
 #: Convolutions off oneDNN's channel blocks (``conv_views.UNALIGNED``; batch, in channels, out channels, size,
-#: kernel, stride), after the shared grids' three 24-channel ones: 0.1–3 ms of roofline time, 3×3 and 1×1,
-#: one strided, for ``conv:unaligned``'s own curve.
+#: kernel, stride), after the shared grids' three 24-channel ones and this grid's 8-channel one: 0.1–3 ms of
+#: roofline time, 3×3 and 1×1, one strided, for ``conv:unaligned``'s own curve.
 _UNALIGNED = (
     (4, 24, 24, 32, 3, 1), (8, 56, 64, 28, 1, 1), (2, 72, 72, 28, 3, 1), (8, 40, 40, 32, 3, 2),
     (8, 40, 40, 28, 3, 1), (4, 56, 56, 40, 3, 1), (16, 24, 24, 48, 3, 1), (6, 40, 80, 56, 3, 1),
 )  # fmt: skip
 
 #: 1×1 convolutions of stride 1 on the blocks (``conv_views.POINTWISE``): a bottleneck's, an inverted residual's
-#: expansions and projections, 0.2–0.9 ms of roofline time, after the shared grids' two and this grid's one.
+#: expansions and projections, 0.2–0.9 ms of roofline time, after the shared grids' two (this grid's batch-1
+#: 1×1 runs without oneDNN: ``conv_views.native``); the last four a squeeze-and-excitation block's, on 1×1 and
+#: 2×2 maps: oneDNN took 44–79 µs for such layers of 2–4 images (2×64→16, 4×256→256) where PyTorch's own path
+#: took 5.5–12 µs, a cost of the call, not of its size, below the other points' roofline times.
 _POINTWISE_CONVS = (
     (8, 64, 256, 28, 1, 1), (8, 256, 64, 28, 1, 1), (4, 96, 576, 14, 1, 1), (4, 576, 96, 14, 1, 1),
     (16, 160, 960, 8, 1, 1), (4, 32, 192, 56, 1, 1), (1, 256, 1024, 14, 1, 1), (32, 512, 128, 7, 1, 1),
     (4, 320, 1920, 4, 1, 1), (2, 1024, 256, 14, 1, 1), (8, 128, 128, 16, 1, 1), (16, 48, 288, 16, 1, 1),
+    (2, 64, 16, 1, 1, 1), (4, 512, 32, 1, 1, 1), (8, 64, 1024, 1, 1, 1), (16, 256, 256, 2, 1, 1),
 )  # fmt: skip
 
 
