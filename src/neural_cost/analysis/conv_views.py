@@ -112,7 +112,9 @@ def torch_view(cost: OperationCost, view: str) -> str:
     """``unaligned`` for a PyTorch float32 forward convolution that oneDNN runs (``native``: not its own path) of
     the width or stride ``view`` whose channels per group are off oneDNN's blocks (``UNALIGNED``), else
     ``pointwise`` for a 1×1 one of stride 1 (``POINTWISE``), else ``view``: a shallow stem, a depthwise or
-    transposed layer keeps its own, and so does another dtype's (the grid's are float32)."""
+    transposed layer keeps its own, and so does another dtype's (the grid's are float32). The rules are
+    oneDNN's on a CPU; a record does not say its device, so a CUDA program's convolutions are split the same
+    way, each part on its own curve as that device's grid measured it (none has been)."""
     if view not in ("narrow", "wide", *STRIDED) or cost.operation.dtype != "float32" or native(cost):
         return view
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
