@@ -52,3 +52,31 @@ def test_small_inputs_and_a_traced_call_use_the_callers_arguments():
     with Watch():
         run(*args)
     assert seen == [(args[0].data_ptr(), args[1].data_ptr())]
+
+
+def test_a_depthwise_program_reads_a_cold_input_and_writes_a_cold_result():
+    """A depthwise forward of the grid (``_convs``): the first of ``_LARGE_DEPTHWISE``, 4×96×112² float32,
+    is 4,816,896 elements = 19,267,584 bytes, so ⌈64 MiB ÷ 19,267,584⌉ = 4 input copies in turn, none the
+    caller's; its result (stride 1, same size) is kept in the ring, so two calls never return one buffer.
+    Traced, one call on the caller's input, its ring not filled: one convolution recorded."""
+    from neural_cost.adapters._torch.microbench import _LARGE_DEPTHWISE, _RING, _convs
+
+    assert _LARGE_DEPTHWISE[0] == (4, 96, 112, 3, 1)
+    program = next(p for p in _convs(False) if p.name == "conv2d depthwise 4x96x112x112 k3 s1")
+    x, w = program.args
+    calls: list[int] = []
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.convolution.default:
+                calls.append(args[0].data_ptr())
+            return func(*args, **(kwargs or {}))
+
+    kept = len(_RING.kept)
+    with Watch():
+        program.fn(x, w)
+    assert calls == [x.data_ptr()] and len(_RING.kept) == kept
+    results = [program.fn(x, w) for _ in range(5)]
+    assert len({r.data_ptr() for r in results}) == 5
+    assert _HELD.owner is program.fn and len(_HELD.copies) == 4
+    assert x.data_ptr() not in {copy[0].data_ptr() for copy in _HELD.copies}

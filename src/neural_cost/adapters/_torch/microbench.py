@@ -82,14 +82,28 @@ _UNALIGNED = (
 
 #: 1×1 convolutions of stride 1 on the blocks (``conv_views.POINTWISE``): a bottleneck's, an inverted residual's
 #: expansions and projections, 0.2–0.9 ms of roofline time, after the shared grids' two (this grid's batch-1
-#: 1×1 runs without oneDNN: ``conv_views.native``); the last four a squeeze-and-excitation block's, on 1×1 and
+#: 1×1 runs without oneDNN: ``conv_views.native``); the last seven a squeeze-and-excitation block's, on 1×1 and
 #: 2×2 maps: oneDNN took 44–79 µs for such layers of 2–4 images (2×64→16, 4×256→256) where PyTorch's own path
-#: took 5.5–12 µs, a cost of the call, not of its size, below the other points' roofline times.
+#: took 5.5–12 µs, a cost of the call, not of its size, below the other points' roofline times. The last three
+#: move more weight than they compute with (0.5–1 MiB for 0.5–4 MFLOP), so the class has a memory-side curve:
+#: without them a weight-heavy one was read off the compute curve below its first point.
 _POINTWISE_CONVS = (
     (8, 64, 256, 28, 1, 1), (8, 256, 64, 28, 1, 1), (4, 96, 576, 14, 1, 1), (4, 576, 96, 14, 1, 1),
     (16, 160, 960, 8, 1, 1), (4, 32, 192, 56, 1, 1), (1, 256, 1024, 14, 1, 1), (32, 512, 128, 7, 1, 1),
     (4, 320, 1920, 4, 1, 1), (2, 1024, 256, 14, 1, 1), (8, 128, 128, 16, 1, 1), (16, 48, 288, 16, 1, 1),
     (2, 64, 16, 1, 1, 1), (4, 512, 32, 1, 1, 1), (8, 64, 1024, 1, 1, 1), (16, 256, 256, 2, 1, 1),
+    (2, 1024, 256, 1, 1, 1), (4, 2048, 128, 1, 1, 1), (8, 128, 2048, 1, 1, 1),
+)  # fmt: skip
+
+
+#: Depthwise convolutions of 19–39 MB inputs (batch, channels, size, kernel, stride), past the shared grid's
+#: 7 MB, three of each stride. Like every depthwise forward here they read a cold input and write a cold
+#: result (``_cold_inputs``, ``_cold_results``): oneDNN copies an NCHW input into 16-channel blocks and the
+#: result back, and inside `transformers`' MobileNetV2 and EfficientNet (batch 4, 224²) such layers ran
+#: 1.3–2.2× their time on a reused input and result, 0.9–1.6× with both cold.
+_LARGE_DEPTHWISE = (
+    (4, 96, 112, 3, 1), (8, 192, 56, 3, 1), (4, 48, 160, 5, 1), (4, 144, 112, 3, 2), (8, 96, 112, 3, 2),
+    (4, 480, 56, 5, 2),
 )  # fmt: skip
 
 
@@ -109,10 +123,13 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
             _no_grad(lambda x, w, b, p=k // 2, s=stride: F.conv2d(x, w, b, stride=s, padding=p)),
             (_rand(n, c_in, size, size), weight, bias),
         )
-    for n, c, size, k, stride in () if quick else grid.DEPTHWISE_CONVS:
+    for n, c, size, k, stride in () if quick else (*grid.DEPTHWISE_CONVS, *_LARGE_DEPTHWISE):
+        out = (size + 2 * (k // 2) - k) // stride + 1
+        op = _cold_results(lambda x, w, p=k // 2, s=stride, g=c: F.conv2d(x, w, stride=s, padding=p, groups=g),
+                           n * c * out * out * 4)  # fmt: skip
         yield MicroProgram(
             f"conv2d depthwise {n}x{c}x{size}x{size} k{k} s{stride}",
-            _no_grad(lambda x, w, p=k // 2, s=stride, g=c: F.conv2d(x, w, stride=s, padding=p, groups=g)),
+            _cold_inputs(_no_grad(op), 1),
             (_rand(n, c, size, size), _rand(c, 1, k, k)),
         )
 
@@ -155,12 +172,15 @@ def _cold_results(fn: Callable[..., Any], result_bytes: int) -> Callable[..., An
     ring ago: an op in a model writes whatever its allocator hands back, rarely the buffer it
     just wrote (GPT-2's 7 MB adds and muls ran at 2.8× their time into a reused buffer, with
     glibc keeping every page; a relu's 8 MB result into a ring of 8: 3×). Its first call fills
-    the ring with its own results, so that the timed calls reuse buffers (no fresh pages)."""
+    the ring with its own results, so that the timed calls reuse buffers (no fresh pages); traced (a
+    dispatch mode active), it makes one call, as ``_cold_inputs`` does."""
     if result_bytes < _COLD_FROM:
         return fn
     filled: list[bool] = []
 
     def run(*args: Any) -> Any:
+        if _get_current_dispatch_mode() is not None:
+            return fn(*args)
         for _ in range(0 if filled else max(2, _RING_BYTES // result_bytes)):
             _RING.keep(fn(*args), result_bytes)
         filled.append(True)
