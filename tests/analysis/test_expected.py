@@ -930,8 +930,8 @@ def test_a_kernel_past_its_classs_largest_point_is_named_as_extrapolated():
 
 
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
-    """PyTorch's own change (its convolution classes) makes its revision 42.4; JAX's and TensorFlow's stay 42, so
-    their calibrations stay good; raising the shared revision would change every framework's."""
+    """PyTorch's own changes (its convolution classes and grid) make its revision 42.4; JAX's and TensorFlow's
+    stay 42, so their calibrations stay good; raising the shared revision would change every framework's."""
     from neural_cost.analysis import kernel_revision
     from neural_cost.analysis.expected import installed_versions
 

@@ -54,11 +54,14 @@ def test_small_inputs_and_a_traced_call_use_the_callers_arguments():
     assert seen == [(args[0].data_ptr(), args[1].data_ptr())]
 
 
-def test_a_depthwise_program_reads_a_cold_input_and_writes_a_cold_result():
+def test_a_depthwise_program_reads_a_cold_input_and_writes_a_cold_result(monkeypatch):
     """A depthwise forward of the grid (``_convs``): the first of ``_LARGE_DEPTHWISE``, 4×96×112² float32,
     is 4,816,896 elements = 19,267,584 bytes, so ⌈64 MiB ÷ 19,267,584⌉ = 4 input copies in turn, none the
-    caller's; its result (stride 1, same size) is kept in the ring, so two calls never return one buffer.
-    Traced, one call on the caller's input, its ring not filled: one convolution recorded."""
+    caller's; its result (stride 1, same size) is kept in the ring, so calls whose results are dropped at
+    once still write different buffers. Traced, one call on the caller's input, its ring not filled: one
+    convolution recorded."""
+    import torch.nn.functional as F
+
     from neural_cost.adapters._torch.microbench import _LARGE_DEPTHWISE, _RING, _convs
 
     assert _LARGE_DEPTHWISE[0] == (4, 96, 112, 3, 1)
@@ -76,7 +79,18 @@ def test_a_depthwise_program_reads_a_cold_input_and_writes_a_cold_result():
     with Watch():
         program.fn(x, w)
     assert calls == [x.data_ptr()] and len(_RING.kept) == kept
-    results = [program.fn(x, w) for _ in range(5)]
-    assert len({r.data_ptr() for r in results}) == 5
+    conv2d, read = F.conv2d, []
+
+    def reading(t, *args, **kwargs):
+        read.append(t.data_ptr())
+        return conv2d(t, *args, **kwargs)
+
+    monkeypatch.setattr(F, "conv2d", reading)
+    written = [program.fn(x, w).data_ptr() for _ in range(9)]  # each result dropped before the next call
+    # the ring keeps results spanning 64 MiB, ⌈64 MiB ÷ 19,267,584⌉ = 4 at least, alive while the next is
+    # written: no buffer comes back within 5 calls
+    assert all(len(set(written[i : i + 5])) == 5 for i in range(5)) and _RING.kept[-1][0].data_ptr() == written[-1]
     assert _HELD.owner is program.fn and len(_HELD.copies) == 4
-    assert x.data_ptr() not in {copy[0].data_ptr() for copy in _HELD.copies}
+    copies = [copy[0].data_ptr() for copy in _HELD.copies]
+    timed = read[-9:]  # the first call also filled the ring with its own results (untimed in a calibration)
+    assert x.data_ptr() not in copies and set(timed) == set(copies) and timed[:4] == timed[4:8]  # in turn

@@ -9,9 +9,10 @@ fused call each, their own class); and a training step's own kernels (``_trainin
 convolution's backward, a batch norm computing its batch's statistics, batch and layer norm
 backwards, each the one aten call autograd makes (a norm's backward reading cold copies of its
 inputs, ``_cold_inputs``); random draws (a dropout's). Inputs are fresh random tensors; a pointwise
-op's result of 512 KiB or more goes to a buffer other than its last call's, as in a model
-(``_cold_results``); a program is timed with gradients off (a backward is called as the aten op
-it is). ``quick`` keeps every class at a few sizes (for tests).
+op's or a depthwise layer's result of 512 KiB or more goes to a buffer other than its last call's, as
+in a model (``_cold_results``), and a depthwise layer reads cold copies of its input too; a program is
+timed with gradients off (a backward is called as the aten op it is). ``quick`` keeps every class at a
+few sizes (for tests).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ _UNALIGNED = (
 #: 1×1 runs without oneDNN: ``conv_views.native``); the last seven a squeeze-and-excitation block's, on 1×1 and
 #: 2×2 maps: oneDNN took 44–79 µs for such layers of 2–4 images (2×64→16, 4×256→256) where PyTorch's own path
 #: took 5.5–12 µs, a cost of the call, not of its size, below the other points' roofline times. The last three
-#: move more weight than they compute with (0.5–1 MiB for 0.5–4 MFLOP), so the class has a memory-side curve:
+#: move more weight than they compute with (1 MiB each for 1–4 MFLOP), so the class has a memory-side curve:
 #: without them a weight-heavy one was read off the compute curve below its first point.
 _POINTWISE_CONVS = (
     (8, 64, 256, 28, 1, 1), (8, 256, 64, 28, 1, 1), (4, 96, 576, 14, 1, 1), (4, 576, 96, 14, 1, 1),
@@ -98,13 +99,11 @@ _POINTWISE_CONVS = (
 
 #: Depthwise convolutions of 19–39 MB inputs (batch, channels, size, kernel, stride), past the shared grid's
 #: 7 MB, three of each stride. Like every depthwise forward here they read a cold input and write a cold
-#: result (``_cold_inputs``, ``_cold_results``): oneDNN copies an NCHW input into 16-channel blocks and the
-#: result back, and inside `transformers`' MobileNetV2 and EfficientNet (batch 4, 224²) such layers ran
-#: 1.3–2.2× their time on a reused input and result, 0.9–1.6× with both cold.
-_LARGE_DEPTHWISE = (
-    (4, 96, 112, 3, 1), (8, 192, 56, 3, 1), (4, 48, 160, 5, 1), (4, 144, 112, 3, 2), (8, 96, 112, 3, 2),
-    (4, 480, 56, 5, 2),
-)  # fmt: skip
+#: result, where 512 KiB or more (``_cold_inputs``, ``_cold_results``): oneDNN copies an NCHW input into
+#: 16-channel blocks and the result back, and inside `transformers`' MobileNetV2 and EfficientNet (batch 4,
+#: 224²) such layers ran 1.3–2.2× their time on a reused input and result, 0.9–1.6× with both cold.
+_LARGE_DEPTHWISE = ((4, 96, 112, 3, 1), (8, 192, 56, 3, 1), (4, 48, 160, 5, 1),
+                    (4, 144, 112, 3, 2), (8, 96, 112, 3, 2), (4, 480, 56, 5, 2))  # fmt: skip
 
 
 def _convs(quick: bool) -> Iterator[MicroProgram]:
@@ -124,7 +123,7 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
             (_rand(n, c_in, size, size), weight, bias),
         )
     for n, c, size, k, stride in () if quick else (*grid.DEPTHWISE_CONVS, *_LARGE_DEPTHWISE):
-        out = (size + 2 * (k // 2) - k) // stride + 1
+        out = _output_side(size, k, stride)
         op = _cold_results(lambda x, w, p=k // 2, s=stride, g=c: F.conv2d(x, w, stride=s, padding=p, groups=g),
                            n * c * out * out * 4)  # fmt: skip
         yield MicroProgram(
@@ -339,7 +338,7 @@ _HELD = _Held()
 
 def _cold_inputs(fn: Callable[..., Any], leading: int) -> Callable[..., Any]:
     """``fn`` reading its first ``leading`` arguments (a backward's incoming gradient and saved
-    activation) from a different copy at each call, the copies spanning ``_RING_BYTES``, when
+    activation, a depthwise layer's input) from a different copy at each call, the copies spanning ``_RING_BYTES``, when
     they hold ``_COLD_FROM`` bytes or more: in a training step a backward reads what the forward
     wrote long before, from main memory, where a grid program reading the same buffers every call
     reads its cache (a ResNet step's batch-norm backwards ran 3× their calibrated time per

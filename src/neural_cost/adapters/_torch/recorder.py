@@ -29,6 +29,7 @@ from .._walk import WalkState, lower
 from .kernels import KernelLog
 from .recompute import mark_recomputed, recomputing
 from .table import REGISTRY, TABLE, AtenCall, TorchContext
+from .values import TinyValues
 
 if TYPE_CHECKING:
     from .preserve import WriteGuard
@@ -106,6 +107,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.dataflow: list[tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = []
         self.buffers = _Buffers()
         self.kernels = KernelLog()
+        self.values = TinyValues()
 
     def scope(self) -> str | None:
         """The innermost module running; in a training trace, the phase instead."""
@@ -127,6 +129,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             with self:
                 return func._op_dk(_COMPOSITE, *args, **kwargs)
         self.guard.before(func, args, kwargs)
+        self.values.see(key, args)
         out = func(*args, **kwargs)
         call = AtenCall(func, tuple(args), dict(kwargs), out)
         name = call.name
