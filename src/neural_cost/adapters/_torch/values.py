@@ -1,9 +1,10 @@
 """Values that change a kernel's time: a sigmoid or SiLU on tiny inputs (eager PyTorch on a CPU).
 
 The expected time reads a kernel's shapes, never its values. On this project's AMD EPYC VM PyTorch's
-CPU sigmoid and SiLU took about 4× their time on inputs of magnitude 1e-21 … 1e-30 (a 4×288×56²
-SiLU: 1.70 ms against 0.40 ms on standard-normal values; ``torch.set_flush_denormal(True)`` changed
-nothing; 1e-10 and 1e-39 ran at full speed; GELU, ReLU and a multiply did not slow there) — where
+CPU sigmoid and SiLU took about 4× their time on float32 inputs of magnitude 1e-18 … 1e-36 (a
+4×288×56² SiLU: 1.70 ms against 0.40 ms on standard-normal values; 1.5× at 1e-17, 2–3× at 1e-37,
+full speed at 1e-16 and 1e-38; ``torch.set_flush_denormal(True)`` changed nothing; GELU, ReLU and a
+multiply did not slow there) — where
 the activations of a random-weight EfficientNet built from its `transformers` config sit, whose
 SiLUs then read 2.2× their expected time. The recorder shows each such call's input to ``TinyValues``
 as it runs, which samples it; the trace's note names the calls that ran on such values, so a
@@ -18,9 +19,9 @@ import torch
 
 #: The aten calls whose time was measured to move with their input's magnitude.
 SLOWED = frozenset({"sigmoid", "sigmoid_", "silu", "silu_"})
-#: The magnitudes they slowed on (median |x| of the input): measured slow at 1e-21 and 1e-30, at full
-#: speed at 1e-10 and 1e-39; the band's ends are the nearest magnitudes measured on either side.
-TINY = (1e-32, 1e-18)
+#: The magnitudes they slowed on (median |x| of the input; standard-normal values scaled by 10^-6 …
+#: 10^-38 in one sweep): 1.5× or more from 1e-17 down to 1e-37, at full speed at 1e-16 and under 1e-38.
+TINY = (1e-37, 1e-17)
 #: Elements read per call (a strided sample), and the smallest input sampled (a small call's time is
 #: its overhead, whatever its values).
 SAMPLE, SMALLEST = 1024, 4096
@@ -43,13 +44,13 @@ class TinyValues:
         if name not in SLOWED or not args:
             return
         x = args[0]
-        if type(x) is not torch.Tensor or x.is_meta or x.device.type != "cpu" or not x.is_floating_point():
+        if type(x) is not torch.Tensor or x.is_meta or x.device.type != "cpu" or x.dtype != torch.float32:
             return
         if x.numel() < SMALLEST or not x.is_contiguous():  # a strided input would be copied to be sampled
             return
         self.calls += 1
         flat = x.detach().view(-1)
-        median = float(flat[:: max(1, flat.numel() // SAMPLE)][:SAMPLE].abs().float().median())
+        median = float(flat[:: max(1, flat.numel() // SAMPLE)][:SAMPLE].abs().median())
         if TINY[0] <= median <= TINY[1]:
             self.tiny += 1
             self.smallest, self.largest = min(self.smallest, median), max(self.largest, median)
