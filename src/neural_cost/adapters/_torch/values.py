@@ -4,11 +4,10 @@ The expected time reads a kernel's shapes, never its values. On this project's A
 CPU sigmoid and SiLU took about 4× their time on float32 inputs of magnitude 1e-18 … 1e-36 (a
 4×288×56² SiLU: 1.70 ms against 0.40 ms on standard-normal values; 1.5× at 1e-17, 2–3× at 1e-37,
 full speed at 1e-16 and 1e-38; ``torch.set_flush_denormal(True)`` changed nothing; GELU, ReLU and a
-multiply did not slow there) — where
-the activations of a random-weight EfficientNet built from its `transformers` config sit, whose
-SiLUs then read 2.2× their expected time. The recorder shows each such call's input to ``TinyValues``
-as it runs, which samples it; the trace's note names the calls that ran on such values, so a
-report on a random-weight model says why those rows can read slow.
+multiply did not slow there) — where the activations of a random-weight EfficientNet built from its
+`transformers` config sit, whose SiLUs then read 2.2× their expected time. The recorder shows each such
+call's input to ``TinyValues`` as it runs, which samples it; the trace's note names the calls that ran on
+such values, so a report on a random-weight model says why those rows can read slow.
 """
 
 from __future__ import annotations
