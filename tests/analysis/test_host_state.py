@@ -181,6 +181,41 @@ def test_merged_calibrations_keep_the_quietest_fastest_state_and_the_median_usua
         Entry.from_dict({**history[0].to_dict(), "loop_wakes": [6 * US]})
 
 
+def _stated(fast: float, usual: float, scan_usual: float, when: str) -> tuple[KernelCalibration, str]:
+    """``_calibration`` with wake-ups (fastest, usual) in µs and its loop point "scan 100"'s usual time in µs."""
+    base = _calibration()
+    points = tuple(replace(p, usual_seconds=scan_usual * US) if p.name == "scan 100" else p for p in base.points)
+    return replace(base, points=points, loop_wakes=(fast * US, usual * US)), when
+
+
+def test_a_calibration_in_the_slower_host_state_is_kept_past_the_last_three_while_none_of_them_saw_it():
+    """A calibration with the host busy (wake-ups 7 / 18 µs, "scan 100" usually 300 µs), then three with it quiet
+    (7 / 7.5, 6.8 / 7.2, 7.1 / 7.3 µs; usually 150 µs). The last three alone saw one state: 7.5 µs (the higher
+    middle of 7.5, 7.2, 7.3) under 1.2 × 6.8 = 8.16 µs. 18 µs is at least 1.2 × 7.5 = 9 µs, so the busy one is
+    kept: the two states' line is √(6.8 × 18) = 11.06 µs, only the kept one is past it — the usual wake-up 18 µs
+    and "scan 100"'s usual time 300 µs; its fastest and every plain point still the last three's. A fifth, busy
+    again (7 / 17 µs, usually 280 µs): 18 < 1.2 × 17 = 20.4 µs, the old one is dropped; line √(6.8 × 17) = 10.75
+    µs, the new one alone past it: 17 µs and 280 µs."""
+    history: list[Entry] = []
+    made = [_stated(7, 18, 300, "2026-12-05T01:00"), _stated(7, 7.5, 150, "2026-12-05T02:00"),
+            _stated(6.8, 7.2, 150, "2026-12-05T03:00"), _stated(7.1, 7.3, 150, "2026-12-05T04:00")]  # fmt: skip
+    for calibration, when in made:
+        calibration, history = merged(calibration, history, when)
+    scan = next(p for p in calibration.points if p.name == "scan 100")
+    assert calibration.loop_wakes == pytest.approx((6.8 * US, 18 * US))
+    assert scan.usual_seconds == pytest.approx(300 * US) and scan.measured_seconds == pytest.approx(120 * US)
+    assert [e.when for e in history] == ["2026-12-05T01:00", "2026-12-05T02:00", "2026-12-05T03:00", "2026-12-05T04:00"]
+    assert calibration.notes[-1].count("2026-12-05 01:00") == 2  # named as the slower state's, and as kept
+    assert "from the 1 made in the slower host state (2026-12-05 01:00), 2026-12-05 01:00 kept" in calibration.notes[-1]
+    alone, _ = merged(made[3][0], history[1:3], "2026-12-05T04:00")  # the last three without it: one state
+    assert alone.loop_wakes == pytest.approx((6.8 * US, 7.3 * US))
+    calibration, history = merged(_stated(7, 17, 280, "")[0], history, "2026-12-05T05:00")
+    assert [e.when for e in history] == ["2026-12-05T03:00", "2026-12-05T04:00", "2026-12-05T05:00"]
+    scan = next(p for p in calibration.points if p.name == "scan 100")
+    assert calibration.loop_wakes == pytest.approx((6.8 * US, 17 * US))
+    assert scan.usual_seconds == pytest.approx(280 * US)
+
+
 def test_the_calibration_summary_says_its_host_states():
     lines = calibration_lines(replace(_calibration(), loop_wakes=(6.5 * US, 10.5 * US)))
     assert any(line.startswith("host state: a cross-core wake-up took 6.5 µs before the loop programs' fastest")

@@ -20,6 +20,12 @@ then measures against. A loop kernel's usual time (``Point.usual_seconds``: the 
 passes) is merged by its median over the calibrations that kept one (of two, the higher: a state that
 ran), never below its merged smallest. The host states of those times (``KernelCalibration.loop_wakes``)
 merge alike: the smallest wake-up before a fastest pass, the median (higher) of those before the usual ones.
+Where the merged calibrations saw the host in two states (their usual wake-ups reach ``WAKES_APART`` × the
+smallest fastest one), the usual times and wake-up come from those in the slower state only (a usual wake-up
+past the two's geometric mean, as ``usual_loops`` splits them), and a calibration made in the slower state
+is kept past the last three while none of them saw it (``carried``): on that VM one quiet JAX calibration
+pushed the only busy one out of the history, and a scan run with the host busy then had no expectation in
+its state.
 The calibration's notes say how many were merged and each one's times against the medians (1.20×:
 20% slower): that spread is how far this machine's speed moves between calibrations, an error no
 single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.
@@ -51,6 +57,9 @@ def is_loop(kind: str) -> bool:
 
 #: Calibrations whose points are merged: this one and up to two before it.
 HISTORY = 3
+#: A calibration whose usual passes' wake-up was under this multiple of its fastest passes' saw a single
+#: host state: it cannot say how its loop kernels move with the wake-up (no expectation now).
+WAKES_APART = 1.2
 SCHEMA = 2
 #: Every merged calibration's note starts so (``report.expected_text.calibration_lines`` prints it).
 NOTE_PREFIX = "points: the median of"
@@ -181,7 +190,8 @@ def merged(
     new = entry_of(calibration, when)
     same = [e for e in earlier if e.versions == new.versions and e.machine == new.machine]
     entries = [*same[-(HISTORY - 1) :], new] if HISTORY > 1 else [new]
-    if len(entries) == 1:
+    kept = carried(same[: len(same) - len(entries) + 1], entries)
+    if len(entries) == 1 and not kept:
         return calibration, entries
     keys = point_keys(calibration.points)
     times = [[e.seconds[key] for e in entries if key in e.seconds] for key in keys]
@@ -189,7 +199,9 @@ def merged(
         (min if is_loop(point.kernel_class) else _median)(found)
         for point, found in zip(calibration.points, times, strict=True)
     ]
-    usual = [[e.usual[key] for e in entries if key in e.usual] for key in keys]  # a loop's kernel: median_high
+    slower, wake_note = _slower_state(entries, kept)
+    usual = [[e.usual[key] for e in slower if key in e.usual] or [e.usual[key] for e in entries if key in e.usual]
+             for key in keys]  # a loop's kernel: median_high  # fmt: skip
     points = [
         replace(point, measured_seconds=seconds, usual_seconds=max(seconds, median_high(found)) if found else None)
         for point, seconds, found in zip(calibration.points, medians, usual, strict=True)
@@ -207,7 +219,7 @@ def merged(
         f"{', '.join(f'{s:.2f}×' for s in speeds)} those medians (median; a loop's kernels left out), "
         f"and a point's times read a median "
         f"{_median(apart or [0.0]):.0%} apart (slowest ÷ fastest − 1): how far this machine's speed moves between "
-        f"calibrations. `neural-cost calibrate --kernels --fresh` starts over"
+        f"calibrations{wake_note}. `neural-cost calibrate --kernels --fresh` starts over"
     )
     fitted = fit_calibration(
         calibration.framework,
@@ -227,5 +239,36 @@ def merged(
         for name, (kind, _) in calibration.probes.items()
     }  # fmt: skip
     wakes = [e.wakes for e in entries if e.wakes is not None]  # the states of the merged curves (as the times)
-    loop_wakes = (min(w[0] for w in wakes), median_high([w[1] for w in wakes])) if wakes else None
-    return replace(fitted, probes=probes, loop_wakes=loop_wakes), entries
+    usual_wakes = [e.wakes[1] for e in slower if e.wakes is not None] or [w[1] for w in wakes]
+    loop_wakes = (min(w[0] for w in wakes), median_high(usual_wakes)) if wakes else None
+    return replace(fitted, probes=probes, loop_wakes=loop_wakes), [*kept, *entries]
+
+
+def carried(older: Sequence[Entry], entries: Sequence[Entry]) -> list[Entry]:
+    """Of the calibrations ``older`` than the merged ``entries``, the one whose usual wake-up was the slowest,
+    where it reached ``WAKES_APART`` × every merged one's (a host state none of them saw), kept for its loop
+    kernels' usual times and wake-up only; none where no merged one measured its wake-ups."""
+    wakes = [e.wakes[1] for e in entries if e.wakes is not None]
+    found = [e for e in older if e.wakes is not None]
+    if not wakes or not found:
+        return []
+    slowest = max(reversed(found), key=lambda e: e.wakes[1] if e.wakes else 0.0)  # ties: the latest
+    return [slowest] if slowest.wakes and slowest.wakes[1] >= WAKES_APART * max(wakes) else []
+
+
+def _slower_state(entries: Sequence[Entry], kept: Sequence[Entry]) -> tuple[list[Entry], str]:
+    """The calibrations (of ``kept`` and ``entries``) whose usual passes ran in the slower of two host states:
+    a usual wake-up past the geometric mean of the smallest fastest one (``entries``') and the slowest usual
+    one, those two at least ``WAKES_APART`` apart; none in one state. And the note's words for them."""
+    fast = [e.wakes[0] for e in entries if e.wakes is not None]
+    usual = [e.wakes[1] for e in (*kept, *entries) if e.wakes is not None]
+    if not fast or not min(fast) > 0 or max(usual) < WAKES_APART * min(fast):
+        return [], ""
+    line = (min(fast) * max(usual)) ** 0.5
+    slower = [e for e in (*kept, *entries) if e.wakes is not None and e.wakes[1] > line]
+    note = (
+        f"; a loop's kernels' usual times from the {len(slower)} made in the slower host state "
+        f"({', '.join(e.when.replace('T', ' ') for e in slower)})"
+        + (f", {kept[0].when.replace('T', ' ')} kept from before them, none of them in it" if kept else "")
+    )
+    return slower, note

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..hardware.wake import mean_wake
-from .calibration_history import is_loop
+from .calibration_history import WAKES_APART, is_loop
 
 if TYPE_CHECKING:
     from ..core.estimate import CostEstimate
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
     from .expected import Expected, ExpectedRow
 
-#: A calibration whose usual passes' wake-up was under this multiple of its fastest passes' saw a single
-#: host state: it cannot say how its loop kernels move with the wake-up (no expectation now).
-WAKES_APART = 1.2
 #: How far past the fastest passes' wake-up the loop kernels are placed at most, in spans of the calibration's
 #: two states (fastest to usual): the held-out scan's time was measured up to wake-ups about 2.5 spans out
 #: (28 µs against 6.8 and 17.2 µs calibrated would be 2.0); past it the figure is held there, said in its line.

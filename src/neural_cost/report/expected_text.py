@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
-from ..analysis.calibration_history import is_loop
+from ..analysis.calibration_history import WAKES_APART, is_loop
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
-from ..analysis.usual_loops import MAX_SHARE, WAKES_APART, changed_state, split_state
+from ..analysis.usual_loops import MAX_SHARE, changed_state, split_state
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
 from .printable import printable
