@@ -929,6 +929,28 @@ def test_a_kernel_past_its_classs_largest_point_is_named_as_extrapolated():
         assert not any("calibration point" in note for note in expected_time(_estimate(), quiet, 1e-3).notes)
 
 
+def test_a_kernel_expected_under_its_bound_is_named_with_the_peaks_source():
+    """A matmul curve 0.2 decades under the line through (-7, -7), (-5, -5): knots (-7, -7.2), (-5, -5.2).
+    fusion.0's compute roofline 528.384 ns (its bound; log10 = -6.27706) reads -7.2 + 0.72294 = -6.47706 →
+    333.39 ns (a line of slope 1: 528.384 × 10^-0.2), 0.63× its bound. The kernels: 0.33339 + 20 + 0.01 +
+    125.82912 = 146.1725 µs, of which fusion.0 is 0.23%. Kernels scored at their bound (no curve) are never
+    named; the module docstring's curve reads fusion.0 at 2.29867 µs, over its bound: no note."""
+    fast = ClassModel("matmul", Curve((-7.0, -5.0), (-7.2, -5.2)), None, points=9)
+    expected = expected_time(_estimate(), _calibration({"matmul": fast}), machine={})
+    row = next(row for row in expected.rows if row.name == "fusion.0")
+    assert row.seconds == pytest.approx(528.384e-9 * 10**-0.2) and row.bound_seconds == pytest.approx(528.384e-9)
+    note = next(note for note in expected.notes if note.startswith("under the bound"))
+    assert note.startswith(
+        "under the bound: 1 kernel (0.2% of the kernels' expected time) expected faster than its roofline bound "
+        "(fusion.0 (matmul) 0.63×; expected ÷ bound): the calibration measured this device running such kernels "
+        f"faster than the spec's peaks, which come from {SPEC.source!r}."
+    )
+    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    assert not any(
+        n.startswith("under the bound") for n in expected_time(_estimate(), _calibration({"matmul": matmul})).notes
+    )
+
+
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
     """PyTorch's own changes (its convolution classes and grid) make its revision 42.4; JAX's and TensorFlow's
     stay 42, so their calibrations stay good; raising the shared revision would change every framework's."""

@@ -27,7 +27,7 @@ from ..core.kernels import computes_beyond
 from ..core.units import format_seconds, format_si, plural
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
-from .extrapolated import PAST, ceilings, extrapolated_note
+from .extrapolated import PAST, ceilings, extrapolated_note, under_bound_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
 from .kernel_revision import revision
@@ -330,6 +330,8 @@ def expected_time(
     kernel_seconds = sum(row.seconds for row in rows)
     if past:
         notes.append(extrapolated_note([(kernel, *found) for kernel, found in past.items()], kernel_seconds))
+    if under := under_bound_note(rows, kernel_seconds, calibration.hardware.source):
+        notes.append(under)
     fresh_seconds = fresh_bytes * (cost or 0.0)
     upper_bytes, kept = _upper_fresh_bytes(estimate, allocator)
     upper = upper_bytes * cost if predicts and cost is not None else None
