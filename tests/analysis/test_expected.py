@@ -75,7 +75,8 @@ def test_expected_time_by_hand_with_roofline_fallback():
     matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
     expected = expected_time(_estimate(), _calibration({"matmul": matmul}), floor_seconds=1e-3, machine={})
     rows = {row.name: row for row in expected.rows}
-    assert rows["fusion.0"].kernel_class == "matmul" and rows["fusion.0"].basis == "model"
+    # a 64-row PyTorch product: ``thin_matmul``, read off matmul's curve without one of its own
+    assert rows["fusion.0"].kernel_class == "thin_matmul" and rows["fusion.0"].basis == "model"
     x = math.log10(528.384e-9)
     assert rows["fusion.0"].seconds == pytest.approx(10 ** (-6 + (x + 7) / 2))
     assert rows["fusion.0"].seconds == pytest.approx(2.29867e-6, rel=1e-5)
@@ -93,7 +94,7 @@ def test_kernel_classes_follow_the_heaviest_record():
     from neural_cost.analysis.kernels import kernel_rows
 
     rows = {row.name: row for row in kernel_rows(estimate, SPEC)[0]}
-    assert kernel_class(estimate, rows["fusion.0"]) == "matmul"  # a matmul fused with an add
+    assert kernel_class(estimate, rows["fusion.0"]) == "thin_matmul"  # a 64-row PyTorch matmul fused with an add
     assert kernel_class(estimate, rows["copy.1"]) == "copy"  # runs no record of ours: XLA's copy
     assert kernel_class(estimate, rows["loop.2"]) == "other"  # nor this, whose name says nothing
 
@@ -382,7 +383,8 @@ def test_below_a_curves_first_knot_a_two_curve_class_falls_with_the_work_to_its_
 
 
 def test_a_loop_kernel_has_its_own_class_and_falls_back_to_its_base():
-    """fusion.0 run 5 times per run is ``matmul@loop``: per execution compute 528.384 ns (its
+    """fusion.0 run 5 times per run is ``matmul@loop`` (in a loop a 64-row product is no ``thin_matmul``): per
+    execution compute 528.384 ns (its
     records' FLOPs are already over all executions: 528,384 / 5 per execution → 105.677 ns).
     Without a loop model it uses matmul's (flat 1 µs → 5 µs); with one (flat 0.1 µs) 0.5 µs."""
     from neural_cost import Kernel
@@ -942,7 +944,7 @@ def test_a_kernel_expected_under_its_bound_is_named_with_the_peaks_source():
     note = next(note for note in expected.notes if note.startswith("under the bound"))
     assert note.startswith(
         "under the bound: 1 kernel (0.2% of the kernels' expected time) expected faster than its roofline bound "
-        "(fusion.0 (matmul) 0.63×; expected ÷ bound): the calibration measured this device running such kernels "
+        "(fusion.0 (thin_matmul) 0.63×; expected ÷ bound): the calibration measured this device running such kernels "
         f"faster than the spec's peaks, which come from {SPEC.source!r}."
     )
     matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
@@ -952,12 +954,13 @@ def test_a_kernel_expected_under_its_bound_is_named_with_the_peaks_source():
 
 
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
-    """PyTorch's own changes (its convolution classes and grid) make its revision 42.4; JAX's and TensorFlow's
-    stay 42, so their calibrations stay good; raising the shared revision would change every framework's."""
+    """PyTorch's own changes (its convolution and matmul classes, its grid) make its revision 42.5; JAX's and
+    TensorFlow's stay 42, so their calibrations stay good; raising the shared revision would change every
+    framework's."""
     from neural_cost.analysis import kernel_revision
     from neural_cost.analysis.expected import installed_versions
 
-    assert kernel_revision.revision("torch") == "42.4"
+    assert kernel_revision.revision("torch") == "42.5"
     assert kernel_revision.revision("jax") == kernel_revision.revision("tensorflow") == "42"
     assert installed_versions("jax")["neural-cost kernel model"] == "42"
-    assert installed_versions("torch")["neural-cost kernel model"] == "42.4"
+    assert installed_versions("torch")["neural-cost kernel model"] == "42.5"

@@ -488,14 +488,14 @@ def test_random_draws_fused_with_other_work_are_that_works_class():
 
 
 def test_a_matrix_product_whose_result_is_4096_or_more_wide_is_wide_matmul_read_off_matmul_without_one():
-    """A vocabulary projection: linear 16 → 4096 (result (2, 4096)) is ``wide_matmul``; 16 → 4095
+    """A vocabulary projection: linear 16 → 4096 (result (256, 4096)) is ``wide_matmul``; 16 → 4095
     and the 4096 → 16 linear after it (its result 16 wide, however wide its input) stay ``matmul``.
     Read with a calibration of ``matmul`` flat at 1 µs only, the wide kernel reads 1 µs and a note
     says so; with ``wide_matmul`` flat at 3 µs, 3 µs, unnoted; the others read 1 µs either way."""
     from neural_cost.adapters import adapter_for
 
     model = torch.nn.Sequential(torch.nn.Linear(16, 4096), torch.nn.Linear(4096, 16), torch.nn.Linear(16, 4095))
-    estimate = estimate_trace(adapter_for("torch").trace(model, (torch.randn(2, 16),)))
+    estimate = estimate_trace(adapter_for("torch").trace(model, (torch.randn(256, 16),)))
     rows = kernel_rows(estimate, SPEC)[0]
     classes = {row.name: kernel_class(estimate, row) for row in rows if "addmm" in row.name}
     assert list(classes.values()) == ["wide_matmul", "matmul", "matmul"]
@@ -505,10 +505,13 @@ def test_a_matrix_product_whose_result_is_4096_or_more_wide_is_wide_matmul_read_
         expected = expected_time(estimate, calibration, machine={})
         return {row.name: row.seconds for row in expected.rows}, expected.notes
 
-    found, notes = seconds(_calibration({"matmul": _flat("matmul", -6.0)}))
+    def flat(name: str, seconds_log10: float) -> ClassModel:  # 256 rows: up to 44 µs of roofline, flat to 1 ms
+        return ClassModel(name, Curve((-3.0,), (seconds_log10,)), None, points=3)
+
+    found, notes = seconds(_calibration({"matmul": flat("matmul", -6.0)}))
     assert found[wide] == pytest.approx(1e-6)
     assert any("wide_matmul (1) off matmul" in n for n in notes)
-    both = {"matmul": _flat("matmul", -6.0), "wide_matmul": _flat("wide_matmul", -5.522879)}  # 10^-5.522879 = 3 µs
+    both = {"matmul": flat("matmul", -6.0), "wide_matmul": flat("wide_matmul", -5.522879)}  # 10^-5.522879 = 3 µs
     found, notes = seconds(_calibration(both))
     assert found[wide] == pytest.approx(3e-6, rel=1e-5)
     assert [found[name] for name in classes if name != wide] == pytest.approx([1e-6, 1e-6])
@@ -533,21 +536,66 @@ def test_batched_and_matrix_vector_products_are_never_wide():
 
 def test_the_torch_grids_wide_linears_are_wide_matmul_points():
     """PyTorch's grid times 256 → 4096, 1024 → 4096 and 512 → 8192 linears at row counts whose result
-    stays under 32 MiB (glibc would map a larger one anew every call), and their
-    kernels are ``wide_matmul`` (traced as the calibration traces them); 768 → 3072 is not."""
+    stays under 32 MiB (glibc would map a larger one anew every call), and their kernels of 256 rows or more
+    are ``wide_matmul`` (traced as the calibration traces them); 768 → 3072 is not. Under 256 rows every one is
+    ``thin_matmul``, however wide."""
     from neural_cost.adapters import adapter_for
 
     adapter = adapter_for("torch")
     programs = {p.name: p for p in adapter.microbenchmarks(False)}
     assert {"linear 1024x256x4096", "linear 1024x1024x4096", "linear 512x512x8192"} <= set(programs)
     assert "linear 1024x512x8192" not in programs  # a 32 MiB result: its page faults, not its kernel
-    for name, kind in (("linear 64x256x4096", "wide_matmul"), ("linear 200x512x8192", "wide_matmul"),
-                       ("linear 64x768x3072", "matmul")):  # fmt: skip
+    for name, kind in (("linear 512x256x4096", "wide_matmul"), ("linear 1024x512x8192", None),
+                       ("linear 512x768x3072", "matmul"), ("linear 200x512x8192", "thin_matmul"),
+                       ("linear 64x768x3072", "thin_matmul"), ("linear 1x2048x2048", "thin_matmul")):  # fmt: skip
+        if kind is None:
+            continue
         program = programs[name]
         estimate = estimate_trace(adapter.trace(program.fn, program.args))
         rows = kernel_rows(estimate, SPEC)[0]
         classes = [kernel_class(estimate, row) for row in rows]
-        assert [c for c in classes if c in ("matmul", "wide_matmul")] == [kind], (name, classes)
+        assert [c for c in classes if c.endswith("matmul")] == [kind], (name, classes)
+
+
+def test_a_pytorch_product_of_fewer_than_256_rows_is_thin_matmul_read_off_matmul_without_one():
+    """linear 64 → 64 on 255 rows is ``thin_matmul``, on 256 rows ``matmul`` (``THIN_MATMUL``), and so is a batched
+    product of 8 rows (``bmm``: not two matrices). Read with a calibration of ``matmul`` flat at 1 µs only, the
+    thin kernel reads 1 µs and a note says so; with ``thin_matmul`` flat at 3 µs, 3 µs. The same dot in JAX, on 8
+    rows, stays ``matmul``: the class is PyTorch's (MKL's sgemm was measured so, XLA's dots were not)."""
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.matmul_views import THIN_MATMUL
+
+    assert THIN_MATMUL == 256
+
+    class Products(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(64, 64)
+
+        def forward(self, few, many, a, b):
+            return self.linear(few), self.linear(many), torch.bmm(a, b)
+
+    args = (torch.randn(255, 64), torch.randn(256, 64), torch.randn(2, 8, 16), torch.randn(2, 16, 8))
+    estimate = estimate_trace(adapter_for("torch").trace(Products(), args))
+    rows = {row.name: row for row in kernel_rows(estimate, SPEC)[0]}  # the linear's calls, in order, then bmm
+    assert [kernel_class(estimate, rows[name]) for name in ("linear/addmm", "linear/addmm#2", "bmm")] == [
+        "thin_matmul",
+        "matmul",
+        "matmul",
+    ]
+    thin = "linear/addmm"
+    expected = expected_time(estimate, _calibration({"matmul": _flat("matmul", -6.0)}), machine={})
+    assert next(row.seconds for row in expected.rows if row.name == thin) == pytest.approx(1e-6)
+    assert any("thin_matmul (1) off matmul" in note for note in expected.notes)
+    both = {"matmul": _flat("matmul", -6.0), "thin_matmul": _flat("thin_matmul", -5.522879)}  # 10^-5.522879 = 3 µs
+    expected = expected_time(estimate, _calibration(both), machine={})
+    assert next(row.seconds for row in expected.rows if row.name == thin) == pytest.approx(3e-6, rel=1e-5)
+    assert not any("off matmul" in note for note in expected.notes)
+    jax = pytest.importorskip("jax")
+    traced = adapter_for("jax").trace(jax.jit(lambda x, w: x @ w), (jax.numpy.ones((8, 64)), jax.numpy.ones((64, 64))))
+    jax_estimate = estimate_trace(traced)
+    classes = [kernel_class(jax_estimate, row) for row in kernel_rows(jax_estimate, SPEC)[0]]
+    assert "matmul" in classes and "thin_matmul" not in classes
 
 
 def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():

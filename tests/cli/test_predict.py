@@ -57,9 +57,10 @@ def _calibration(tmp_path, machine=None):
     from neural_cost.hardware.host_calibration import live_machine_key
 
     model = ClassModel("matmul", CURVE, None, points=12, median_error=0.08, p90_error=0.2)
+    thin = ClassModel("thin_matmul", CURVE, None, points=12, median_error=0.08, p90_error=0.2)  # under 256 rows
     calibration = KernelCalibration(
-        "torch", SPEC, {"matmul": model}, machine=machine or live_machine_key(), versions=installed_versions("torch"),
-        date="2026-12-01", median_error=0.08, p90_error=0.2,
+        "torch", SPEC, {"matmul": model, "thin_matmul": thin}, machine=machine or live_machine_key(),
+        versions=installed_versions("torch"), date="2026-12-01", median_error=0.08, p90_error=0.2,
     )  # fmt: skip
     return save_calibration(calibration, tmp_path / "cal.json")
 

@@ -16,8 +16,9 @@ one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two o
 GRU's gates) is ``elementwise:sliced`` or ``transcendental:sliced`` (``SLICED``: read as a pooled
 one is), and a convolution XLA runs as a lone HLO instruction ``:generic`` (``GENERIC``); a batch norm
 ``norm:batch``, a layer norm ``norm:layer`` (``NORM_MEMBERS``; the family ``norm``). A product of two
-matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), which reads
-``matmul``'s curve without one of its own. A kernel that runs
+matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), and a PyTorch
+one of fewer than 256 rows ``thin_matmul`` (``THIN_MATMUL``); each reads ``matmul``'s curve without one of
+its own. A kernel that runs
 a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its
 records are what it computes, not how long it takes. A kernel that runs none of our records is
 ``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,
@@ -58,6 +59,7 @@ from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
 from .loop_dots import LOOP_DOTS, loop_dot_class
+from .matmul_views import matmul_class
 from .rows import compute_seconds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -109,26 +111,6 @@ def _suffixed(estimate: CostEstimate, row: KernelTime, base: str) -> str:
     return base + LOOP if row.executions > 1 else base
 
 
-#: A matrix product of two matrices whose result is at least this wide (N, the result's last dim: a
-#: language model's vocabulary projection) is ``wide_matmul``. On this project's AMD VM PyTorch's
-#: (MKL's) sgemm ran 480 rows × 240 deep at 1.04× the matmul curve for N = 1024, 1.08× for 2048, 1.19×
-#: for 4096, 1.24× for 8192 and 1.22× for 16384 (much the same at depths 128–1024 and 64–1920 rows),
-#: where XLA's dots ran every N at 360–390 GFLOP/s: GPT-2's 240→8192 head, half its time, was read
-#: 15–43% fast. Not a member of ``matmul`` (its points would bend the curve every other matmul reads):
-#: without a curve of its own (JAX's and TensorFlow's grids have none) it reads ``matmul``'s, noted
-#: (``FALLBACK_CLASSES``). A batched product (attention scores), a matrix-vector one, or an XLA dot
-#: whose result does not end in the right operand's free dimension is ``matmul``.
-WIDE_MATMUL = 4096
-
-
-def matmul_class(cost: OperationCost) -> str:
-    """``wide_matmul`` for a 2-D matmul record (both operands and the result matrices) whose result
-    is at least ``WIDE_MATMUL`` wide, else ``matmul``."""
-    op = cost.operation
-    two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
-    return "wide_matmul" if cost.kind in ("matmul", "linear") and two_d and op.output[-1] >= WIDE_MATMUL else "matmul"
-
-
 #: Record kinds that are contractions. A kernel that runs several (a library's fused subgraph:
 #: XLA's ``ynn_fusion`` of a CNN's convolutions, pools and norms) runs them one after another,
 #: each with its own entry cost and at its own size's efficiency (``parts``).
@@ -136,7 +118,7 @@ CONTRACTIONS = frozenset({"conv", "matmul", "linear"})
 
 
 #: Classes whose kernels may run several contractions, each read as a part (``parts``).
-_SPLIT = frozenset({"conv", "matmul", "wide_matmul", "depthwise_conv"})
+_SPLIT = frozenset({"conv", "matmul", "wide_matmul", "thin_matmul", "depthwise_conv"})
 
 #: A convolution whose kernel pools its result (a window reduction after it in the same kernel:
 #: XLA:CPU's ``ynn_fusion`` of a CNN block, conv → norm → relu → max pool) is its class ``:pooled``
@@ -227,7 +209,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         if base == "conv":
             base = _pooled(conv_class(record_view(estimate, head)), group)
         elif base == "matmul":
-            base = matmul_class(head)
+            base = matmul_class(head, estimate.framework, row.executions)
         share = (
             compute(group) / busy if busy else 1 / len(groups),
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
@@ -245,7 +227,7 @@ TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training":
 #: and a depthwise backward off the depthwise forward's, the nearer kernel (not ``conv_backward``).
 FALLBACK_CLASSES: Mapping[str, str] = {
     **TRAINING_CLASSES, "random": "elementwise", "depthwise_conv": "conv", "depthwise_conv_backward": "depthwise_conv",
-    "wide_matmul": "matmul",
+    "wide_matmul": "matmul", "thin_matmul": "matmul",
 }  # fmt: skip
 
 
@@ -383,7 +365,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         return _pooled(conv_class(width(estimate, kernel)), [estimate.by_operation[i] for i in kernel.operations])
     if name == "matmul":  # its heaviest matmul record's view
         costs = [estimate.by_operation[i] for i in kernel.operations]
-        return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops))
+        return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops),
+                            estimate.framework, row.executions)  # fmt: skip
     if name == "norm":  # its norm records' member
         return _norm_class([c.operation for c in map(estimate.by_operation.__getitem__, kernel.operations)
                             if CLASS_OF_KIND.get(c.kind) == "norm"])  # fmt: skip

@@ -1,0 +1,44 @@
+"""The view of a matrix product that picks its kernel class (``kernel_classes``): ``matmul``, or one of the
+shapes a library runs at another rate than a curve over roofline time reads — ``wide_matmul`` (a vocabulary
+projection) and PyTorch's ``thin_matmul`` (few rows). Neither is a member of ``matmul``: their points would bend
+the curve every other product reads; without a curve of their own they read ``matmul``'s, noted
+(``kernel_classes.FALLBACK_CLASSES``).
+"""
+
+from __future__ import annotations
+
+from ..core.estimate import OperationCost
+
+#: A matrix product of two matrices whose result is at least this wide (N, the result's last dim: a
+#: language model's vocabulary projection) is ``wide_matmul``. On this project's AMD VM PyTorch's
+#: (MKL's) sgemm ran 480 rows × 240 deep at 1.04× the matmul curve for N = 1024, 1.08× for 2048, 1.19×
+#: for 4096, 1.24× for 8192 and 1.22× for 16384 (much the same at depths 128–1024 and 64–1920 rows),
+#: where XLA's dots ran every N at 360–390 GFLOP/s: GPT-2's 240→8192 head, half its time, was read
+#: 15–43% fast. Not a member of ``matmul`` (its points would bend the curve every other matmul reads):
+#: without a curve of its own (JAX's and TensorFlow's grids have none) it reads ``matmul``'s, noted
+#: (``kernel_classes.FALLBACK_CLASSES``). A batched product (attention scores), a matrix-vector one, or an XLA dot
+#: whose result does not end in the right operand's free dimension is ``matmul``.
+WIDE_MATMUL = 4096
+#: A PyTorch product of two matrices with fewer rows than this (M, the result's first dim) is ``thin_matmul``.
+#: MKL's sgemm ran such products far below the rate it reached with more rows, whatever their width: over the
+#: grid's eleven weight shapes (64 → 256 to 2048 → 2048) at 1.6× their compute bound with 1,024–4,096 rows,
+#: 1.7× at 512, 1.9–2.1× at 200, 2.0–2.9× at 64 (on this project's AMD VM). One curve over roofline time mixed
+#: them — 64 rows × 768 → 3072 (0.88 ms of roofline, run at 2.5×) beside 512 rows × 256 → 1024 (0.78 ms,
+#: 1.75×) —, and a CLIP or wav2vec2 encoder at batch 2 (about 100 rows) ran its linears at 1.38× their
+#: expectation. It holds for PyTorch's grid;
+#: XLA's dots were not measured so, and JAX's and TensorFlow's products stay ``matmul``; nor were products in a
+#: loop (a kernel run several times a run), which read the loop's curves (``loop_dots``).
+THIN_MATMUL = 256
+
+
+def matmul_class(cost: OperationCost, framework: str | None = None, executions: int = 1) -> str:
+    """For a 2-D matmul record (both operands and the result matrices): ``thin_matmul`` for a PyTorch one with
+    fewer than ``THIN_MATMUL`` rows run once a run (``executions``), else ``wide_matmul`` for one whose result is
+    at least ``WIDE_MATMUL`` wide; ``matmul`` for any other."""
+    op = cost.operation
+    two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
+    if cost.kind not in ("matmul", "linear") or not two_d:
+        return "matmul"
+    if framework == "torch" and executions == 1 and op.output[0] < THIN_MATMUL:
+        return "thin_matmul"
+    return "wide_matmul" if op.output[-1] >= WIDE_MATMUL else "matmul"
