@@ -384,8 +384,8 @@ def test_below_a_curves_first_knot_a_two_curve_class_falls_with_the_work_to_its_
 
 def test_a_loop_kernel_has_its_own_class_and_falls_back_to_its_base():
     """fusion.0 run 5 times per run is ``matmul@loop`` (in a loop a 64-row product is no ``thin_matmul``): per
-    execution compute 528.384 ns (its
-    records' FLOPs are already over all executions: 528,384 / 5 per execution → 105.677 ns).
+    execution compute 528.384 ns (its records' FLOPs are already over all executions: 528,384 / 5 per execution
+    → 105.677 ns).
     Without a loop model it uses matmul's (flat 1 µs → 5 µs); with one (flat 0.1 µs) 0.5 µs."""
     from neural_cost import Kernel
     from neural_cost.analysis.kernels import kernel_rows
