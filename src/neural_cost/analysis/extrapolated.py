@@ -23,7 +23,9 @@ from ..core.units import plural
 from ..hardware.kernel_model import KernelCalibration
 
 if TYPE_CHECKING:
+    from ..hardware.spec import HardwareSpec
     from .expected import ExpectedRow
+    from .kernels import KernelTime
 
 #: A kernel this many times past its class's largest point (roofline time) is extrapolated.
 PAST = 2.0
@@ -52,22 +54,39 @@ def extrapolated_note(past: Sequence[tuple[str, str, float, float]], kernel_seco
     )
 
 
-def under_bound_note(rows: Sequence[ExpectedRow], kernel_seconds: float, source: str) -> str | None:
+def under_bound_note(
+    rows: Sequence[ExpectedRow], scored: Sequence[KernelTime], kernel_seconds: float, hardware: HardwareSpec
+) -> str | None:
     """The note on kernels read off the curves (``basis`` "model") under ``UNDER`` × their bound: how many, their
-    share of the kernels' expected time, the farthest three (expected ÷ bound), and ``source``: where the
-    spec's peaks came from. None where there is none."""
-    under = [row for row in rows if row.basis == "model" and 0 < row.seconds < UNDER * row.bound_seconds]
+    share of the kernels' expected time, the farthest three (expected ÷ bound), and by the bound's side (``scored``:
+    each row's scored kernel, in order) what the spec put there — a peak and its source, a level's bandwidth and
+    its source. None where there is none."""
+    under = [(row, kernel) for row, kernel in zip(rows, scored, strict=True)
+             if row.basis == "model" and 0 < row.seconds < UNDER * row.bound_seconds]  # fmt: skip
     if not under:
         return None
-    share = sum(row.seconds for row in under) / kernel_seconds if kernel_seconds > 0 else 0.0
-    top = sorted(under, key=lambda row: row.seconds / row.bound_seconds)[:3]
-    named = ", ".join(f"{row.name} ({row.kernel_class}) {row.seconds / row.bound_seconds:.2f}×" for row in top)
+    share = sum(row.seconds for row, _ in under) / kernel_seconds if kernel_seconds > 0 else 0.0
+    top = sorted(under, key=lambda pair: pair[0].seconds / pair[0].bound_seconds)[:3]
+    named = ", ".join(f"{row.name} ({row.kernel_class}) {row.seconds / row.bound_seconds:.2f}×" for row, _ in top)
     more = f" and {len(under) - 3} more" if len(under) > 3 else ""
     their = "its" if len(under) == 1 else "their"
+    compute = sum(kernel.bound_side == "compute" for _, kernel in under)
+    levels = sorted({kernel.level for _, kernel in under if kernel.bound_side == "memory"})
+    sides = []
+    if compute:
+        sides.append(
+            f"{compute} compute-bound, scored at peaks from {hardware.source!r} (a formula's clock can sit below the "
+            f"one the device runs at: doubt the bound there, not the expected time; `neural-cost hardware "
+            f"--calibrate` measures the peaks)"
+        )
+    if levels:
+        sides.append(
+            f"{len(under) - compute} memory-bound, scored at {'/'.join(levels)} bandwidth "
+            f"({hardware.source_of('memory_bandwidth')!r}; a nearer cache holding their data, or a copy probe "
+            f"slower than such kernels)"
+        )
     return (
         f"under the bound: {plural(len(under), 'kernels')} ({share:.1%} of the kernels' expected time) expected "
-        f"faster than {their} roofline bound ({named}{more}; expected ÷ bound): the calibration measured this device "
-        f"running such kernels faster than the spec's peaks, which come from {source!r}. A peak from a formula or "
-        f"a table can sit below what the device reaches (a CPU's boost clock above the MHz it reports): doubt the "
-        f"bound there, not the expected time (`neural-cost hardware --calibrate` measures them)"
+        f"faster than {their} roofline bound ({named}{more}; expected ÷ bound): the calibration measured this "
+        f"device beating the spec there — {'; '.join(sides)}"
     )
