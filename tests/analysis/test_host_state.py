@@ -190,12 +190,12 @@ def _stated(fast: float, usual: float, scan_usual: float, when: str) -> tuple[Ke
 
 def test_a_calibration_in_the_slower_host_state_is_kept_past_the_last_three_while_none_of_them_saw_it():
     """A calibration with the host busy (wake-ups 7 / 18 µs, "scan 100" usually 300 µs), then three with it quiet
-    (7 / 7.5, 6.8 / 7.2, 7.1 / 7.3 µs; usually 150 µs). The last three alone saw one state: 7.5 µs (the higher
-    middle of 7.5, 7.2, 7.3) under 1.2 × 6.8 = 8.16 µs. 18 µs is at least 1.2 × 7.5 = 9 µs, so the busy one is
-    kept: the two states' line is √(6.8 × 18) = 11.06 µs, only the kept one is past it — the usual wake-up 18 µs
-    and "scan 100"'s usual time 300 µs; its fastest and every plain point still the last three's. A fifth, busy
-    again (7 / 17 µs, usually 280 µs): 18 < 1.2 × 17 = 20.4 µs, the old one is dropped; line √(6.8 × 17) = 10.75
-    µs, the new one alone past it: 17 µs and 280 µs."""
+    (7 / 7.5, 6.8 / 7.2, 7.1 / 7.3 µs; usually 150 µs). The last three alone saw one state: their slowest usual
+    wake-up, 7.5 µs, is under 1.2 × 6.8 = 8.16 µs. Beside them the busy one (made 3 h before the newest, within
+    a day) is alone past the line √(6.8 × 18) = 11.06 µs, and 18 ≥ 8.16 µs, so it is kept — the usual wake-up
+    18 µs and "scan 100"'s usual time 300 µs; its fastest and every plain point still the last three's. A fifth,
+    busy again (7 / 17 µs, usually 280 µs): the last three now saw two states themselves (17 ≥ 8.16 µs, the line
+    √(6.8 × 17) = 10.75 µs, the new one alone past it), so the old one is dropped: 17 µs and 280 µs."""
     history: list[Entry] = []
     made = [_stated(7, 18, 300, "2026-12-05T01:00"), _stated(7, 7.5, 150, "2026-12-05T02:00"),
             _stated(6.8, 7.2, 150, "2026-12-05T03:00"), _stated(7.1, 7.3, 150, "2026-12-05T04:00")]  # fmt: skip
@@ -214,6 +214,32 @@ def test_a_calibration_in_the_slower_host_state_is_kept_past_the_last_three_whil
     scan = next(p for p in calibration.points if p.name == "scan 100")
     assert calibration.loop_wakes == pytest.approx((6.8 * US, 17 * US))
     assert scan.usual_seconds == pytest.approx(280 * US)
+
+
+def test_a_calibration_is_carried_a_day_at_most_the_latest_first_and_a_point_it_lacks_has_no_usual_time():
+    """``_stated`` calibrations. Busy ones at 01:00 (7 / 18 µs) and 02:00 (7 / 40 µs), then three quiet ones
+    (as in the test above) at 03:00–05:00: the latest of the older two that alone is past the line is kept —
+    02:00 (√(6.8 × 40) = 16.5 µs: only it past it), not the slowest first: the usual wake-up 40 µs. Made a day
+    and a minute before the newest quiet one, it is not kept: one state (7.5 µs under 8.16 µs), no split note.
+    And where the kept one lacks a loop point's usual time, that point has none (its quiet times belong to the
+    other state): "scan 200" kept no usual time in the busy calibration."""
+    from neural_cost.analysis.calibration_history import carried, entry_of
+
+    made = (((7, 7.5), "2026-12-05T03:00"), ((6.8, 7.2), "2026-12-05T04:00"), ((7.1, 7.3), "2026-12-05T05:00"))
+    quiet = [entry_of(_stated(*wakes, 150, "")[0], when) for wakes, when in made]
+    first = entry_of(_stated(7, 18, 300, "")[0], "2026-12-05T01:00")
+    second = entry_of(_stated(7, 40, 300, "")[0], "2026-12-05T02:00")
+    assert carried([first, second], quiet) == [second]
+    stale = entry_of(_stated(7, 18, 300, "")[0], "2026-12-04T04:59")
+    assert carried([stale], quiet) == []
+    lacking = replace(second, usual={k: v for k, v in second.usual.items() if not k.startswith("scan 200 ")})
+    calibration, history = merged(_stated(7.1, 7.3, 150, "")[0], [lacking, *quiet[:2]], "2026-12-05T05:00")
+    assert [e.when for e in history] == ["2026-12-05T02:00", *(e.when for e in quiet)]
+    usual = {p.name: p.usual_seconds for p in calibration.points if p.name.startswith("scan")}
+    assert usual["scan 100"] == pytest.approx(300 * US) and usual["scan 200"] is None
+    assert calibration.loop_wakes == pytest.approx((6.8 * US, 40 * US))
+    alone, _ = merged(_stated(7.1, 7.3, 150, "")[0], [stale, *quiet[:2]], "2026-12-05T05:00")
+    assert alone.loop_wakes == pytest.approx((6.8 * US, 7.3 * US)) and "slower host state" not in alone.notes[-1]
 
 
 def test_the_calibration_summary_says_its_host_states():

@@ -23,9 +23,9 @@ merge alike: the smallest wake-up before a fastest pass, the median (higher) of 
 Where the merged calibrations saw the host in two states (their usual wake-ups reach ``WAKES_APART`` × the
 smallest fastest one), the usual times and wake-up come from those in the slower state only (a usual wake-up
 past the two's geometric mean, as ``usual_loops`` splits them), and a calibration made in the slower state
-is kept past the last three while none of them saw it (``carried``): on that VM one quiet JAX calibration
-pushed the only busy one out of the history, and a scan run with the host busy then had no expectation in
-its state.
+is kept past the last three while none of them saw it, for a day at most (``carried``, ``CARRIED_FOR``): on
+that VM one quiet JAX calibration pushed the only busy one out of the history, and a scan run with the host
+busy then had no expectation in its state.
 The calibration's notes say how many were merged and each one's times against the medians (1.20×:
 20% slower): that spread is how far this machine's speed moves between calibrations, an error no
 single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts over.
@@ -33,11 +33,11 @@ single calibration can show. ``neural-cost calibrate --kernels --fresh`` starts 
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import median_high
 from typing import Any
@@ -58,8 +58,11 @@ def is_loop(kind: str) -> bool:
 #: Calibrations whose points are merged: this one and up to two before it.
 HISTORY = 3
 #: A calibration whose usual passes' wake-up was under this multiple of its fastest passes' saw a single
-#: host state: it cannot say how its loop kernels move with the wake-up (no expectation now).
+#: host state: it cannot say how its loop kernels move with the wake-up (no expectation now); merged
+#: calibrations are split into two states (``_split``) and one kept from before them (``carried``) so too.
 WAKES_APART = 1.2
+#: A calibration made in a host state the merged ones did not see is kept for at most this long after it.
+CARRIED_FOR = timedelta(days=1)
 SCHEMA = 2
 #: Every merged calibration's note starts so (``report.expected_text.calibration_lines`` prints it).
 NOTE_PREFIX = "points: the median of"
@@ -142,7 +145,7 @@ def _plain(value: Any) -> Any:
 def entry_of(calibration: KernelCalibration, when: str | None = None) -> Entry:
     keys = point_keys(calibration.points)
     return Entry(
-        when=when or datetime.datetime.now().isoformat(timespec="minutes"),
+        when=when or datetime.now().isoformat(timespec="minutes"),
         versions=dict(calibration.versions),
         machine=_plain(dict(calibration.machine)),
         seconds=dict(zip(keys, (p.measured_seconds for p in calibration.points), strict=True)),
@@ -200,8 +203,7 @@ def merged(
         for point, found in zip(calibration.points, times, strict=True)
     ]
     slower, wake_note = _slower_state(entries, kept)
-    usual = [[e.usual[key] for e in slower if key in e.usual] or [e.usual[key] for e in entries if key in e.usual]
-             for key in keys]  # a loop's kernel: median_high  # fmt: skip
+    usual = [[e.usual[key] for e in slower or entries if key in e.usual] for key in keys]  # loops': median_high
     points = [
         replace(point, measured_seconds=seconds, usual_seconds=max(seconds, median_high(found)) if found else None)
         for point, seconds, found in zip(calibration.points, medians, usual, strict=True)
@@ -239,33 +241,56 @@ def merged(
         for name, (kind, _) in calibration.probes.items()
     }  # fmt: skip
     wakes = [e.wakes for e in entries if e.wakes is not None]  # the states of the merged curves (as the times)
-    usual_wakes = [e.wakes[1] for e in slower if e.wakes is not None] or [w[1] for w in wakes]
+    usual_wakes = [e.wakes[1] for e in slower if e.wakes is not None] or [w[1] for w in wakes]  # as the times
     loop_wakes = (min(w[0] for w in wakes), median_high(usual_wakes)) if wakes else None
     return replace(fitted, probes=probes, loop_wakes=loop_wakes), [*kept, *entries]
 
 
 def carried(older: Sequence[Entry], entries: Sequence[Entry]) -> list[Entry]:
-    """Of the calibrations ``older`` than the merged ``entries``, the one whose usual wake-up was the slowest,
-    where it reached ``WAKES_APART`` × every merged one's (a host state none of them saw), kept for its loop
-    kernels' usual times and wake-up only; none where no merged one measured its wake-ups."""
-    wakes = [e.wakes[1] for e in entries if e.wakes is not None]
-    found = [e for e in older if e.wakes is not None]
-    if not wakes or not found:
+    """Of the calibrations ``older`` than the merged ``entries``, the latest made within ``CARRIED_FOR`` of the
+    newest of them that alone, beside them, is in the slower of two host states (``_split``), kept for its loop
+    kernels' usual times and wake-up only; none where the merged ones saw two states themselves."""
+    if _split(entries, ()) is not None:
         return []
-    slowest = max(reversed(found), key=lambda e: e.wakes[1] if e.wakes else 0.0)  # ties: the latest
-    return [slowest] if slowest.wakes and slowest.wakes[1] >= WAKES_APART * max(wakes) else []
+    newest = _moment(entries[-1].when) if entries else None
+    for entry in reversed(older):
+        made = _moment(entry.when)
+        if newest is None or made is None or not timedelta(0) <= newest - made <= CARRIED_FOR:
+            continue
+        if _split(entries, (entry,)) == [entry]:
+            return [entry]
+    return []
+
+
+def _moment(when: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(when)
+    except ValueError:
+        return None
+
+
+def _split(entries: Sequence[Entry], kept: Sequence[Entry]) -> list[Entry] | None:
+    """The calibrations (of ``kept`` and ``entries``) whose usual passes ran in the slower of two host states, or
+    None for one state: the smallest wake-up before a fastest pass (``entries``') and the slowest before a usual
+    one at least ``WAKES_APART`` apart, the slower those past their geometric mean (as ``usual_loops`` splits a
+    reading), and their merged usual wake-up (``median_high``) still ``WAKES_APART`` past that fastest one."""
+    fast = [e.wakes[0] for e in entries if e.wakes is not None]
+    seen = [e for e in (*kept, *entries) if e.wakes is not None]
+    if not fast or not min(fast) > 0 or not seen:
+        return None
+    low, high = min(fast), max(e.wakes[1] for e in seen if e.wakes is not None)
+    slower = [e for e in seen if e.wakes is not None and e.wakes[1] > (low * high) ** 0.5]
+    if high < WAKES_APART * low or median_high([e.wakes[1] for e in slower if e.wakes]) < WAKES_APART * low:
+        return None
+    return slower
 
 
 def _slower_state(entries: Sequence[Entry], kept: Sequence[Entry]) -> tuple[list[Entry], str]:
-    """The calibrations (of ``kept`` and ``entries``) whose usual passes ran in the slower of two host states:
-    a usual wake-up past the geometric mean of the smallest fastest one (``entries``') and the slowest usual
-    one, those two at least ``WAKES_APART`` apart; none in one state. And the note's words for them."""
-    fast = [e.wakes[0] for e in entries if e.wakes is not None]
-    usual = [e.wakes[1] for e in (*kept, *entries) if e.wakes is not None]
-    if not fast or not min(fast) > 0 or max(usual) < WAKES_APART * min(fast):
-        return [], ""
-    line = (min(fast) * max(usual)) ** 0.5
-    slower = [e for e in (*kept, *entries) if e.wakes is not None and e.wakes[1] > line]
+    """``_split``'s slower calibrations ([] in one state) and the note's words for them, where they are not all
+    of those merged (or one was kept from before them)."""
+    slower = _split(entries, kept) or []
+    if not slower or (not kept and len(slower) == sum(e.wakes is not None for e in entries)):
+        return slower, ""
     note = (
         f"; a loop's kernels' usual times from the {len(slower)} made in the slower host state "
         f"({', '.join(e.when.replace('T', ' ') for e in slower)})"
