@@ -932,40 +932,53 @@ def test_a_kernel_past_its_classs_largest_point_is_named_as_extrapolated():
 
 
 def test_a_kernel_expected_under_its_bound_is_named_with_the_specs_sources():
-    """A matmul curve 0.2 decades under the line through (-7, -7), (-5, -5): knots (-7, -7.2), (-5, -5.2).
-    fusion.0's compute roofline 528.384 ns (its bound; log10 = -6.27706) reads -7.2 + 0.72294 = -6.47706 →
-    333.39 ns (a line of slope 1: 528.384 × 10^-0.2), 0.63× its bound. The kernels: 0.33339 + 20 + 0.01 +
-    125.82912 = 146.1725 µs, of which fusion.0 is 0.23%. Kernels scored at their bound (no curve) are never
-    named; the module docstring's curve reads fusion.0 at 2.29867 µs, over its bound: no note.
-    With a copy curve 0.3 decades under the line too (knots (-5, -5.3), (-4, -4.3)), copy.1's 20 µs of DRAM
-    traffic (2 MB at 100 GB/s; its 2 MB fit the L3, which has no bandwidth) reads 20 × 10^-0.3 = 10.024 µs,
-    0.50×: the kernels 0.33339 + 10.02374 + 0.01 + 125.82912 = 136.19625 µs, the two 7.6% of them."""
-    fast = ClassModel("matmul", Curve((-7.0, -5.0), (-7.2, -5.2)), None, points=9)
-    expected = expected_time(_estimate(), _calibration({"matmul": fast}), machine={})
+    """A curve 0.2 decades under the line through (-7, -7), (-5, -5): knots (-7, -7.2), (-5, -5.2), for fusion.0's
+    class (a 64-row PyTorch product: ``thin_matmul``). Its compute roofline 528.384 ns (its bound; log10 =
+    -6.27706) reads -7.2 + 0.72294 = -6.47706 → 333.39 ns (a line of slope 1: 528.384 × 10^-0.2), 0.63× its
+    bound. The kernels: 0.33339 + 20 + 0.01 + 125.82912 = 146.1725 µs, of which fusion.0 is 0.23%. Kernels scored
+    at their bound (no curve) are never named, nor one read off another class's curve (the same curve as
+    ``matmul`` only: fusion.0 borrows it); the module docstring's curve reads fusion.0 at 2.29867 µs, over its
+    bound: no note. With a copy curve 0.3 decades under the line too (knots (-5, -5.3), (-4, -4.3)), copy.1's
+    20 µs of DRAM traffic (2 MB at 100 GB/s; its 2 MB fit the L3, which has no bandwidth) reads 20 × 10^-0.3 =
+    10.024 µs, 0.50×: the kernels 0.33339 + 10.02374 + 0.01 + 125.82912 = 136.19625 µs, the two 7.6% of them.
+    A float32 peak the spec says was measured drops the clock's advice."""
+    fast = ClassModel("thin_matmul", Curve((-7.0, -5.0), (-7.2, -5.2)), None, points=9)
+    expected = expected_time(_estimate(), _calibration({"thin_matmul": fast}), machine={})
     row = next(row for row in expected.rows if row.name == "fusion.0")
     assert row.seconds == pytest.approx(528.384e-9 * 10**-0.2) and row.bound_seconds == pytest.approx(528.384e-9)
     note = next(note for note in expected.notes if note.startswith("under the bound"))
     assert note == (
         "under the bound: 1 kernel (0.2% of the kernels' expected time) expected faster than its roofline bound "
         "(fusion.0 (thin_matmul) 0.63×; expected ÷ bound): the calibration measured this device beating the spec "
-        f"there — 1 compute-bound, scored at peaks from {SPEC.source!r} (a formula's clock can sit below the one the "
-        "device runs at: doubt the bound there, not the expected time; `neural-cost hardware --calibrate` measures "
-        "the peaks)"
+        "there — 1 compute-bound, scored at peaks from float32: 'user-supplied' (a formula's clock can sit below "
+        "the one the device runs at: doubt the bound there, not the expected time; `neural-cost hardware "
+        "--calibrate` measures the peaks)"
     )
     copy = ClassModel("copy", Curve((-5.0, -4.0), (-5.3, -4.3)), None, points=9)
-    both = expected_time(_estimate(), _calibration({"matmul": fast, "copy": copy}), machine={})
+    both = expected_time(_estimate(), _calibration({"thin_matmul": fast, "copy": copy}), machine={})
     assert next(row.seconds for row in both.rows if row.name == "copy.1") == pytest.approx(20e-6 * 10**-0.3)
     note = next(note for note in both.notes if note.startswith("under the bound"))
     assert note.startswith("under the bound: 2 kernels (7.6% of the kernels' expected time) expected faster than ")
     assert "(copy.1 (copy) 0.50×, fusion.0 (thin_matmul) 0.63×; expected ÷ bound)" in note
     assert note.endswith(
-        f"; 1 memory-bound, scored at DRAM bandwidth ({SPEC.source_of('memory_bandwidth')!r}; a nearer cache "
-        "holding their data, or a copy probe slower than such kernels)"
+        "; 1 memory-bound, scored at DRAM bandwidth ('user-supplied') (a nearer cache holding their data, or a copy "
+        "probe slower than such kernels)"
     )
-    matmul = ClassModel("matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
+    borrowed = {"matmul": replace(fast, name="matmul")}
+    assert not any(n.startswith("under the bound") for n in expected_time(_estimate(), _calibration(borrowed)).notes)
+    measured = replace(SPEC, sources={"peak_flops[float32]": "measured: 2048² matmul", "memory_bandwidth": "a table"})
+    calibration = replace(_calibration({"thin_matmul": fast}), hardware=measured)
+    note = next(n for n in expected_time(_estimate(), calibration).notes if n.startswith("under the bound"))
+    assert note.endswith("1 compute-bound, scored at peaks from float32: 'measured: 2048² matmul'")
+    matmul = ClassModel("thin_matmul", Curve((-7.0, -5.0), (-6.0, -5.0)), None, points=9)
     assert not any(
-        n.startswith("under the bound") for n in expected_time(_estimate(), _calibration({"matmul": matmul})).notes
+        n.startswith("under the bound") for n in expected_time(_estimate(), _calibration({"thin_matmul": matmul})).notes
     )
+    # its class's points reaching 100 ns of roofline, fusion.0 is 5.3× past them: extrapolated, not under the bound
+    points = (Point("thin_matmul", 1e-7, 1e-8, 1e-7 * 10**-0.2, "mm"),)
+    notes = expected_time(_estimate(), replace(_calibration({"thin_matmul": fast}), points=points)).notes
+    assert any(n.startswith("extrapolated: 1 kernel") for n in notes)
+    assert not any(n.startswith("under the bound") for n in notes)
 
 
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():

@@ -167,8 +167,9 @@ def test_a_calibrations_host_states_survive_a_save_an_older_file_has_none_and_ba
 def test_merged_calibrations_keep_the_quietest_fastest_state_and_the_median_usual_one():
     """Three calibrations' wake-ups (fastest, usual): (6.5, 10), (7, 12), (6, 9) µs. Merged: the smallest
     fastest, 6 µs (the loop kernels keep their smallest times), and the higher middle of the usual ones,
-    10 µs (as the usual times: median_high). A fourth, made before they were measured, pushes the first out
-    of the ``HISTORY`` of three: (7, 12) and (6, 9) are left, 6 µs and the higher of 12 and 9 µs."""
+    10 µs (as the usual times: median_high; all three lie past the two states' line √(6 × 12) = 8.49 µs).
+    A fourth, made before they were measured, pushes the first out of the ``HISTORY`` of three: (7, 12) and
+    (6, 9) are left, 6 µs and the higher of 12 and 9 µs."""
     assert HISTORY == 3
     history: list[Entry] = []
     for wakes in ((6.5, 10.0), (7.0, 12.0), (6.0, 9.0)):

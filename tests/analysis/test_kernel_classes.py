@@ -545,11 +545,9 @@ def test_the_torch_grids_wide_linears_are_wide_matmul_points():
     programs = {p.name: p for p in adapter.microbenchmarks(False)}
     assert {"linear 1024x256x4096", "linear 1024x1024x4096", "linear 512x512x8192"} <= set(programs)
     assert "linear 1024x512x8192" not in programs  # a 32 MiB result: its page faults, not its kernel
-    for name, kind in (("linear 512x256x4096", "wide_matmul"), ("linear 1024x512x8192", None),
-                       ("linear 512x768x3072", "matmul"), ("linear 200x512x8192", "thin_matmul"),
-                       ("linear 64x768x3072", "thin_matmul"), ("linear 1x2048x2048", "thin_matmul")):  # fmt: skip
-        if kind is None:
-            continue
+    for name, kind in (("linear 512x256x4096", "wide_matmul"), ("linear 512x768x3072", "matmul"),
+                       ("linear 200x512x8192", "thin_matmul"), ("linear 64x768x3072", "thin_matmul"),
+                       ("linear 1x2048x2048", "thin_matmul")):  # fmt: skip
         program = programs[name]
         estimate = estimate_trace(adapter.trace(program.fn, program.args))
         rows = kernel_rows(estimate, SPEC)[0]
@@ -591,6 +589,12 @@ def test_a_pytorch_product_of_fewer_than_256_rows_is_thin_matmul_read_off_matmul
     expected = expected_time(estimate, _calibration(both), machine={})
     assert next(row.seconds for row in expected.rows if row.name == thin) == pytest.approx(3e-6, rel=1e-5)
     assert not any("off matmul" in note for note in expected.notes)
+    # a training step: the forward product of 100 rows is thin, the backward ones (a weight's gradient of 16
+    # rows, the input's of 100) are not: only forward products were measured so
+    step = estimate_trace(adapter_for("torch").trace(torch.nn.Linear(64, 16), (torch.randn(100, 64),), training=True))
+    found = {(row.name, kernel_class(step, row)) for row in kernel_rows(step, SPEC)[0] if "mm" in row.name}
+    assert {kind for name, kind in found if not name.startswith("backward")} == {"thin_matmul"}
+    assert {kind for name, kind in found if name.startswith("backward")} == {"matmul"}
     jax = pytest.importorskip("jax")
     traced = adapter_for("jax").trace(jax.jit(lambda x, w: x @ w), (jax.numpy.ones((8, 64)), jax.numpy.ones((64, 64))))
     jax_estimate = estimate_trace(traced)

@@ -330,7 +330,8 @@ def expected_time(
     kernel_seconds = sum(row.seconds for row in rows)
     if past:
         notes.append(extrapolated_note([(kernel, *found) for kernel, found in past.items()], kernel_seconds))
-    if under := under_bound_note(rows, scored, kernel_seconds, calibration.hardware):
+    dtypes = [dtype for dtype, flops in estimate.flops_by_dtype.items() if flops]
+    if under := under_bound_note(rows, scored, kernel_seconds, calibration, dtypes, past):
         notes.append(under)
     fresh_seconds = fresh_bytes * (cost or 0.0)
     upper_bytes, kept = _upper_fresh_bytes(estimate, allocator)

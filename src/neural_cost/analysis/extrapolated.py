@@ -16,7 +16,8 @@ was expected at 12.6 ms under its 14.6 ms bound, with nothing said. The note nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.units import plural
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 PAST = 2.0
 #: A kernel expected under this share of its bound is named as faster than it (1%: rounding, not a finding).
 UNDER = 0.99
+#: A spec source that says its number was measured (``suspects`` reads sources so too).
+_MEASURED = re.compile(r"\bmeasured\b|\bcalibrat")
 
 
 def ceilings(calibration: KernelCalibration) -> dict[str, float]:
@@ -55,38 +58,59 @@ def extrapolated_note(past: Sequence[tuple[str, str, float, float]], kernel_seco
 
 
 def under_bound_note(
-    rows: Sequence[ExpectedRow], scored: Sequence[KernelTime], kernel_seconds: float, hardware: HardwareSpec
+    rows: Sequence[ExpectedRow],
+    scored: Sequence[KernelTime],
+    kernel_seconds: float,
+    calibration: KernelCalibration,
+    dtypes: Iterable[str],
+    skip: Collection[str] = (),
 ) -> str | None:
-    """The note on kernels read off the curves (``basis`` "model") under ``UNDER`` × their bound: how many, their
-    share of the kernels' expected time, the farthest three (expected ÷ bound), and by the bound's side (``scored``:
-    each row's scored kernel, in order) what the spec put there — a peak and its source, a level's bandwidth and
-    its source. None where there is none."""
+    """The note on kernels read off their own class's curves under ``UNDER`` × their bound — not those scored at
+    their bound, read off another class's curve (``borrowed_class``) or named in ``skip`` (extrapolated past their
+    class's points): how many, their share of the kernels' expected time, the farthest three (expected ÷ bound),
+    and by the bound's side (``scored``: each row's kernel, in order) where the spec's number came from — the
+    peak of each of ``dtypes`` (the program's, with FLOPs) and, unless measured, that a formula's clock can sit
+    below the device's; each level's bandwidth. None where there is none."""
+    from .kernel_classes import borrowed_class
+
     under = [(row, kernel) for row, kernel in zip(rows, scored, strict=True)
-             if row.basis == "model" and 0 < row.seconds < UNDER * row.bound_seconds]  # fmt: skip
+             if row.basis == "model" and 0 < row.seconds < UNDER * row.bound_seconds and row.name not in skip
+             and borrowed_class(calibration, row.kernel_class) is None]  # fmt: skip
     if not under:
         return None
+    hardware = calibration.hardware
     share = sum(row.seconds for row, _ in under) / kernel_seconds if kernel_seconds > 0 else 0.0
     top = sorted(under, key=lambda pair: pair[0].seconds / pair[0].bound_seconds)[:3]
     named = ", ".join(f"{row.name} ({row.kernel_class}) {row.seconds / row.bound_seconds:.2f}×" for row, _ in top)
     more = f" and {len(under) - 3} more" if len(under) > 3 else ""
     their = "its" if len(under) == 1 else "their"
     compute = sum(kernel.bound_side == "compute" for _, kernel in under)
-    levels = sorted({kernel.level for _, kernel in under if kernel.bound_side == "memory"})
     sides = []
     if compute:
+        peaks = {dtype: hardware.source_of(f"peak_flops[{dtype}]") for dtype in dtypes} or {"": hardware.source}
+        measured = all(_MEASURED.search(source) for source in peaks.values())
         sides.append(
-            f"{compute} compute-bound, scored at peaks from {hardware.source!r} (a formula's clock can sit below the "
-            f"one the device runs at: doubt the bound there, not the expected time; `neural-cost hardware "
-            f"--calibrate` measures the peaks)"
-        )
+            f"{compute} compute-bound, scored at peaks from "
+            + ", ".join(f"{dtype + ': ' if dtype else ''}{source!r}" for dtype, source in peaks.items())
+            + ("" if measured else " (a formula's clock can sit below the one the device runs at: doubt the bound "
+               "there, not the expected time; `neural-cost hardware --calibrate` measures the peaks)")
+        )  # fmt: skip
+    levels = {kernel.level: _bandwidth_source(hardware, kernel.level) for _, kernel in under
+              if kernel.bound_side == "memory"}  # fmt: skip
     if levels:
         sides.append(
-            f"{len(under) - compute} memory-bound, scored at {'/'.join(levels)} bandwidth "
-            f"({hardware.source_of('memory_bandwidth')!r}; a nearer cache holding their data, or a copy probe "
-            f"slower than such kernels)"
+            f"{len(under) - compute} memory-bound, scored at "
+            + ", ".join(f"{level} bandwidth ({source!r})" for level, source in sorted(levels.items()))
+            + " (a nearer cache holding their data, or a copy probe slower than such kernels)"
         )
     return (
         f"under the bound: {plural(len(under), 'kernels')} ({share:.1%} of the kernels' expected time) expected "
         f"faster than {their} roofline bound ({named}{more}; expected ÷ bound): the calibration measured this "
         f"device beating the spec there — {'; '.join(sides)}"
     )
+
+
+def _bandwidth_source(hardware: HardwareSpec, level: str) -> str:
+    """Where the bandwidth ``level`` was scored at came from: its own source, else the spec's memory bandwidth's."""
+    found = next((m for m in hardware.memory_levels if m.name == level and m.bandwidth_source), None)
+    return found.bandwidth_source if found and found.bandwidth_source else hardware.source_of("memory_bandwidth")

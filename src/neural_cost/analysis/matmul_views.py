@@ -20,26 +20,28 @@ from ..core.estimate import OperationCost
 #: whose result does not end in the right operand's free dimension is ``matmul``.
 WIDE_MATMUL = 4096
 #: A PyTorch product of two matrices with fewer rows than this (M, the result's first dim) is ``thin_matmul``.
-#: MKL's sgemm ran such products far below the rate it reached with more rows, whatever their width: over the
-#: grid's eleven weight shapes (64 → 256 to 2048 → 2048) at 1.6× their compute bound with 1,024–4,096 rows,
-#: 1.7× at 512, 1.9–2.1× at 200, 2.0–2.9× at 64 (on this project's AMD VM). One curve over roofline time mixed
-#: them — 64 rows × 768 → 3072 (0.88 ms of roofline, run at 2.5×) beside 512 rows × 256 → 1024 (0.78 ms,
-#: 1.75×) —, and a CLIP or wav2vec2 encoder at batch 2 (about 100 rows) ran its linears at 1.38× their
-#: expectation. It holds for PyTorch's grid;
-#: XLA's dots lose less with few rows (JAX's grid: 0.82× the bound at 64 rows × 768 → 3072, 0.69–0.73× at 256
-#: rows and more), so JAX's and TensorFlow's products stay ``matmul``; and a product in a loop (a kernel run
-#: several times a run), which was not measured so, reads the loop's curves (``loop_dots``).
+#: MKL's sgemm ran such products far below the rate it reached with more rows, at every weight shape the grid
+#: has (32 → 64 to 512 → 8192, wide results among them): at 1.6× their compute bound with 1,024–4,096 rows,
+#: 1.6–1.8× at 512, 1.7–2.1× at 200 (the 4096- and 8192-wide ones 2.0–2.1×), 2.0–2.9× at 64 (on this project's AMD
+#: VM; launch-bound shapes aside). One curve over roofline time mixed them — 64 rows × 768 → 3072 (0.88 ms of
+#: roofline, run at 2.5×) beside 512 rows × 256 → 1024 (0.78 ms, 1.75×) —, and a CLIP or wav2vec2 encoder at
+#: batch 2 (about 100 rows) ran its linears at 1.38× their expectation. Those are forward products: a training
+#: step's backward ones (a weight's gradient has the layer's output width for rows) and a product in a loop (a
+#: kernel run several times a run, which reads the loop's curves, ``loop_dots``) were not measured so and stay
+#: ``matmul``. XLA's dots lose less with few rows (JAX's grid: 0.82× the bound at 64 rows × 768 → 3072,
+#: 0.69–0.73× at 256 rows and more), so JAX's and TensorFlow's products stay ``matmul`` too.
 THIN_MATMUL = 256
 
 
 def matmul_class(cost: OperationCost, framework: str | None = None, executions: int = 1) -> str:
-    """For a 2-D matmul record (both operands and the result matrices): ``thin_matmul`` for a PyTorch one with
-    fewer than ``THIN_MATMUL`` rows run once a run (``executions``), else ``wide_matmul`` for one whose result is
+    """For a 2-D matmul record (both operands and the result matrices): ``thin_matmul`` for a PyTorch forward one
+    with fewer than ``THIN_MATMUL`` rows run once a run (``executions``), else ``wide_matmul`` for one whose result is
     at least ``WIDE_MATMUL`` wide; ``matmul`` for any other."""
     op = cost.operation
     two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
     if cost.kind not in ("matmul", "linear") or not two_d:
         return "matmul"
-    if framework == "torch" and executions == 1 and op.output[0] < THIN_MATMUL:
+    backward = (op.scope or "").split("/", 1)[0] == "backward"  # a PyTorch training step's backward pass
+    if framework == "torch" and executions <= 1 and not backward and op.output[0] < THIN_MATMUL:
         return "thin_matmul"
     return "wide_matmul" if op.output[-1] >= WIDE_MATMUL else "matmul"

@@ -204,7 +204,8 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
         lines.append(
             f"host state: a cross-core wake-up took {format_seconds(wakes[0])} before the loop programs' fastest "
             f"passes, {format_seconds(wakes[1])} before their usual ones (medians over the loop programs; over merged "
-            f"calibrations the smallest and the median; `expected in the host's state now`"
+            f"calibrations the smallest, and the median of those in the slower host state where they saw two; "
+            f"`expected in the host's state now`"
             + ("" if wakes[1] >= WAKES_APART * wakes[0] else ": one state seen, none expected now")
             + ")"
         )
