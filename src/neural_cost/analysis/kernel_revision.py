@@ -5,15 +5,16 @@ from __future__ import annotations
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by another
 #: revision is made again, and one brought from it is flagged.
 KERNEL_MODEL_REVISION = 42
-#: A framework's own change raises its own part, after the shared one (PyTorch's 42.5: .1 its convolutions off
+#: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off
 #: oneDNN's channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out
 #: of them, .3 three weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed
-#: on cold inputs and results, six larger ones added, .5 its products of fewer than 256 rows ``thin_matmul``);
-#: raising the shared one still makes every framework's calibration again.
-REVISIONS = {"torch": 5}
+#: on cold inputs and results, six larger ones added, .5 its products of fewer than 256 rows ``thin_matmul``,
+#: .6 linears of 256 and 384 rows in its grid); raising the shared one still makes every framework's calibration
+#: again.
+REVISIONS = {"torch": 6}
 
 
 def revision(framework: str) -> str:
-    """The kernel model's revision for ``framework``: ``"42"``, or ``"42.5"`` with a part of its own."""
+    """The kernel model's revision for ``framework``: ``"42"``, or ``"42.6"`` with a part of its own."""
     own = REVISIONS.get(framework)
     return f"{KERNEL_MODEL_REVISION}" if own is None else f"{KERNEL_MODEL_REVISION}.{own}"

@@ -44,7 +44,7 @@ def _no_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _matmuls(quick: bool) -> Iterator[MicroProgram]:
-    rows = (1, 16, 128, 1024) if quick else (1, 4, 16, 64, 200, 512, 1024, 2048, 4096)
+    rows = (1, 16, 128, 1024) if quick else (1, 4, 16, 64, 200, 256, 384, 512, 1024, 2048, 4096)
     widths = (
         ((64, 64), (512, 512))
         if quick
