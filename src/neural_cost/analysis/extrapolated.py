@@ -16,7 +16,6 @@ was expected at 12.6 ms under its 14.6 ms bound, with nothing said. The note nam
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -24,7 +23,6 @@ from ..core.units import plural
 from ..hardware.kernel_model import KernelCalibration
 
 if TYPE_CHECKING:
-    from ..hardware.spec import HardwareSpec
     from .expected import ExpectedRow
     from .kernels import KernelTime
 
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
 PAST = 2.0
 #: A kernel expected under this share of its bound is named as faster than it (1%: rounding, not a finding).
 UNDER = 0.99
-#: A spec source that says its number was measured (``suspects`` reads sources so too).
-_MEASURED = re.compile(r"\bmeasured\b|\bcalibrat")
 
 
 def ceilings(calibration: KernelCalibration) -> dict[str, float]:
@@ -87,15 +83,16 @@ def under_bound_note(
     compute = sum(kernel.bound_side == "compute" for _, kernel in under)
     sides = []
     if compute:
-        peaks = {dtype: hardware.source_of(f"peak_flops[{dtype}]") for dtype in dtypes} or {"": hardware.source}
-        measured = all(_MEASURED.search(source) for source in peaks.values())
+        numbers = {dtype: f"peak_flops[{dtype}]" for dtype in dtypes} or {"": "peak_flops"}
+        peaks = {dtype: hardware.source_of(number) for dtype, number in numbers.items()}
+        measured = all(hardware.measured(number) for number in numbers.values())
         sides.append(
             f"{compute} compute-bound, scored at peaks from "
             + ", ".join(f"{dtype + ': ' if dtype else ''}{source!r}" for dtype, source in peaks.items())
             + ("" if measured else " (a formula's clock can sit below the one the device runs at: doubt the bound "
                "there, not the expected time; `neural-cost hardware --calibrate` measures the peaks)")
         )  # fmt: skip
-    levels = {kernel.level: _bandwidth_source(hardware, kernel.level) for _, kernel in under
+    levels = {kernel.level: hardware.source_of(f"bandwidth[{kernel.level}]") for _, kernel in under
               if kernel.bound_side == "memory"}  # fmt: skip
     if levels:
         sides.append(
@@ -108,9 +105,3 @@ def under_bound_note(
         f"faster than {their} roofline bound ({named}{more}; expected ÷ bound): the calibration measured this "
         f"device beating the spec there — {'; '.join(sides)}"
     )
-
-
-def _bandwidth_source(hardware: HardwareSpec, level: str) -> str:
-    """Where the bandwidth ``level`` was scored at came from: its own source, else the spec's memory bandwidth's."""
-    found = next((m for m in hardware.memory_levels if m.name == level and m.bandwidth_source), None)
-    return found.bandwidth_source if found and found.bandwidth_source else hardware.source_of("memory_bandwidth")

@@ -8,6 +8,7 @@ the curve every other product reads; without a curve of their own they read ``ma
 from __future__ import annotations
 
 from ..core.estimate import OperationCost
+from .utilization import is_backward
 
 #: A matrix product of two matrices whose result is at least this wide (N, the result's last dim: a
 #: language model's vocabulary projection) is ``wide_matmul``. On this project's AMD VM PyTorch's
@@ -41,7 +42,6 @@ def matmul_class(cost: OperationCost, framework: str | None = None, executions: 
     two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
     if cost.kind not in ("matmul", "linear") or not two_d:
         return "matmul"
-    backward = (op.scope or "").split("/", 1)[0] == "backward"  # a PyTorch training step's backward pass
-    if framework == "torch" and executions <= 1 and not backward and op.output[0] < THIN_MATMUL:
+    if framework == "torch" and executions <= 1 and not is_backward(op, framework) and op.output[0] < THIN_MATMUL:
         return "thin_matmul"
     return "wide_matmul" if op.output[-1] >= WIDE_MATMUL else "matmul"

@@ -29,7 +29,6 @@ NAMED = 3
 FIRST_TOUCH_BYTES = 32 << 20
 #: Below this efficiency a CPU program writing fresh pages is told about first-touch faults.
 FIRST_TOUCH_EFFICIENCY = 0.8
-_MEASURED = re.compile(r"\bmeasured\b|\bcalibrat")
 _CACHE = re.compile(r"^L\d")
 
 
@@ -103,7 +102,7 @@ def _assumptions(report: GapReport, deciding: list[KernelTime]) -> list[str]:
         unmeasured = [
             dtype
             for dtype, flops in estimate.flops_by_dtype.items()
-            if flops and not _MEASURED.search(hardware.source_of(f"peak_flops[{dtype}]"))
+            if flops and not hardware.measured(f"peak_flops[{dtype}]")
         ]
         if unmeasured:
             found.append(

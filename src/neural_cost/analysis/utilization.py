@@ -46,6 +46,7 @@ from ..core.estimate import CostEstimate, OperationCost
 from ..core.units import plural
 
 if TYPE_CHECKING:
+    from ..core.records import Operation
     from .gap import GapReport
 
 #: Kinds whose FLOPs run on a device's matrix units: the dtype they run at picks the peak.
@@ -140,15 +141,18 @@ def is_recomputed(row: OperationCost) -> bool:
 
 def is_training_step(estimate: CostEstimate) -> bool:
     """Whether the estimate is of a step with a backward (see the module's docstring)."""
-    for op in estimate.operations:
-        if op.attrs.get("phase") == "backward" or op.attrs.get("recompute") == "true":
-            return True
-        scope = op.scope or ""
-        if estimate.framework == "torch" and scope == "backward":
-            return True
-        if estimate.framework == "tensorflow" and (scope == "gradient_tape" or scope.startswith("gradient_tape/")):
-            return True
-    return False
+    return any(is_backward(op, estimate.framework) or op.attrs.get("recompute") == "true" for op in estimate.operations)
+
+
+def is_backward(op: Operation, framework: str | None) -> bool:
+    """Whether a record is of a training step's backward pass: its phase says so, or its scope is PyTorch's
+    backward phase or TensorFlow's gradient tape."""
+    if op.attrs.get("phase") == "backward":
+        return True
+    scope = op.scope or ""
+    if framework == "torch" and scope == "backward":
+        return True
+    return framework == "tensorflow" and (scope == "gradient_tape" or scope.startswith("gradient_tape/"))
 
 
 def collective_devices(estimate: CostEstimate) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,9 @@ from ..core.attrs import FrozenAttrs
 from ..core.dtypes import canonical_dtype
 from ..core.errors import HardwareError
 from .interconnect import Interconnect
+
+#: A source that says its number was measured (``HardwareSpec.measured``).
+_MEASURED = re.compile(r"\bmeasured\b|\bcalibrat")
 
 DEVICE_KINDS = ("cpu", "gpu", "tpu", "npu", "unknown")
 
@@ -193,11 +197,15 @@ class HardwareSpec:
         object.__setattr__(self, "interconnects", links)
 
     def source_of(self, number: str) -> str:
-        """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``) came from. A dtype
-        without a peak of its own is scored at ``peak_flops``, so it cites that number's source:
+        """Where ``number`` (``"memory_bandwidth"``, ``"peak_flops[float32]"``, ``"bandwidth[L3]"``) came from.
+        A dtype without a peak of its own is scored at ``peak_flops``, so it cites that number's source:
         ``sources["peak_flops"]``, else that of the dtype whose own peak the fallback is
         (``fallback_dtype``); the spec-wide ``source``, which may cite the bandwidth too, only
-        when neither is given."""
+        when neither is given. A memory level's bandwidth cites its own ``bandwidth_source``, else the
+        memory bandwidth's."""
+        if number.startswith("bandwidth[") and number.endswith("]"):
+            level = next((m for m in self.memory_levels if m.name == number[10:-1] and m.bandwidth_source), None)
+            return level.bandwidth_source if level and level.bandwidth_source else self.source_of("memory_bandwidth")
         if not self.sources:
             return self.source
         if number in self.sources:
@@ -207,6 +215,11 @@ class HardwareSpec:
             twin = self.fallback_dtype()
             return self.sources.get("peak_flops") or self.sources.get(f"peak_flops[{twin}]") or self.source
         return self.source
+
+    def measured(self, number: str) -> bool:
+        """Whether ``source_of(number)`` says the number was measured (or calibrated), not taken from a formula,
+        a table or the user."""
+        return _MEASURED.search(self.source_of(number)) is not None
 
     def fallback_dtype(self) -> str | None:
         """The dtype whose own peak ``peak_flops`` (the fallback) is, float32 first; None when
