@@ -160,3 +160,23 @@ def test_a_cache_level_measured_slower_than_main_memory_is_not_used():
     assert (copy.level, copy.memory_seconds) == ("DRAM", pytest.approx(2_000_000 / 100e9))
     said = "L3's measured bandwidth (3.90 GB/s) is below main memory's (100 GB/s)"
     assert any(note.startswith(said) for note in notes), notes
+
+
+def test_hardware_command_names_a_cache_measured_below_main_memory():
+    """`neural-cost hardware` says what the kernel view does with such a level. On an Intel VM the
+    guest's sysfs reported its host's whole 480 MiB L3; probed at 120 MiB a thread it read 46.7 GB/s
+    beside DRAM's 55.5: here L3 at 3.9 GB/s beside 100 GB/s gets the same note as the kernel view's,
+    and a level above main memory (L1d, L2) gets none."""
+    import dataclasses
+
+    from neural_cost.cli.hardware import render_hardware
+    from neural_cost.hardware.detect import DetectionResult
+
+    slow = tuple(dataclasses.replace(lv, bandwidth=3.9e9) if lv.name == "L3" else lv for lv in LEVELS)
+    text = render_hardware(dataclasses.replace(SPEC, memory_levels=slow), DetectionResult("cpu", "cpu", "T"))
+    notes = [line for line in text.splitlines() if "below main memory" in line]
+    assert notes == [
+        "  note: L3's measured bandwidth (3.90 GB/s) is below main memory's (100 GB/s): no cache's figure, not used "
+        "(a kernel that fits there is scored at the next level measured; a VM can report its host's whole shared "
+        "cache, more than its share; `neural-cost hardware --calibrate` measures the caches again)"
+    ]

@@ -243,13 +243,19 @@ def kernel_rows(estimate: CostEstimate, hardware: HardwareSpec) -> tuple[tuple[K
                 f"bandwidth: {len(fit)} kernel(s) whose footprint fits there were scored at a farther level "
                 f"(`neural-cost hardware --calibrate` measures the caches)"
             )
-    for level in levels.implausible:
-        notes.append(
-            f"{level.name}'s measured bandwidth ({format_si(level.bandwidth or 0.0, 'B/s')}) is below main memory's "
-            f"({format_si(levels.main_bandwidth, 'B/s')}): no cache's figure, not used (a kernel that fits there is "
-            f"scored at the next level measured; `neural-cost hardware --calibrate` measures the caches again)"
-        )
+    notes += implausible_notes(levels)
     return scored, tuple(notes)
+
+
+def implausible_notes(levels: Levels) -> list[str]:
+    """One note per cache level measured slower than main memory (``Levels.implausible``)."""
+    return [
+        f"{level.name}'s measured bandwidth ({format_si(level.bandwidth or 0.0, 'B/s')}) is below main memory's "
+        f"({format_si(levels.main_bandwidth, 'B/s')}): no cache's figure, not used (a kernel that fits there is "
+        f"scored at the next level measured; a VM can report its host's whole shared cache, more than its share; "
+        f"`neural-cost hardware --calibrate` measures the caches again)"
+        for level in levels.implausible
+    ]
 
 
 def _fits_unmeasured(row: KernelTime, hardware: HardwareSpec, levels: Levels) -> bool:

@@ -13,6 +13,7 @@ import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
+from ..analysis.kernels import Levels, implausible_notes
 from ..core.errors import NeuralCostError
 from ..core.units import format_si
 from ..hardware.calibrate import ProbeResult
@@ -48,7 +49,7 @@ def render_hardware(spec: HardwareSpec, detection: DetectionResult) -> str:
             f"  {level.name:14s} {format_si(level.capacity_bytes, 'B'):>9s} {sharing:13s} {rate:>12s}  "
             f"({level.source}; {level.bandwidth_source or 'bandwidth: --calibrate measures it'})"
         )
-    lines += [f"  note: {note}" for note in detection.notes]
+    lines += [f"  note: {note}" for note in (*detection.notes, *implausible_notes(Levels.of(spec)))]
     return "\n".join(lines) + "\n"
 
 
