@@ -115,9 +115,10 @@ def test_usual_times_and_curves_survive_a_save_and_an_older_file_has_none():
 
 def test_merged_calibrations_keep_a_loop_kernels_fastest_and_the_median_of_its_usual_times():
     """Three calibrations of the kept loop point "scan 100": fastest 120, 200, 150 µs and usual 300,
-    250 µs and none (made before usual times were kept). Merged: its smallest, 120 µs, and the higher
-    middle of the two usual times, 300 µs (a state that ran: their mean, 275 µs, is neither); a plain
-    matmul point has none."""
+    250 µs and none (made before usual times were kept). Merged with no wake-up measured (no second
+    host state seen): the median of the fastest, 150 µs (``test_calibration_history``: the smallest where
+    the host was seen in two states), and the higher middle of the two usual times, 300 µs (a state that
+    ran: their mean, 275 µs, is neither); a plain matmul point has none."""
     history: list[Entry] = []
     for fast, usual in ((120, 300), (200, 250), (150, None)):
         base = _calibration()
@@ -128,7 +129,7 @@ def test_merged_calibrations_keep_a_loop_kernels_fastest_and_the_median_of_its_u
         )  # fmt: skip
         calibration, history = merged(replace(base, points=points), history)
     found = {p.name: p for p in calibration.points}
-    assert found["scan 100"].measured_seconds == pytest.approx(120 * US)
+    assert found["scan 100"].measured_seconds == pytest.approx(150 * US)
     assert found["scan 100"].usual_seconds == pytest.approx(300 * US)
     assert found["mm 100"].usual_seconds is None
     assert Entry.from_dict(history[0].to_dict()) == history[0]
