@@ -20,7 +20,8 @@ the loops as the machine runs them when the host leaves it both cores, what the 
 then measures against. Where they saw one state (or measured no wake-up) it takes the median, as every
 other point: on an Intel VM whose wake-ups all read 70–75 µs, a 512-wide scanned dot read 12.4 µs in one
 calibration, 31.4 and 25.2 µs in the next two and 33–36 µs for the hour after; a fast spell no wake-up
-names is not a state to expect (the held-out scan at batch 4 had been expected 61% fast). A loop kernel's usual time (``Point.usual_seconds``: the median of its program's
+names is not a state to expect (the held-out scan at batch 4 had been expected 61% fast).
+A loop kernel's usual time (``Point.usual_seconds``: the median of its program's
 passes) is merged by its median over the calibrations that kept one (of two, the higher: a state that
 ran), never below its merged smallest. The host states of those times (``KernelCalibration.loop_wakes``)
 merge alike: the smallest wake-up before a fastest pass, the median (higher) of those before the usual ones.
