@@ -113,7 +113,7 @@ def test_usual_times_and_curves_survive_a_save_and_an_older_file_has_none():
     assert read.usual_classes == {} and all(p.usual_seconds is None for p in read.points)
 
 
-def test_merged_calibrations_keep_a_loop_kernels_fastest_and_the_median_of_its_usual_times():
+def test_merged_calibrations_keep_the_median_of_a_loop_kernels_fastest_and_usual_times_in_one_state():
     """Three calibrations of the kept loop point "scan 100": fastest 120, 200, 150 µs and usual 300,
     250 µs and none (made before usual times were kept). Merged with no wake-up measured (no second
     host state seen): the median of the fastest, 150 µs (``test_calibration_history``: the smallest where

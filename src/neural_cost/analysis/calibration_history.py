@@ -11,20 +11,23 @@ So ``kernel_calibration`` keeps the raw times of the last ``HISTORY`` calibratio
 machine with the same framework and kernel-model versions, in a file beside the calibration
 (``history_path``), and fits each point's **median** over them (a drift probe's over the
 calibrations that probed the same program's kernel of the same class, and the first-touch cost's).
-A loop's kernel (``is_loop``) keeps its **smallest** time instead where the merged calibrations saw the
-host in two states (``_split``, by their cross-core wake-ups): on that VM small kernels in a loop
+A loop's kernel (``is_loop``) keeps its **smallest** time instead where the merged calibrations' fastest
+loop passes ran in two host states (``fastest_in_two_states``: their cross-core wake-ups before those passes
+at least ``WAKES_APART`` apart): on that VM small kernels in a loop
 ran in two states 1.5–2.3× apart for 10–40 s at a time while the rest held, so the median of three
 calibrations is whichever state two of them caught (a scanned cell's dots of 1.1–2 MiB of weights
 read 0.76–1.08× their roofline in one calibration, 0.95–1.80× as the median of three); the smallest is
 the loops as the machine runs them when the host leaves it both cores, what the loop drift probe
-then measures against. Where they saw one state (or measured no wake-up) it takes the median, as every
-other point: on an Intel VM whose wake-ups all read 70–75 µs, a 512-wide scanned dot read 12.4 µs in one
-calibration, 31.4 and 25.2 µs in the next two and 33–36 µs for the hour after; a fast spell no wake-up
-names is not a state to expect (the held-out scan at batch 4 had been expected 61% fast).
+then measures against. Where those passes ran in one state (or no wake-up was measured) it takes the
+median, as every other point (the fastest times are then one state's samples): on an Intel VM whose
+wake-ups all read 70–75 µs, a 512-wide scanned dot read 12.4 µs in one calibration, 31.4 and 25.2 µs in
+the next two and 33–36 µs for the hour after; a fast spell no wake-up names is not a state to expect
+(the held-out scan at batch 4 had been expected 61% fast).
 A loop kernel's usual time (``Point.usual_seconds``: the median of its program's
 passes) is merged by its median over the calibrations that kept one (of two, the higher: a state that
-ran), never below its merged smallest. The host states of those times (``KernelCalibration.loop_wakes``)
-merge alike: the smallest wake-up before a fastest pass, the median (higher) of those before the usual ones.
+ran), never below its merged time. The host states of those times (``KernelCalibration.loop_wakes``)
+merge so: the smallest wake-up before a fastest pass (whichever way the times merged), the median (higher)
+of those before the usual ones.
 Where the merged calibrations saw the host in two states (their usual wake-ups reach ``WAKES_APART`` × the
 smallest fastest one), the usual times and wake-up come from those in the slower state only (a usual wake-up
 past the two's geometric mean, as ``usual_loops`` splits them), and a calibration made in the slower state
@@ -71,8 +74,8 @@ CARRIED_FOR = timedelta(days=1)
 SCHEMA = 2
 #: Every merged calibration's note starts so (``report.expected_text.calibration_lines`` prints it).
 NOTE_PREFIX = "points: the median of"
-LOOPS_SMALLEST = "a loop's kernel: the smallest, the host seen in two states"
-LOOPS_MEDIAN = "a loop's kernel's too: the host seen in one state"
+LOOPS_SMALLEST = "a loop's kernel: the smallest, its fastest passes run in two host states"
+LOOPS_MEDIAN = "a loop's kernel's too: its fastest passes run in one host state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +209,7 @@ def merged(
     keys = point_keys(calibration.points)
     times = [[e.seconds[key] for e in entries if key in e.seconds] for key in keys]
     slower, wake_note = _slower_state(entries, kept)
-    states = _split(entries, kept) is not None  # a loop's kernel: its smallest only where the host had two states
+    states = fastest_in_two_states(entries)  # a loop's kernel: its smallest only then (the module docstring)
     medians = [
         (min if states and is_loop(point.kernel_class) else _median)(found)
         for point, found in zip(calibration.points, times, strict=True)
@@ -253,6 +256,15 @@ def merged(
     usual_wakes = [e.wakes[1] for e in slower if e.wakes is not None] or [w[1] for w in wakes]  # as the times
     loop_wakes = (min(w[0] for w in wakes), median_high(usual_wakes)) if wakes else None
     return replace(fitted, probes=probes, loop_wakes=loop_wakes), [*kept, *entries]
+
+
+def fastest_in_two_states(entries: Sequence[Entry]) -> bool:
+    """Whether the merged calibrations' fastest loop passes ran in two host states: their wake-ups before those
+    passes (``Entry.wakes[0]``) at least ``WAKES_APART`` apart, so some calibration's fastest times are the busy
+    state's and the median of three can be whichever state two of them caught. A calibration kept from before
+    them (``carried``) does not count: its times are not merged."""
+    fast = [e.wakes[0] for e in entries if e.wakes is not None]
+    return bool(fast) and min(fast) > 0 and max(fast) >= WAKES_APART * min(fast)
 
 
 def carried(older: Sequence[Entry], entries: Sequence[Entry]) -> list[Entry]:
