@@ -169,11 +169,15 @@ def test_hardware_command_names_a_cache_measured_below_main_memory():
     and a level above main memory (L1d, L2) gets none."""
     import dataclasses
 
-    from neural_cost.cli.hardware import render_hardware
+    from neural_cost.cli.hardware import _payload, render_hardware
     from neural_cost.hardware.detect import DetectionResult
 
     slow = tuple(dataclasses.replace(lv, bandwidth=3.9e9) if lv.name == "L3" else lv for lv in LEVELS)
-    text = render_hardware(dataclasses.replace(SPEC, memory_levels=slow), DetectionResult("cpu", "cpu", "T"))
+    spec, detection = dataclasses.replace(SPEC, memory_levels=slow), DetectionResult("cpu", "cpu", "T")
+    text = render_hardware(spec, detection)
+    assert _payload(spec, detection)["level_notes"] == [note.removeprefix("  note: ") for note in text.splitlines()
+                                                        if "below main memory" in note]  # fmt: skip
+    assert _payload(SPEC, detection)["level_notes"] == []
     notes = [line for line in text.splitlines() if "below main memory" in line]
     assert notes == [
         "  note: L3's measured bandwidth (3.90 GB/s) is below main memory's (100 GB/s): no cache's figure, not used "

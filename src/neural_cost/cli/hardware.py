@@ -134,6 +134,15 @@ def _calibrate_levels() -> dict[str, Any]:
     return section
 
 
+def _payload(spec: HardwareSpec, detection: DetectionResult) -> dict[str, Any]:
+    """``--json``'s spec and detection, and the notes on cache levels the kernel view sets aside."""
+    return {
+        "spec": spec.to_dict(),
+        "detection": detection.to_dict(),
+        "level_notes": implausible_notes(Levels.of(spec)),
+    }
+
+
 def run_hardware(args: argparse.Namespace) -> int:
     from .output import write_json
 
@@ -151,13 +160,13 @@ def run_hardware(args: argparse.Namespace) -> int:
         forget_entry(live_machine_key())  # so the detection below measures the bandwidth afresh
     spec, detection = detect_hardware(args.device)
     print(render_hardware(spec, detection), end="")
-    data: dict[str, Any] = {"spec": spec.to_dict(), "detection": detection.to_dict()}
+    data: dict[str, Any] = _payload(spec, detection)
     if calibrating:
         _calibrate_host(args, data)
         spec, detection = detect_hardware(args.device)
         print("now scoring against:")
         print(render_hardware(spec, detection), end="")
-        data["spec"], data["detection"] = spec.to_dict(), detection.to_dict()
+        data.update(_payload(spec, detection))
     if args.json:
         print(f"wrote {write_json(args.json, data)}")
     return 0
