@@ -13,7 +13,7 @@ kept (a shared machine stalls; a stall never makes a kernel faster). The points 
 (``hardware/kernel_model.py``) with their cross-validated error, and saved in the machine's
 calibration cache by ``kernel_calibration``, one file per framework, with the date and the framework's
 version, each point the median of this and the last two calibrations' (a loop's kernel: the smallest where
-the host was seen in two states; ``calibration_history``); it reads that file, or calibrates when there is
+their fastest passes ran in two host states; ``calibration_history``); it reads that file, or calibrates when there is
 none (or it was made with another framework version). A loop program (one with a shorter twin, or a whole
 recurrent layer timed by its wall) gets ``LOOP_PASSES`` more passes after the grid's.
 """

@@ -78,6 +78,11 @@ LOOPS_SMALLEST = "a loop's kernel: the smallest, its fastest passes run in two h
 LOOPS_MEDIAN = "a loop's kernel's too: its fastest passes run in one host state"
 
 
+def apart(low: float, high: float) -> bool:
+    """Whether two cross-core wake-ups are two host states: ``high`` at least ``WAKES_APART`` × a positive ``low``."""
+    return low > 0 and high >= WAKES_APART * low
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One calibration's raw measurements, as the history file keeps them."""
@@ -227,8 +232,7 @@ def merged(
     touches = [e.first_touch for e in entries if e.first_touch is not None]
     note = (
         f"{NOTE_PREFIX} its times ({LOOPS_SMALLEST if states else LOOPS_MEDIAN}) in the {len(entries)} calibrations "
-        f"made on this "
-        f"machine with these versions "
+        f"made on this machine with these versions "
         f"({', '.join(e.when.replace('T', ' ') for e in entries)}); each calibration's points took "
         f"{', '.join(f'{s:.2f}×' for s in speeds)} those medians (median; a loop's kernels left out), "
         f"and a point's times read a median "
@@ -264,7 +268,7 @@ def fastest_in_two_states(entries: Sequence[Entry]) -> bool:
     state's and the median of three can be whichever state two of them caught. A calibration kept from before
     them (``carried``) does not count: its times are not merged."""
     fast = [e.wakes[0] for e in entries if e.wakes is not None]
-    return bool(fast) and min(fast) > 0 and max(fast) >= WAKES_APART * min(fast)
+    return bool(fast) and apart(min(fast), max(fast))
 
 
 def carried(older: Sequence[Entry], entries: Sequence[Entry]) -> list[Entry]:
@@ -301,7 +305,7 @@ def _split(entries: Sequence[Entry], kept: Sequence[Entry]) -> list[Entry] | Non
         return None
     low, high = min(fast), max(e.wakes[1] for e in seen if e.wakes is not None)
     slower = [e for e in seen if e.wakes is not None and e.wakes[1] > (low * high) ** 0.5]
-    if high < WAKES_APART * low or median_high([e.wakes[1] for e in slower if e.wakes]) < WAKES_APART * low:
+    if not apart(low, high) or not apart(low, median_high([e.wakes[1] for e in slower if e.wakes])):
         return None
     return slower
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..hardware.wake import mean_wake
-from .calibration_history import WAKES_APART, is_loop
+from .calibration_history import apart, is_loop
 
 if TYPE_CHECKING:
     from ..core.estimate import CostEstimate
@@ -119,7 +119,7 @@ def changed_state(expected: Expected) -> bool:
     if around is None or not split_state(expected):
         return False
     low, high = sorted(around)
-    return low > 0 and high >= WAKES_APART * low
+    return apart(low, high)
 
 
 def between(
@@ -138,7 +138,7 @@ def wake_share(loop_wakes: tuple[float, float] | None, wake: float | None) -> fl
     if wake is None or loop_wakes is None or not math.isfinite(wake):
         return None
     fast, usual = loop_wakes
-    if not fast > 0 or usual < WAKES_APART * fast:
+    if not apart(fast, usual):
         return None
     if wake <= (fast * usual) ** 0.5:
         return 0.0

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
-from ..analysis.calibration_history import WAKES_APART, is_loop
+from ..analysis.calibration_history import apart, is_loop
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
 from ..analysis.usual_loops import MAX_SHARE, changed_state, split_state
@@ -110,7 +110,7 @@ def host_note(expected: Expected, when: str = "just after the timed runs") -> st
     if wake is None or expected.loop_wakes is None:
         return None
     low, high = sorted(expected.loop_wakes)
-    if not low > 0 or high >= WAKES_APART * low or not any(is_loop(row.kernel_class) for row in expected.rows):
+    if not low > 0 or apart(low, high) or not any(is_loop(row.kernel_class) for row in expected.rows):
         return None
     quieter, busier = wake * HOST_APART <= low, wake >= HOST_APART * high
     if not (quieter or busier):
@@ -206,7 +206,7 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
             f"passes, {format_seconds(wakes[1])} before their usual ones (medians over the loop programs; over merged "
             f"calibrations the smallest, and the median of those in the slower host state where they saw two; "
             f"`expected in the host's state now`"
-            + ("" if wakes[1] >= WAKES_APART * wakes[0] else ": one state seen, none expected now")
+            + ("" if apart(wakes[0], wakes[1]) else ": one state seen, none expected now")
             + ")"
         )
     lines += [
