@@ -83,6 +83,12 @@ def apart(low: float, high: float) -> bool:
     return low > 0 and high >= WAKES_APART * low
 
 
+def dividing_line(fast: float, usual: float) -> float:
+    """The wake-up between two host states: the geometric mean of the fast and the usual one (at or under it,
+    the fast state)."""
+    return math.sqrt(fast * usual)
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One calibration's raw measurements, as the history file keeps them."""
@@ -304,7 +310,7 @@ def _split(entries: Sequence[Entry], kept: Sequence[Entry]) -> list[Entry] | Non
     if not fast or not min(fast) > 0 or not seen:
         return None
     low, high = min(fast), max(e.wakes[1] for e in seen if e.wakes is not None)
-    slower = [e for e in seen if e.wakes is not None and e.wakes[1] > (low * high) ** 0.5]
+    slower = [e for e in seen if e.wakes is not None and e.wakes[1] > dividing_line(low, high)]
     if not apart(low, high) or not apart(low, median_high([e.wakes[1] for e in slower if e.wakes])):
         return None
     return slower

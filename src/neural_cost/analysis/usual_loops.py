@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..hardware.wake import mean_wake
-from .calibration_history import apart, is_loop
+from .calibration_history import apart, dividing_line, is_loop
 
 if TYPE_CHECKING:
     from ..core.estimate import CostEstimate
@@ -140,6 +140,6 @@ def wake_share(loop_wakes: tuple[float, float] | None, wake: float | None) -> fl
     fast, usual = loop_wakes
     if not apart(fast, usual):
         return None
-    if wake <= (fast * usual) ** 0.5:
+    if wake <= dividing_line(fast, usual):
         return 0.0
     return min(MAX_SHARE, max(1.0, (wake - fast) / (usual - fast)))
