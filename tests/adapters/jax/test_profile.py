@@ -359,3 +359,24 @@ def test_failing_profiler_is_a_note(monkeypatch):
     text = report.render()
     assert "no profiler backend in this build" in text
     assert all(row.measured_seconds is None for row in report.operation_rows)
+
+
+def test_profiler_skips_the_hlo_protos_of_every_live_executable(monkeypatch):
+    """The profiler is started with ``enable_hlo_proto`` off: with it on, stopping a trace exports
+    the HLO of every executable the process keeps, so one profile of a 1 ms program took 8 ms with
+    one kept and 44 ms with 400 kept (a JAX kernel calibration keeps its 403 programs: 43 s of its
+    216 s). The join reads the HLO from the executable itself, so nothing is lost; the events are
+    still joined (one per run of the one kernel)."""
+    seen = []
+    trace = jax.profiler.trace
+
+    def spy(directory, **kwargs):
+        seen.append(kwargs["profiler_options"].enable_hlo_proto)
+        return trace(directory, **kwargs)
+
+    monkeypatch.setattr(jax.profiler, "trace", spy)
+    x = jnp.ones((64, 64), jnp.float32)
+    report = analyze_workload(JaxAdapter(), lambda a: jnp.tanh(a @ a), (x,), warmup=1, repeats=2, profile_runs=2)
+    assert seen == [False]
+    assert report.profile is not None and report.profile.runs == 2
+    assert sum(row.measured_seconds is not None for row in report.operation_rows) >= 1

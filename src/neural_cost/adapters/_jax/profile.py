@@ -165,6 +165,7 @@ def _record(compiled: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], run
             options = jax.profiler.ProfileOptions()
             options.python_tracer_level = 0
             options.host_tracer_level = 1
+            options.enable_hlo_proto = False
             with jax.profiler.trace(directory, profiler_options=options):
                 start = time.perf_counter()
                 for _ in range(runs):
