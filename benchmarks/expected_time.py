@@ -62,6 +62,7 @@ from neural_cost.adapters import adapter_for
 from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
 from neural_cost.analysis.usual_loops import hedged
 from neural_cost.analysis.workload import analyze_workload, program_options, time_workload, trace_workload
+from neural_cost.cli.quiet import filtered_stderr, quiet_frameworks
 from neural_cost.costs.estimate import estimate_trace
 from neural_cost.hardware.wake import cross_core_wake
 
@@ -516,4 +517,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    quiet_frameworks()  # TensorFlow's oneDNN line and absl's notices, as the CLI keeps them off its output
+    with filtered_stderr():
+        main()
