@@ -126,7 +126,7 @@ def test_the_expected_time_now_places_the_loop_kernels_by_the_wake_up():
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, 50 * US).now_seconds == pytest.approx(2.5e-3)
     kept = loops_now(_expected(1e-3, 1.6e-3), wakes, 16.5 * US)
     assert kept.wake_seconds == 16.5 * US and kept.loop_wakes == wakes
-    # none: no usual time, no wake-up, no calibrated states, or two states under 1.2× apart (6.5 and 7.5 µs)
+    # none: no usual time, no wake-up, no calibrated states, or two states under 1.5× apart (6.5 and 7.5 µs)
     assert loops_now(_expected(1e-3, None), wakes, 16.5 * US).now_seconds is None
     assert loops_now(_expected(1e-3, 1.6e-3), wakes, None).now_seconds is None
     assert loops_now(_expected(1e-3, 1.6e-3), None, 16.5 * US).now_seconds is None
@@ -192,10 +192,10 @@ def _stated(fast: float, usual: float, scan_usual: float, when: str) -> tuple[Ke
 def test_a_calibration_in_the_slower_host_state_is_kept_past_the_last_three_while_none_of_them_saw_it():
     """A calibration with the host busy (wake-ups 7 / 18 µs, "scan 100" usually 300 µs), then three with it quiet
     (7 / 7.5, 6.8 / 7.2, 7.1 / 7.3 µs; usually 150 µs). The last three alone saw one state: their slowest usual
-    wake-up, 7.5 µs, is under 1.2 × 6.8 = 8.16 µs. Beside them the busy one (made 3 h before the newest, within
-    a day) is alone past the line √(6.8 × 18) = 11.06 µs, and 18 ≥ 8.16 µs, so it is kept — the usual wake-up
+    wake-up, 7.5 µs, is under 1.5 × 6.8 = 10.2 µs. Beside them the busy one (made 3 h before the newest, within
+    a day) is alone past the line √(6.8 × 18) = 11.06 µs, and 18 ≥ 10.2 µs, so it is kept — the usual wake-up
     18 µs and "scan 100"'s usual time 300 µs; its fastest and every plain point still the last three's. A fifth,
-    busy again (7 / 17 µs, usually 280 µs): the last three now saw two states themselves (17 ≥ 8.16 µs, the line
+    busy again (7 / 17 µs, usually 280 µs): the last three now saw two states themselves (17 ≥ 10.2 µs, the line
     √(6.8 × 17) = 10.75 µs, the new one alone past it), so the old one is dropped: 17 µs and 280 µs."""
     history: list[Entry] = []
     made = [_stated(7, 18, 300, "2026-12-05T01:00"), _stated(7, 7.5, 150, "2026-12-05T02:00"),
@@ -321,7 +321,7 @@ def test_an_eager_recurrent_layer_is_a_loop_its_passes_give_its_usual_time_and_h
 
 
 def test_a_calibration_of_one_host_state_says_which_way_a_program_s_loops_can_move_and_no_more():
-    """A calibration whose loop passes all ran at 18.5–18.6 µs (under 1.2× apart: one state, no expectation
+    """A calibration whose loop passes all ran at 18.5–18.6 µs (under 1.5× apart: one state, no expectation
     now). Measured at 7.6 µs (18.5 / 7.6 = 2.4×, past 1.5×): quieter, its loops can run faster; at 30 µs
     (1.6× past 18.6): busier; at 15 µs (1.23× under): nothing said. A program without a loop's kernel: nothing."""
     from neural_cost.report.expected_text import HOST_APART, host_note

@@ -45,8 +45,8 @@ def test_the_expected_time_now_reads_each_of_the_two_and_keeps_both():
     """Expected 1.0 ms, 1.6 ms as usual. 6.5 µs before, 12.5 µs after: 6.5 µs is the quiet state, 1.0 ms;
     12.5 µs is past the 8.26 µs line, share (12.5 − 6.5) ÷ (10.5 − 6.5) = 1.5: 1.0 + 0.6 × 1.5 = 1.9 ms; the
     figure is their mean, 1.45 ms (the readings' mean, 9.5 µs, would have read 1.6 ms: the usual state for all
-    of the runs), and the host changed state (12.5 ≥ 1.2 × 6.5). 9 and 10 µs are both past the line: 1.6 ms
-    each, no change. 8.2 and 8.4 µs lie on the two sides of the line but under 1.2× apart: the quiet state's own
+    of the runs), and the host changed state (12.5 ≥ 1.5 × 6.5 = 9.75). 9 and 10 µs are both past the line: 1.6 ms
+    each, no change. 8.2 and 8.4 µs lie on the two sides of the line but under 1.5× apart: the quiet state's own
     wander, no change said, and the figure is still half-way, (1.0 + 1.6) / 2 = 1.3 ms."""
     read = loops_now(_expected(), WAKES, 12.5 * US, before=6.5 * US)
     assert read.wake_seconds == pytest.approx(9.5 * US) and read.wake_around == (6.5 * US, 12.5 * US)
@@ -87,7 +87,7 @@ def test_the_now_line_says_both_readings_and_a_change_of_state():
 
 
 def test_the_one_state_note_says_when_it_was_read():
-    """A calibration of one state (6.5 and 7 µs: under 1.2× apart); 15 and 17 µs around the runs, mean 16 µs:
+    """A calibration of one state (6.5 and 7 µs: under 1.5× apart); 15 and 17 µs around the runs, mean 16 µs:
     at least 1.5 × 7 = 10.5 µs, busier than calibrated."""
     from neural_cost.analysis.expected import ExpectedRow
 
