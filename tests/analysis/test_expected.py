@@ -982,13 +982,64 @@ def test_a_kernel_expected_under_its_bound_is_named_with_the_specs_sources():
 
 
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
-    """PyTorch's own changes (its convolution and matmul classes, its grid) make its revision 42.6; JAX's and
-    TensorFlow's stay 42, so their calibrations stay good; raising the shared revision would change every
-    framework's."""
+    """A framework's own change raises its own part after the shared revision (PyTorch's were 42.1–42.6); the
+    shared 43 (the pointwise classes' memory axis, every framework's points) makes every framework's calibration
+    again and takes them in: 43 for all three, a part of its own with the next own change."""
     from neural_cost.analysis import kernel_revision
     from neural_cost.analysis.expected import installed_versions
 
-    assert kernel_revision.revision("torch") == "42.6"
-    assert kernel_revision.revision("jax") == kernel_revision.revision("tensorflow") == "42"
-    assert installed_versions("jax")["neural-cost kernel model"] == "42"
-    assert installed_versions("torch")["neural-cost kernel model"] == "42.6"
+    assert kernel_revision.revision("torch") == kernel_revision.revision("jax") == "43"
+    assert kernel_revision.revision("tensorflow") == "43"
+    assert installed_versions("jax")["neural-cost kernel model"] == "43"
+    assert installed_versions("torch")["neural-cost kernel model"] == "43"
+    kernel_revision.REVISIONS["torch"] = 1
+    try:
+        assert installed_versions("torch")["neural-cost kernel model"] == "43.1"
+    finally:
+        kernel_revision.REVISIONS.pop("torch")
+
+
+def test_a_pointwise_kernel_reads_its_curve_at_main_memory_bandwidth_whatever_level_holds_it():
+    """An add of 65,536 float32 pairs (786,432 B moved, fits the 1 MiB L2 at 500 GB/s): its bound is
+    786,432 / 500e9 = 1.572864 µs; on ``elementwise``'s memory curve it reads at main memory's 100 GB/s,
+    7.86432 µs, where the curve's one segment, log10 time = log10 roofline + 0.5, gives 10^0.5 × 7.86432 µs =
+    24.869 µs (at the L2 roofline it would read 4.974 µs). ``copy`` (no main-memory axis) on the same curve
+    shape reads the L2 roofline: 10^0.5 × 1.572864 µs = 4.974 µs. PyTorch's tanh past L2 read 2.1× its time on
+    the level axis (``kernel_model.main_memory_axis``)."""
+    from neural_cost import Kernel, Operation
+    from neural_cost.analysis.kernel_classes import Part
+
+    ops = (
+        Operation("act", "elementwise", ((256, 256), (256, 256)), (256, 256), attrs={"op": "add"}),
+        Operation("moved", "copy", ((256, 256),), (256, 256)),
+    )
+    kernels = (Kernel("act", (0,), traffic_bytes=786_432, footprint_bytes=786_432),
+               Kernel("moved", (1,), traffic_bytes=786_432, footprint_bytes=786_432))  # fmt: skip
+    estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written"))
+    curve = Curve((-7.0, -4.0), (-6.5, -3.5))  # log10 time = log10 roofline + 0.5
+    classes = {"elementwise": ClassModel("elementwise", None, curve, points=9),
+               "copy": ClassModel("copy", None, curve, points=9)}  # fmt: skip
+    rows = {row.name: row for row in expected_time(estimate, _calibration(classes), machine={}).rows}
+    assert rows["act"].kernel_class == "elementwise" and rows["moved"].kernel_class == "copy"
+    assert rows["act"].bound_seconds == pytest.approx(1.572864e-6)
+    assert rows["act"].seconds == pytest.approx(10**0.5 * 7.86432e-6)
+    assert rows["moved"].seconds == pytest.approx(10**0.5 * 1.572864e-6)
+    part = Part("transcendental:tanh", 1e-6, 10e-6, 1, 35e-6)
+    assert part.memory_on("transcendental:tanh") == part.memory_on("transcendental") == part.memory_on("elementwise")
+    assert part.memory_on("elementwise") == 35e-6
+    assert part.memory_on("copy") == part.memory_on("elementwise@loop") == part.memory_on("transcendental@xla") == 10e-6
+    assert Part("copy", 1e-6, 10e-6, 1).memory_on("elementwise") == 10e-6  # no main-memory time: its own
+
+
+def test_a_pointwise_memory_curve_has_a_knot_a_decade():
+    """Four points a decade apart, (1e-6, 4e-6), (1e-5, 2e-5), (1e-4, 1e-4), (1e-3, 4e-4) s: by count, 4 // 3 =
+    1 knot, two over their 3 decades (``SPLIT_SPAN``), each the median of two points — x 10^-5.5 and 10^-3.5;
+    a knot a decade makes ceil(3) = 3: the first two points alone, the last two's median (10^-3.5, 2e-4)."""
+    from neural_cost.hardware.kernel_curve import fit_curve
+
+    pairs = [(1e-6, 4e-6), (1e-5, 2e-5), (1e-4, 1e-4), (1e-3, 4e-4)]
+    coarse, fine = fit_curve(pairs), fit_curve(pairs, per_decade=True)
+    assert coarse is not None and fine is not None
+    assert coarse.xs == pytest.approx((-5.5, -3.5))
+    assert fine.xs == pytest.approx((-6.0, -5.0, -3.5))
+    assert [10**y for y in fine.ys] == pytest.approx([4e-6, 2e-5, 2e-4])

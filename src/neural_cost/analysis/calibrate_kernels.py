@@ -147,7 +147,8 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
             model, n = class_model(first, part.kernel_class), part.repeats
             bound = max(part.compute_seconds, part.memory_seconds)
             floor = floors.get(model.name) if model else None
-            others += n * model.seconds(part.compute_seconds / n, part.memory_seconds / n, floor) if model else bound
+            memory = part.memory_on(model.name) if model else part.memory_seconds
+            others += n * model.seconds(part.compute_seconds / n, memory / n, floor) if model else bound
         left = item.seconds - others
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")

@@ -294,9 +294,10 @@ def expected_time(
                     lacking.add(part.kernel_class)
                     continue
                 n = part.repeats
-                share = n * found.seconds(part.compute_seconds / n, part.memory_seconds / n, floors.get(found.name))
+                memory = part.memory_on(found.name)
+                share = n * found.seconds(part.compute_seconds / n, memory / n, floors.get(found.name))
                 seconds += share
-                factor = max(part.compute_seconds, part.memory_seconds) / n / largest.get(found.name, float("inf"))
+                factor = max(part.compute_seconds, memory) / n / largest.get(found.name, float("inf"))
                 if factor > PAST:  # the row's farthest part names it; every past part's time counts
                     name_of, most, extra = past.get(row.name, (found.name, factor, 0.0))
                     name_of, most = (found.name, factor) if factor >= most else (name_of, most)

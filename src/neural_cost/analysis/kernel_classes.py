@@ -54,7 +54,7 @@ from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
 from ..core.records import Operation
-from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family
+from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family, main_memory_axis
 from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
@@ -161,6 +161,14 @@ class Part:
     compute_seconds: float
     memory_seconds: float
     repeats: int
+    #: Its memory time at main memory's bandwidth, whatever level holds it (None: ``memory_seconds``).
+    main_memory_seconds: float | None = None
+
+    def memory_on(self, curve: str) -> float:
+        """Its memory time on the axis of the class ``curve`` it is read off (``main_memory_axis``): a
+        curve's points and the kernels read off it on one axis. Its bound stays ``memory_seconds``'."""
+        main = self.main_memory_seconds
+        return main if main is not None and main_memory_axis(curve) else self.memory_seconds
 
 
 def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tuple[Part, ...]:
@@ -182,7 +190,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         memory, streamed = _step_memory(estimate, row, hardware)
         member = name.replace("rnn", "rnn:streamed" if streamed else "rnn:kept", 1)
         return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
-    whole = (Part(name, row.compute_seconds, row.memory_seconds, n),)
+    main = row.bandwidth / hardware.memory_bandwidth  # its memory time ÷ at main memory's bandwidth
+    whole = (Part(name, row.compute_seconds, row.memory_seconds, n, row.memory_seconds * main),)
     if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in _SPLIT:
         return whole
     costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
@@ -215,7 +224,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
             sum(cost.bytes for cost in group) / moved if moved else 1 / len(groups),
         )
         found.append(Part(loop_dot_class(estimate, row, _suffixed(estimate, row, base), hardware, head),
-                          row.compute_seconds * share[0], row.memory_seconds * share[1], row.executions))  # fmt: skip
+                          row.compute_seconds * share[0], row.memory_seconds * share[1], row.executions,
+                          row.memory_seconds * share[1] * main))  # fmt: skip
     return tuple(found)
 
 

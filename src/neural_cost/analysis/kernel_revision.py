@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by another
-#: revision is made again, and one brought from it is flagged.
-KERNEL_MODEL_REVISION = 42
+#: revision is made again, and one brought from it is flagged. 43: the pointwise classes' memory curves at
+#: main memory's bandwidth (``kernel_model.main_memory_axis``), every framework's points with them.
+KERNEL_MODEL_REVISION = 43
 #: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off
 #: oneDNN's channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out
 #: of them, .3 three weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed
 #: on cold inputs and results, six larger ones added, .5 its products of fewer than 256 rows ``thin_matmul``,
-#: .6 linears of 256 and 384 rows in its grid); raising the shared one still makes every framework's calibration
-#: again.
-REVISIONS = {"torch": 6}
+#: .6 linears of 256 and 384 rows in its grid, all in 43); raising the shared one still makes every framework's
+#: calibration again.
+REVISIONS: dict[str, int] = {}
 
 
 def revision(framework: str) -> str:

@@ -48,7 +48,8 @@ class _Pending:
 def _point(part: Part, seconds: float, program: str) -> Point:
     """A point of ``part``'s class: its roofline times and ``seconds`` per read of its curve."""
     n = part.repeats
-    return Point(part.kernel_class, part.compute_seconds / n, part.memory_seconds / n, seconds / n, program)
+    memory = part.memory_on(part.kernel_class)  # on its curve's axis (``Part.memory_on``)
+    return Point(part.kernel_class, part.compute_seconds / n, memory / n, seconds / n, program)
 
 
 @dataclass

@@ -82,18 +82,24 @@ class Curve:
         )
 
 
-def fit_curve(pairs: Iterable[tuple[float, float]], *, by_ratio: bool = False) -> Curve | None:
+def fit_curve(
+    pairs: Iterable[tuple[float, float]], *, by_ratio: bool = False, per_decade: bool = False
+) -> Curve | None:
     """A monotone curve through ``(roofline seconds, measured seconds)`` pairs, or None when
     fewer than ``POINTS_PER_KNOT`` pairs have a positive roofline time.
 
     In log-log space the points, ordered by roofline time, are cut into at most ``MAX_KNOTS`` bins of at least
     ``POINTS_PER_KNOT`` (four or five spanning ``SPLIT_SPAN``: two); each bin is one knot at its median roofline
     time and its median measured time, or (``by_ratio``) its median measured ÷ roofline time at that roofline
-    time; a stalled run moves no knot. Knot values are made nondecreasing (weighted isotonic)."""
+    time; a stalled run moves no knot. With ``per_decade``, a knot for every decade the points span at least
+    (as many as points at most): a class of few points spread wide. Knot values are made nondecreasing
+    (weighted isotonic)."""
     data = sorted((math.log10(r), math.log10(m)) for r, m in pairs if r > 0 and m > 0)
     if len(data) < POINTS_PER_KNOT:
         return None
     knots = max(1, min(MAX_KNOTS, len(data) // POINTS_PER_KNOT))
+    if per_decade:
+        knots = max(knots, min(MAX_KNOTS, len(data), math.ceil(data[-1][0] - data[0][0])))
     if knots == 1 and len(data) >= 4 and data[-1][0] - data[0][0] >= SPLIT_SPAN:
         knots = 2  # the halves' slope carries the curve past its points (Curve._beyond), not the peak
     xs: list[float] = []

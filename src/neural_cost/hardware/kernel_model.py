@@ -140,11 +140,26 @@ class ClassModel:
         )
 
 
+def main_memory_axis(name: str) -> bool:
+    """Whether a class's memory curve is read at main memory's bandwidth whatever level holds the kernel
+    (``kernel_classes.parts`` puts its kernels' memory time so), with a knot a decade at least: the
+    standalone pointwise classes, ``elementwise`` and the ``transcendental`` family. Their grid ops run far
+    under a cache's bandwidth (PyTorch's tanh of 256,000 elements 7× its L2 roofline, of 1,000,000 1.9× its
+    DRAM one), so a roofline that jumps at the L2 boundary put a 368,500-element tanh just past it at 2.1× its
+    time (212 µs against 99.4), and its class's eight points made two knots three decades apart: read so,
+    1.04×, and the five ``transcendental:*`` classes' cross-validated medians 41–60% → 22–26%."""
+    return "@" not in name and (name == "elementwise" or (family(name) or name) == "transcendental")
+
+
 def fit_class(name: str, points: Sequence[Point]) -> ClassModel | None:
     """Both curves of one class from its points, or None when no side has enough; the compute side's
-    knots by ratio (a bin's median time and median work can be two kernels': docs/expected.md)."""
+    knots by ratio (a bin's median time and median work can be two kernels': docs/expected.md); a class
+    read at main memory's bandwidth (``main_memory_axis``) has a memory knot a decade at least."""
     compute = fit_curve([(p.compute_seconds, p.measured_seconds) for p in points if p.side == "compute"], by_ratio=True)
-    memory = fit_curve((p.memory_seconds, p.measured_seconds) for p in points if p.side == "memory")
+    memory = fit_curve(
+        ((p.memory_seconds, p.measured_seconds) for p in points if p.side == "memory"),
+        per_decade=main_memory_axis(name),
+    )
     if compute is None and memory is None:
         return None
     return ClassModel(name, compute, memory, len(points))
