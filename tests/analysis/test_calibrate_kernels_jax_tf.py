@@ -35,7 +35,7 @@ from neural_cost.analysis.kernels import kernel_rows
 from neural_cost.analysis.workload import time_workload, trace_workload
 from neural_cost.core.errors import NeuralCostError
 from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
-from neural_cost.hardware.kernel_model import Point, load_calibration, main_memory_axis, save_calibration
+from neural_cost.hardware.kernel_model import Point, load_calibration, main_memory_candidate, save_calibration
 from neural_cost.measure.timing import Measurement
 from tests.analysis.test_kernel_bound import KERNELS, OPS, SPEC
 from tests.helpers import glibc_defaults
@@ -193,16 +193,18 @@ def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
         estimate = estimate_trace(trace_workload(fresh, program.fn, program.args, program.kwargs))
         hardware = calibration.hardware
         rows = {  # a one-part row's class is its part's (a loop dot's member: matmul:kept@loop); a pointwise
-            # class's memory time at main memory's bandwidth (``kernel_model.main_memory_axis``)
+            # class's point has its memory time at main memory's bandwidth too (``main_memory_candidate``)
             (kind := _class(estimate, row, hardware), row.compute_seconds / row.executions,
-             row.memory_seconds / row.executions * (row.bandwidth / hardware.memory_bandwidth
-                                                    if main_memory_axis(kind) else 1.0))
+             row.memory_seconds / row.executions,
+             row.memory_seconds * (row.bandwidth / hardware.memory_bandwidth) / row.executions
+             if main_memory_candidate(kind) else None)
             for row in kernel_rows(estimate, hardware)[0]
             if row.executions
         }  # fmt: skip
         for point in calibration.points:
             if point.name == name:
-                assert (point.kernel_class, point.compute_seconds, point.memory_seconds) in rows, (name, point)
+                found = (point.kernel_class, point.compute_seconds, point.memory_seconds, point.main_memory_seconds)
+                assert found in rows, (name, point)
 
 
 def test_a_saved_and_reloaded_calibration_predicts_identically(calibrated, tmp_path):

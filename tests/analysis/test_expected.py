@@ -999,13 +999,13 @@ def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
         kernel_revision.REVISIONS.pop("torch")
 
 
-def test_a_pointwise_kernel_reads_its_curve_at_main_memory_bandwidth_whatever_level_holds_it():
+def test_a_pointwise_kernel_reads_its_curve_on_the_axis_its_calibration_chose():
     """An add of 65,536 float32 pairs (786,432 B moved, fits the 1 MiB L2 at 500 GB/s): its bound is
-    786,432 / 500e9 = 1.572864 µs; on ``elementwise``'s memory curve it reads at main memory's 100 GB/s,
-    7.86432 µs, where the curve's one segment, log10 time = log10 roofline + 0.5, gives 10^0.5 × 7.86432 µs =
-    24.869 µs (at the L2 roofline it would read 4.974 µs). ``copy`` (no main-memory axis) on the same curve
-    shape reads the L2 roofline: 10^0.5 × 1.572864 µs = 4.974 µs. PyTorch's tanh past L2 read 2.1× its time on
-    the level axis (``kernel_model.main_memory_axis``)."""
+    786,432 / 500e9 = 1.572864 µs. On an ``elementwise`` curve whose calibration chose main memory's axis
+    (``ClassModel.memory_axis`` "main") it reads at main memory's 100 GB/s, 7.86432 µs, where the curve's one
+    segment, log10 time = log10 roofline + 0.5, gives 10^0.5 × 7.86432 µs = 24.869 µs; on one that kept the
+    level's axis, 10^0.5 × 1.572864 µs = 4.974 µs. ``copy`` (never on main memory's axis) reads its L2 roofline.
+    PyTorch's tanh past L2 read 2.1× its time on the level axis (``kernel_model.main_memory_candidate``)."""
     from neural_cost import Kernel, Operation
     from neural_cost.analysis.kernel_classes import Part
 
@@ -1017,18 +1017,51 @@ def test_a_pointwise_kernel_reads_its_curve_at_main_memory_bandwidth_whatever_le
                Kernel("moved", (1,), traffic_bytes=786_432, footprint_bytes=786_432))  # fmt: skip
     estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written"))
     curve = Curve((-7.0, -4.0), (-6.5, -3.5))  # log10 time = log10 roofline + 0.5
-    classes = {"elementwise": ClassModel("elementwise", None, curve, points=9),
-               "copy": ClassModel("copy", None, curve, points=9)}  # fmt: skip
-    rows = {row.name: row for row in expected_time(estimate, _calibration(classes), machine={}).rows}
-    assert rows["act"].kernel_class == "elementwise" and rows["moved"].kernel_class == "copy"
-    assert rows["act"].bound_seconds == pytest.approx(1.572864e-6)
-    assert rows["act"].seconds == pytest.approx(10**0.5 * 7.86432e-6)
-    assert rows["moved"].seconds == pytest.approx(10**0.5 * 1.572864e-6)
+    for axis, act in (("main", 10**0.5 * 7.86432e-6), ("level", 10**0.5 * 1.572864e-6)):
+        classes = {"elementwise": ClassModel("elementwise", None, curve, points=9, memory_axis=axis),
+                   "copy": ClassModel("copy", None, curve, points=9)}  # fmt: skip
+        rows = {row.name: row for row in expected_time(estimate, _calibration(classes), machine={}).rows}
+        assert rows["act"].kernel_class == "elementwise" and rows["moved"].kernel_class == "copy"
+        assert rows["act"].bound_seconds == pytest.approx(1.572864e-6)
+        assert rows["act"].seconds == pytest.approx(act)
+        assert rows["moved"].seconds == pytest.approx(10**0.5 * 1.572864e-6)
     part = Part("transcendental:tanh", 1e-6, 10e-6, 1, 35e-6)
-    assert part.memory_on("transcendental:tanh") == part.memory_on("transcendental") == part.memory_on("elementwise")
-    assert part.memory_on("elementwise") == 35e-6
-    assert part.memory_on("copy") == part.memory_on("elementwise@loop") == part.memory_on("transcendental@xla") == 10e-6
-    assert Part("copy", 1e-6, 10e-6, 1).memory_on("elementwise") == 10e-6  # no main-memory time: its own
+    on_main = ClassModel("transcendental", None, curve, points=9, memory_axis="main")
+    assert part.memory_on(on_main) == 35e-6 and part.memory_on(ClassModel("copy", None, curve, points=9)) == 10e-6
+    assert Part("copy", 1e-6, 10e-6, 1).memory_on(on_main) == 10e-6  # no main-memory time: its own
+    point = Part("transcendental:tanh", 2e-6, 10e-6, 2, 36e-6).point(8e-6, "tanh 1000")  # per read: ÷ 2
+    assert (point.compute_seconds, point.memory_seconds, point.main_memory_seconds) == (1e-6, 5e-6, 18e-6)
+    assert Part("copy", 2e-6, 10e-6, 2, 36e-6).point(8e-6, "copy").main_memory_seconds is None
+
+
+def test_a_pointwise_class_keeps_the_memory_axis_that_predicts_its_own_held_out_points_better():
+    """Twelve ``elementwise`` points, sizes 2× apart from 1 µs of main-memory time (1, 2, 4 ... 2048 µs); the
+    first six fit the L2 (5× main memory's bandwidth: their level time is a fifth). ``ran_at_main``: each ran
+    3× its main-memory time, a line on main memory's axis, so every held-out point is predicted exactly there
+    (error 0); on the level axis the 5× step between the sixth and seventh point bends the curve, and some
+    held-out point is missed: "main". ``ran_at_level``: each ran 3× its level time, a line on the level axis
+    (error 0) and a 5× step on main memory's: "level". ``copy`` is never a candidate, so its identical points
+    stay on "level"; and a saved calibration keeps both the axis and the points' main-memory times."""
+
+    mains = [2.0**i * 1e-6 for i in range(12)]
+    levels = [m / 5 if i < 6 else m for i, m in enumerate(mains)]
+
+    def points(kind: str, by_main: bool) -> list[Point]:
+        return [Point(kind, 0.0, lv, 3 * (m if by_main else lv), f"{kind} {i}", main_memory_seconds=m)
+                for i, (m, lv) in enumerate(zip(mains, levels, strict=True))]  # fmt: skip
+
+    ran_at_main = fit_calibration("torch", SPEC, [*points("elementwise", True), *points("copy", True)])
+    assert ran_at_main.classes["elementwise"].memory_axis == "main"
+    assert ran_at_main.classes["elementwise"].median_error == pytest.approx(0.0, abs=1e-12)
+    assert ran_at_main.classes["copy"].memory_axis == "level"
+    assert (ran_at_main.classes["copy"].p90_error or 0) > 0.05  # the level axis misses some held-out point
+    ran_at_level = fit_calibration("torch", SPEC, points("elementwise", False))
+    assert ran_at_level.classes["elementwise"].memory_axis == "level"
+    assert ran_at_level.classes["elementwise"].median_error == pytest.approx(0.0, abs=1e-12)
+    loaded = KernelCalibration.from_dict(json.loads(json.dumps(ran_at_main.to_dict())))
+    assert loaded.classes == ran_at_main.classes and loaded.points == ran_at_main.points
+    with pytest.raises(HardwareError, match="memory axis 'dram'"):
+        ClassModel("elementwise", None, Curve((-7.0,), (-6.0,)), points=9, memory_axis="dram")
 
 
 def test_a_pointwise_memory_curve_has_a_knot_a_decade():

@@ -42,7 +42,6 @@ from .profiled_points import (
     _fused,
     _Pending,
     _per_run,
-    _point,
     _Prepared,
     _profiled_points,
     loop_wakes,
@@ -147,13 +146,13 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
             model, n = class_model(first, part.kernel_class), part.repeats
             bound = max(part.compute_seconds, part.memory_seconds)
             floor = floors.get(model.name) if model else None
-            memory = part.memory_on(model.name) if model else part.memory_seconds
+            memory = part.memory_on(model) if model else part.memory_seconds
             others += n * model.seconds(part.compute_seconds / n, memory / n, floor) if model else bound
         left = item.seconds - others
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
             continue
-        point = _point(item.main, left, item.program)  # per read of its curve: a layer's step
+        point = item.main.point(left, item.program)  # per read of its curve: a layer's step
         usual = None if item.usual_seconds is None else max(left, item.usual_seconds - others)  # the others alike
         points.append(point if usual is None else replace(point, usual_seconds=point.measured_seconds * usual / left))
     return points, notes
@@ -355,7 +354,7 @@ def measure_once_more(
     points = [p for p in found if isinstance(p, Point)]
     # a recurrent layer's program is its steps and a few copies: as a loop probe, its main part at its whole time
     points += [
-        _point(p.main, p.seconds, p.program) for p in found if isinstance(p, _Pending) and is_loop(p.main.kernel_class)
+        p.main.point(p.seconds, p.program) for p in found if isinstance(p, _Pending) and is_loop(p.main.kernel_class)
     ]
     point = max(points, key=lambda p: p.measured_seconds, default=None)
     return None if point is None else (point, prepared.first_run)

@@ -293,7 +293,7 @@ def expected_time(
                     seconds += max(part.compute_seconds, part.memory_seconds)
                     lacking.add(part.kernel_class)
                     continue
-                n, memory = part.repeats, part.memory_on(found.name)  # on its curve's axis
+                n, memory = part.repeats, part.memory_on(found)  # on its curve's axis
                 share = n * found.seconds(part.compute_seconds / n, memory / n, floors.get(found.name))
                 seconds += share
                 factor = max(part.compute_seconds, memory) / n / largest.get(found.name, float("inf"))

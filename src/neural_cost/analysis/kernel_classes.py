@@ -54,7 +54,7 @@ from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
 from ..core.records import Operation
-from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, family, main_memory_axis
+from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, family, main_memory_candidate
 from ..hardware.spec import HardwareSpec
 from .conv_views import backward_width, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
@@ -164,11 +164,19 @@ class Part:
     #: Its memory time at main memory's bandwidth, whatever level holds it (None: ``memory_seconds``).
     main_memory_seconds: float | None = None
 
-    def memory_on(self, curve: str) -> float:
-        """Its memory time on the axis of the class ``curve`` it is read off (``main_memory_axis``): a
+    def memory_on(self, model: ClassModel) -> float:
+        """Its memory time on the axis of the class ``model`` it is read off (``ClassModel.memory_axis``): a
         curve's points and the kernels read off it on one axis. Its bound stays ``memory_seconds``'."""
         main = self.main_memory_seconds
-        return main if main is not None and main_memory_axis(curve) else self.memory_seconds
+        return main if main is not None and model.memory_axis == "main" else self.memory_seconds
+
+    def point(self, seconds: float, program: str) -> Point:
+        """A point of its class measured at ``seconds`` in all (its ``repeats`` reads of the curve), with its
+        memory time at main memory's bandwidth where its class may be read so (``main_memory_candidate``)."""
+        n, main = self.repeats, self.main_memory_seconds
+        keep = main is not None and main_memory_candidate(self.kernel_class)
+        return Point(self.kernel_class, self.compute_seconds / n, self.memory_seconds / n, seconds / n, program,
+                     main_memory_seconds=main / n if keep and main is not None else None)  # fmt: skip
 
 
 def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tuple[Part, ...]:

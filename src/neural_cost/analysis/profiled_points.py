@@ -45,13 +45,6 @@ class _Pending:
     usual_seconds: float | None = None
 
 
-def _point(part: Part, seconds: float, program: str) -> Point:
-    """A point of ``part``'s class: its roofline times and ``seconds`` per read of its curve."""
-    n = part.repeats
-    memory = part.memory_on(part.kernel_class)  # on its curve's axis (``Part.memory_on``)
-    return Point(part.kernel_class, part.compute_seconds / n, memory / n, seconds / n, program)
-
-
 @dataclass
 class _Prepared:
     """One micro-program traced and scored, and its best time so far: per kernel index for a
@@ -277,7 +270,7 @@ def _profiled_points(prepared: _Prepared, cost: float | None = None) -> list[Poi
     ratio = usual_ratio(prepared) if looped else None
     for row in usable:  # a kernel of several contractions is no one class's point: ``one_part`` refuses it
         assert row.index is not None
-        point = _point(one_part(estimate, row, prepared.hardware), times[row.index], program.name)
+        point = one_part(estimate, row, prepared.hardware).point(times[row.index], program.name)
         usual = None if ratio is None or row.index not in looped else point.measured_seconds * ratio
         points.append(replace(point, usual_seconds=usual))
     return points

@@ -11,7 +11,7 @@ from .calibration_history import is_loop
 from .expected import allocated_records
 from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernel_classes import kernel_class, one_part, parts
-from .profiled_points import _Pending, _point, _Prepared, usual_pass, usual_ratio
+from .profiled_points import _Pending, _Prepared, usual_pass, usual_ratio
 
 
 def looped(prepared: _Prepared) -> bool:
@@ -49,7 +49,7 @@ def wall_points(prepared: _Prepared, first_touch: float | None = None) -> list[P
     if len(rows) > 1:
         others = tuple(part for row in rows[1:] for part in parts(estimate, row, prepared.hardware))
         return [_Pending(program.name, main, others, best, usual)]
-    point = _point(main, best, program.name)  # per read of its curve: a layer's step
+    point = main.point(best, program.name)  # per read of its curve: a layer's step
     return [point if ratio is None else replace(point, usual_seconds=point.measured_seconds * ratio)]
 
 

@@ -47,6 +47,7 @@ from .spec import HardwareSpec
 
 SCHEMA = 1
 FOLDS = 5
+AXES = ("level", "main")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,9 @@ class Point:
     #: A loop's kernel: its time at the median of its program's passes, not their smallest (``usual_state``);
     #: None for any other kernel.
     usual_seconds: float | None = None
+    #: A pointwise kernel's memory time at main memory's bandwidth, whatever level holds it
+    #: (``main_memory_candidate``); None for any other kernel.
+    main_memory_seconds: float | None = None
 
     @property
     def side(self) -> str:
@@ -74,11 +78,12 @@ class Point:
             "measured_seconds": self.measured_seconds,
             "name": self.name,
             **({} if self.usual_seconds is None else {"usual_seconds": self.usual_seconds}),
+            **({} if self.main_memory_seconds is None else {"main_memory_seconds": self.main_memory_seconds}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Point:
-        usual = data.get("usual_seconds")
+        usual, main = data.get("usual_seconds"), data.get("main_memory_seconds")
         return cls(
             str(data["class"]),
             float(data["compute_seconds"]),
@@ -86,7 +91,13 @@ class Point:
             float(data["measured_seconds"]),
             str(data.get("name", "")),
             None if usual is None else float(usual),
+            None if main is None else float(main),
         )
+
+    def on_main_memory(self) -> Point:
+        """This point with its memory time at main memory's bandwidth, where it has one."""
+        main = self.main_memory_seconds
+        return self if main is None else replace(self, memory_seconds=main)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +111,15 @@ class ClassModel:
     #: Cross-validated |predicted − measured| / measured: median and 90th percentile (None: too few points).
     median_error: float | None = None
     p90_error: float | None = None
+    #: The axis its memory curve is read on: "level" (a kernel's traffic at the bandwidth of the level its
+    #: footprint fits) or "main" (at main memory's, whatever level holds it: ``main_memory_candidate``).
+    memory_axis: str = "level"
 
     def __post_init__(self) -> None:
         if self.compute is None and self.memory is None:
             raise HardwareError(f"kernel class {self.name!r} has no curve")
+        if self.memory_axis not in AXES:
+            raise HardwareError(f"kernel class {self.name!r}: memory axis {self.memory_axis!r} is not one of {AXES}")
 
     def seconds(self, compute_seconds: float, memory_seconds: float, floor: float | None = None) -> float:
         """Expected seconds of one execution with these roofline times. ``floor``: the quickest
@@ -126,6 +142,7 @@ class ClassModel:
             "points": self.points,
             "median_error": self.median_error,
             "p90_error": self.p90_error,
+            **({} if self.memory_axis == "level" else {"memory_axis": self.memory_axis}),
         }
 
     @classmethod
@@ -137,48 +154,55 @@ class ClassModel:
             int(data["points"]),
             data.get("median_error"),
             data.get("p90_error"),
+            str(data.get("memory_axis", "level")),
         )
 
 
-def main_memory_axis(name: str) -> bool:
-    """Whether a class's memory curve is read at main memory's bandwidth whatever level holds the kernel
-    (``kernel_classes.parts`` puts its kernels' memory time so), with a knot a decade at least: the
-    standalone pointwise classes, ``elementwise`` and the ``transcendental`` family. Their grid ops run far
-    under a cache's bandwidth (PyTorch's tanh of 256,000 elements 7× its L2 roofline, of 1,000,000 1.9× its
-    DRAM one), so a roofline that jumps at the L2 boundary put a 368,500-element tanh just past it at 2.1× its
-    time (212 µs against 99.4), and its class's eight points made two knots three decades apart: read so,
-    1.04×, and the five ``transcendental:*`` classes' cross-validated medians 41–60% → 22–26%."""
+def main_memory_candidate(name: str) -> bool:
+    """Whether a class's memory curve may be read at main memory's bandwidth whatever level holds the kernel
+    (``ClassModel.memory_axis`` "main"; the calibration keeps whichever axis predicts its own held-out points
+    better, ``_axis``): the standalone pointwise classes, ``elementwise`` and the ``transcendental`` family.
+    On this project's 2-core VMs their grid ops ran far under a cache's bandwidth (PyTorch's tanh of 256,000
+    elements 7× its L2 roofline, of 1,000,000 1.9× its DRAM one), so a roofline that jumps at the L2 boundary
+    put a 368,500-element tanh just past it at 2.1× its time (212 µs against 99.4), and its class's eight
+    points made two knots three decades apart: on main memory's axis with a knot a decade, 1.04×."""
     return "@" not in name and (name == "elementwise" or (family(name) or name) == "transcendental")
 
 
-def fit_class(name: str, points: Sequence[Point]) -> ClassModel | None:
+def fit_class(name: str, points: Sequence[Point], axis: str = "level") -> ClassModel | None:
     """Both curves of one class from its points, or None when no side has enough; the compute side's
-    knots by ratio (a bin's median time and median work can be two kernels': docs/expected.md); a class
-    read at main memory's bandwidth (``main_memory_axis``) has a memory knot a decade at least."""
-    compute = fit_curve([(p.compute_seconds, p.measured_seconds) for p in points if p.side == "compute"], by_ratio=True)
+    knots by ratio (a bin's median time and median work can be two kernels': docs/expected.md). On main
+    memory's axis (``axis`` "main") the points' memory times are at its bandwidth (``Point.on_main_memory``)
+    and the memory curve has a knot a decade at least: a pointwise class's few points spread over decades."""
+    on = [p.on_main_memory() for p in points] if axis == "main" else points
+    compute = fit_curve([(p.compute_seconds, p.measured_seconds) for p in on if p.side == "compute"], by_ratio=True)
     memory = fit_curve(
-        ((p.memory_seconds, p.measured_seconds) for p in points if p.side == "memory"),
-        per_decade=main_memory_axis(name),
+        ((p.memory_seconds, p.measured_seconds) for p in on if p.side == "memory"), per_decade=axis == "main"
     )
     if compute is None and memory is None:
         return None
-    return ClassModel(name, compute, memory, len(points))
+    return ClassModel(name, compute, memory, len(points), memory_axis=axis)
 
 
-def cross_validate(points: Sequence[Point], folds: int = FOLDS) -> dict[str, list[float]]:
+def cross_validate(
+    points: Sequence[Point], folds: int = FOLDS, axes: Mapping[str, str] | None = None
+) -> dict[str, list[float]]:
     """Each point's relative error when predicted by a fit that did not see it, by class
-    (k folds, point i in fold i mod k after ordering by class and roofline time)."""
+    (k folds, point i in fold i mod k after ordering by class and roofline time), each class on its
+    memory axis in ``axes`` ("level" where it has none)."""
     by_class: dict[str, list[Point]] = {}
     for point in points:
         by_class.setdefault(point.kernel_class, []).append(point)
     errors: dict[str, list[float]] = {}
     for name, members in by_class.items():
-        ordered = sorted(members, key=lambda p: max(p.compute_seconds, p.memory_seconds))
+        axis = (axes or {}).get(name, "level")
+        on_axis = [p.on_main_memory() for p in members] if axis == "main" else members
+        ordered = sorted(on_axis, key=lambda p: max(p.compute_seconds, p.memory_seconds))
         found = []
         for fold in range(folds):
             held = [p for i, p in enumerate(ordered) if i % folds == fold]
             seen = [p for i, p in enumerate(ordered) if i % folds != fold]
-            model = fit_class(name, seen)
+            model = fit_class(name, seen, axis)  # on its axis already: ``on_main_memory`` changes them no more
             if model is None:
                 continue
             floor = min((p.measured_seconds for p in seen if p.measured_seconds > 0), default=None)
@@ -188,6 +212,17 @@ def cross_validate(points: Sequence[Point], folds: int = FOLDS) -> dict[str, lis
             ]
         errors[name] = found
     return errors
+
+
+def _axis(name: str, members: Sequence[Point]) -> str:
+    """The memory axis of a class (``ClassModel.memory_axis``): "main" for a ``main_memory_candidate`` whose
+    points' cross-validated median error is lower so than on the level's bandwidth, else "level". Measured,
+    not assumed: where a pointwise op reaches a cache's bandwidth, the level's axis predicts it better."""
+    if not main_memory_candidate(name) or all(p.main_memory_seconds is None for p in members):
+        return "level"
+    own = [replace(p, kernel_class=name) for p in members]
+    level, main = cross_validate(own).get(name) or [], cross_validate(own, axes={name: "main"}).get(name) or []
+    return "main" if level and main and _median(main) < _median(level) else "level"
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,21 +386,24 @@ def fit_calibration(
         by_class.setdefault(point.kernel_class, []).append(point)
         if family(point.kernel_class):  # a member's point (transcendental:tanh, conv:narrow@loop) is its family's too
             by_class.setdefault(family(point.kernel_class) or "", []).append(point)
-    errors = cross_validate(points)
+    axes = {name: _axis(name, members) for name, members in by_class.items()}
+    errors = cross_validate(points, axes=axes)
     classes = {}
     for name, members in sorted(by_class.items()):
-        model = fit_class(name, members)
+        model = fit_class(name, members, axes[name])
         if model is None:
             continue
         whole = any(point.kernel_class != name for point in members)  # a family: its members' points too
-        found = (cross_validate([replace(p, kernel_class=name) for p in members]).get(name)
+        found = (cross_validate([replace(p, kernel_class=name) for p in members], axes=axes).get(name)
                  if whole else errors.get(name)) or []  # fmt: skip
         if len(found) >= POINTS_PER_KNOT:
-            model = ClassModel(name, model.compute, model.memory, model.points, _median(found), _percentile(found, 0.9))
+            model = replace(model, median_error=_median(found), p90_error=_percentile(found, 0.9))
         classes[name] = model
     every = [e for name in classes for e in errors.get(name, ())]
     usual = {  # a loop class's curves again, its points at their usual time (``KernelCalibration.usual_state``)
-        name: fit_class(name, [replace(p, measured_seconds=p.usual_seconds or p.measured_seconds) for p in members])
+        name: fit_class(
+            name, [replace(p, measured_seconds=p.usual_seconds or p.measured_seconds) for p in members], axes[name]
+        )
         for name, members in by_class.items()
         if name in classes and any(p.usual_seconds is not None for p in members)
     }
