@@ -1058,6 +1058,13 @@ def test_a_pointwise_class_keeps_the_memory_axis_that_predicts_its_own_held_out_
     ran_at_level = fit_calibration("torch", SPEC, points("elementwise", False))
     assert ran_at_level.classes["elementwise"].memory_axis == "level"
     assert ran_at_level.classes["elementwise"].median_error == pytest.approx(0.0, abs=1e-12)
+    from neural_cost.report.expected_text import calibration_lines
+
+    shown, kept = calibration_lines(ran_at_main), calibration_lines(ran_at_level)
+    assert next(line for line in shown if line.startswith("elementwise ")).endswith("  memory*")
+    assert next(line for line in shown if line.startswith("copy ")).endswith("  memory")
+    assert any(line.startswith("memory*: read at main memory's bandwidth") for line in shown)
+    assert not any("memory*" in line for line in kept)
     loaded = KernelCalibration.from_dict(json.loads(json.dumps(ran_at_main.to_dict())))
     assert loaded.classes == ran_at_main.classes and loaded.points == ran_at_main.points
     with pytest.raises(HardwareError, match="memory axis 'dram'"):

@@ -191,8 +191,14 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
     for name, model in sorted(calibration.classes.items()):
         median = "—" if model.median_error is None else f"{model.median_error:.0%}"
         p90 = "—" if model.p90_error is None else f"{model.p90_error:.0%}"
-        sides = [side for side, curve in (("compute", model.compute), ("memory", model.memory)) if curve is not None]
+        memory = "memory*" if model.memory_axis == "main" else "memory"
+        sides = [side for side, curve in (("compute", model.compute), (memory, model.memory)) if curve is not None]
         lines.append(f"{name:<{kind}} {model.points:>6} {median:>8} {p90:>8}  {' + '.join(sides)}")
+    if any(model.memory_axis == "main" for model in calibration.classes.values()):
+        lines.append(
+            "memory*: read at main memory's bandwidth whatever level holds the kernel (its own held-out points "
+            "were predicted better so than at the level's)"
+        )
     usual = [p.usual_seconds / p.measured_seconds for p in calibration.points if p.usual_seconds and p.measured_seconds]
     if usual:
         lines.append(
