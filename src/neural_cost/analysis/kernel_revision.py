@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by another
-#: revision is made again, and one brought from it is flagged. 43: the pointwise classes' memory curves at
-#: main memory's bandwidth (``kernel_model.main_memory_axis``), every framework's points with them.
+#: revision is made again, and one brought from it is flagged. 43: a pointwise class's memory curve on the
+#: axis its own points predict better, the level's bandwidth or main memory's (``ClassModel.memory_axis``);
+#: its points carry both times.
 KERNEL_MODEL_REVISION = 43
 #: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off
 #: oneDNN's channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out
@@ -16,6 +17,6 @@ REVISIONS: dict[str, int] = {}
 
 
 def revision(framework: str) -> str:
-    """The kernel model's revision for ``framework``: ``"42"``, or ``"42.6"`` with a part of its own."""
+    """The kernel model's revision for ``framework``: ``"43"``, or ``"43.1"`` with a part of its own."""
     own = REVISIONS.get(framework)
     return f"{KERNEL_MODEL_REVISION}" if own is None else f"{KERNEL_MODEL_REVISION}.{own}"

@@ -19,7 +19,9 @@ monotone in its argument, and the max of the two is monotone in both: more FLOPs
 less time within a class. A class with points on one side only uses that curve for both. No neural network,
 nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.
 
-The fit is k-fold cross-validated: median and p90 of |predicted − measured| / measured on unseen points.
+The fit is k-fold cross-validated: median and p90 of |predicted − measured| / measured on unseen points. A
+pointwise class (``main_memory_candidate``) keeps whichever memory axis predicts its own held-out points better:
+the level's bandwidth, or main memory's whatever level holds the kernel (``ClassModel.memory_axis``, ``_axis``).
 
 A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on (the calibrating
 machine's peaks and levels: a file brought from another machine predicts for that machine), the machine key, the
@@ -159,13 +161,10 @@ class ClassModel:
 
 
 def main_memory_candidate(name: str) -> bool:
-    """Whether a class's memory curve may be read at main memory's bandwidth whatever level holds the kernel
-    (``ClassModel.memory_axis`` "main"; the calibration keeps whichever axis predicts its own held-out points
-    better, ``_axis``): the standalone pointwise classes, ``elementwise`` and the ``transcendental`` family.
-    On this project's 2-core VMs their grid ops ran far under a cache's bandwidth (PyTorch's tanh of 256,000
-    elements 7× its L2 roofline, of 1,000,000 1.9× its DRAM one), so a roofline that jumps at the L2 boundary
-    put a 368,500-element tanh just past it at 2.1× its time (212 µs against 99.4), and its class's eight
-    points made two knots three decades apart: on main memory's axis with a knot a decade, 1.04×."""
+    """Whether a class's memory curve may be read at main memory's bandwidth (``ClassModel.memory_axis``):
+    ``elementwise`` and the ``transcendental`` family. On a 2-core VM their grid ops ran far under a cache's
+    bandwidth (PyTorch's tanh of 256,000 elements 7× its L2 roofline), so a roofline jumping at the L2 boundary
+    read a 368,500-element tanh just past it at 2.1× its time; on main memory's axis, with a knot a decade, 1.04×."""
     return "@" not in name and (name == "elementwise" or (family(name) or name) == "transcendental")
 
 
