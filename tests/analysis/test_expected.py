@@ -1071,6 +1071,28 @@ def test_a_pointwise_class_keeps_the_memory_axis_that_predicts_its_own_held_out_
         ClassModel("elementwise", None, Curve((-7.0,), (-6.0,)), points=9, memory_axis="dram")
 
 
+def test_main_memorys_axis_needs_a_lower_median_and_no_higher_p90(monkeypatch):
+    """The rule alone (``kernel_model._axis``), on scripted cross-validated errors of ten held-out points, the
+    90th percentile being the ninth smallest (``_isotonic.percentile``): the level's axis errs 0.3 on nine and 0.8
+    on one (median 0.3, p90 0.3). Main memory's 0.2 on nine and 0.8 on one (median 0.2, p90 0.2) is taken, and 0.2
+    on nine and 1.5 on one (p90 still 0.2: one outlier of ten is past it); 0.2 on eight and 1.5 on two (p90 1.5,
+    over 0.3) is not, nor errors equal to the level's (the median not lower)."""
+    from neural_cost.hardware import kernel_model
+
+    scripted = {"level": [0.3] * 9 + [0.8]}
+
+    def cross_validate(points, axes=None):
+        return {"elementwise": scripted[(axes or {}).get("elementwise", "level")]}
+
+    monkeypatch.setattr(kernel_model, "cross_validate", cross_validate)
+    points = [Point("elementwise", 0.0, 1e-6, 2e-6, "add", main_memory_seconds=3e-6)]
+    for main, axis in (([0.2] * 9 + [0.8], "main"), ([0.2] * 9 + [1.5], "main"), ([0.2] * 8 + [1.5] * 2, "level"),
+                       ([0.3] * 9 + [0.8], "level")):  # fmt: skip
+        scripted["main"] = main
+        assert kernel_model._axis("elementwise", points) == axis, main
+    assert kernel_model._axis("copy", [replace(points[0], kernel_class="copy")]) == "level"  # never a candidate
+
+
 def test_a_pointwise_memory_curve_has_a_knot_a_decade():
     """Four points a decade apart, (1e-6, 4e-6), (1e-5, 2e-5), (1e-4, 1e-4), (1e-3, 4e-4) s: by count, 4 // 3 =
     1 knot, two over their 3 decades (``SPLIT_SPAN``), each the median of two points — x 10^-5.5 and 10^-3.5;
