@@ -62,3 +62,23 @@ def glibc_defaults(monkeypatch):
     from neural_cost.analysis import fresh_pages
 
     monkeypatch.setattr(fresh_pages, "start_environment", lambda: os.environ)
+
+
+def load_benchmark(file: str, name: str):
+    """A script of ``benchmarks/`` as module ``name`` (registered: dataclasses look their module up by name),
+    with that folder on the path while it loads (it imports ``heldout_models`` beside it)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, Path(folder) / file)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault(name, module)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(folder)

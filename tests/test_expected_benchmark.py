@@ -4,33 +4,15 @@ more is measured again (at most ``SETTLE_PASSES`` more) until a kept pass's prob
 is also scored against its expectation in the host's state before its kept pass (``Row.now``).
 Rows here are made by hand: their ``remeasure`` and ``probe`` return scripted figures."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.helpers import load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
 pytest.importorskip("tensorflow")
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _load():
-    sys.path.insert(0, str(BENCHMARKS))  # it imports heldout_models beside it
-    try:
-        spec = importlib.util.spec_from_file_location("expected_time_benchmark", BENCHMARKS / "expected_time.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules.setdefault("expected_time_benchmark", module)  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-
-
-bench = _load()
+bench = load_benchmark("expected_time.py", "expected_time_benchmark")
 
 
 def _row(first: float, loop: float, passes: list[float], probes: list[float]):

@@ -1,30 +1,13 @@
 """The memory-axis benchmark's level refit (``benchmarks/memory_axis.py``): a class the calibration put on
 main memory's axis is refitted on the level's from the same points, everything else left as it was."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from neural_cost.hardware.kernel_model import Point, fit_calibration, fit_class
 from tests.analysis.test_kernel_bound import SPEC
+from tests.helpers import load_benchmark
 
 pytest.importorskip("torch")
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _load():
-    sys.path.insert(0, str(BENCHMARKS))  # it imports heldout_models beside it
-    try:
-        spec = importlib.util.spec_from_file_location("memory_axis_benchmark", BENCHMARKS / "memory_axis.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
 
 
 def test_a_class_on_main_memorys_axis_is_refitted_on_the_levels_from_its_own_points():
@@ -36,7 +19,7 @@ def test_a_class_on_main_memorys_axis_is_refitted_on_the_levels_from_its_own_poi
               for kind in ("elementwise", "copy") for i, m in enumerate(mains)]  # fmt: skip
     calibration = fit_calibration("torch", SPEC, points)
     assert calibration.classes["elementwise"].memory_axis == "main"
-    refitted = _load().on_level_axis(calibration)
+    refitted = load_benchmark("memory_axis.py", "memory_axis_benchmark").on_level_axis(calibration)
     assert refitted.classes["elementwise"] == fit_class("elementwise", points[:12], "level")
     assert refitted.classes["elementwise"].memory_axis == "level"
     assert refitted.classes["copy"] is calibration.classes["copy"]
