@@ -10,7 +10,8 @@ The summary gives the median |log(expected ÷ profiled)| of both, and the time-w
 |expected ÷ profiled − 1|. Figures, not a test: it exits 0.
 
 Run it with the allocator keeping its pages, so that no result lands on fresh pages (a fault
-is not the kernel's time), and on a calibrated machine (the first use calibrates):
+is not the kernel's time), and on a calibrated machine (the first use calibrates); the transformers need
+``pip install -r requirements/bench.txt``:
 
     MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 \\
         .venv/bin/python benchmarks/memory_axis.py [--runs gpt2:4,bert:4,llama:4]

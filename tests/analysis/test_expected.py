@@ -1071,6 +1071,25 @@ def test_a_pointwise_class_keeps_the_memory_axis_that_predicts_its_own_held_out_
         ClassModel("elementwise", None, Curve((-7.0,), (-6.0,)), points=9, memory_axis="dram")
 
 
+def test_a_classs_largest_point_is_measured_on_its_memory_axis():
+    """``extrapolated.ceilings`` (how far past its class's largest point a kernel lies) and the floors read each
+    point on its class's axis. Two ``elementwise`` points: (level 1 µs, main 5 µs, ran 9 µs) and (level 3 µs,
+    main 3 µs, ran 20 µs). On main memory's axis the largest is 5 µs (the L2 point); on the level's 3 µs. The
+    quickest point is 9 µs on either axis (a floor is a measured time). ``copy``, with the same points, stays
+    on its level axis: 3 µs."""
+    from neural_cost.analysis.extrapolated import ceilings
+
+    curve = Curve((-7.0, -4.0), (-6.5, -3.5))
+    pts = tuple(Point(kind, 0.0, lv, ran, kind, main_memory_seconds=main) for kind in ("elementwise", "copy")
+                for lv, main, ran in ((1e-6, 5e-6, 9e-6), (3e-6, 3e-6, 20e-6)))  # fmt: skip
+    for axis, largest in (("main", 5e-6), ("level", 3e-6)):
+        classes = {"elementwise": ClassModel("elementwise", None, curve, points=2, memory_axis=axis),
+                   "copy": ClassModel("copy", None, curve, points=2)}  # fmt: skip
+        calibration = replace(_calibration(classes), points=pts)
+        assert ceilings(calibration) == {"elementwise": largest, "copy": 3e-6}
+        assert calibration.floors() == {"elementwise": 9e-6, "copy": 9e-6}
+
+
 def test_main_memorys_axis_needs_a_lower_median_and_no_higher_p90(monkeypatch):
     """The rule alone (``kernel_model._axis``), on scripted cross-validated errors of ten held-out points, the
     90th percentile being the ninth smallest (``_isotonic.percentile``): the level's axis errs 0.3 on nine and 0.8

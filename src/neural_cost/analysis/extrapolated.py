@@ -33,8 +33,9 @@ UNDER = 0.99
 
 
 def ceilings(calibration: KernelCalibration) -> dict[str, float]:
-    """Each class's largest calibration point, in roofline seconds (its larger side); a family's
-    over its members' points and its own, as its curve is fitted."""
+    """Each class's largest calibration point, in roofline seconds (its larger side, on the class's memory
+    axis: a kernel read off its curve is compared on it too); a family's over its members' points and its own,
+    as its curve is fitted."""
     return calibration.by_class(lambda p: max(p.compute_seconds, p.memory_seconds), max)
 
 

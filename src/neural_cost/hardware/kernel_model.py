@@ -162,9 +162,8 @@ class ClassModel:
 
 def main_memory_candidate(name: str) -> bool:
     """Whether a class's memory curve may be read at main memory's bandwidth (``ClassModel.memory_axis``):
-    ``elementwise`` and the ``transcendental`` family. On a 2-core VM their grid ops ran far under a cache's
-    bandwidth (PyTorch's tanh of 256,000 elements 7× its L2 roofline), so a roofline jumping at the L2 boundary
-    read a 368,500-element tanh just past it at 2.1× its time; on main memory's axis, with a knot a decade, 1.04×."""
+    ``elementwise`` and the ``transcendental`` family, whose ops ran far under a cache's bandwidth on a 2-core VM
+    (docs/expected.md, "A pointwise class's memory axis")."""
     return "@" not in name and (name == "elementwise" or (family(name) or name) == "transcendental")
 
 
@@ -215,10 +214,9 @@ def cross_validate(
 
 def _axis(name: str, members: Sequence[Point]) -> str:
     """The memory axis of a class (``ClassModel.memory_axis``): "main" for a ``main_memory_candidate`` whose
-    held-out points are predicted better so than on the level's bandwidth — a lower cross-validated median
-    error and a 90th percentile no higher (TensorFlow's tanh: median 36.0% → 35.1% but p90 81% → 153%, kept on
-    the level's) —, else "level". Measured, not assumed: where a pointwise op reaches a cache's bandwidth, the
-    level's axis predicts it better."""
+    held-out points are predicted better so than on the level's bandwidth — a lower cross-validated median error
+    and a 90th percentile no higher (TensorFlow's tanh: median 36.0% → 35.1% but p90 81% → 153%: "level") —, else
+    "level". Measured, not assumed: where a pointwise op reaches a cache's bandwidth, the level's axis wins."""
     if not main_memory_candidate(name) or all(p.main_memory_seconds is None for p in members):
         return "level"
     own = [replace(p, kernel_class=name) for p in members]
@@ -273,13 +271,15 @@ class KernelCalibration:
         return self.by_class(lambda p: p.measured_seconds, min)
 
     def by_class(self, value: Callable[[Point], float], pick: Callable[[float, float], float]) -> dict[str, float]:
-        """``pick`` (min, max) of ``value`` over each class's points and a family's members' (≤ 0, NaN: none)."""
+        """``pick`` (min, max) of ``value`` over each class's points and a family's members' (≤ 0, NaN: none),
+        each point on that class's memory axis (``ClassModel.memory_axis``), as its curve was fitted."""
         found: dict[str, float] = {}
         for p in self.points:
-            if (v := value(p)) > 0:  # NaN too: no comparison holds
-                for name in (p.kernel_class, family(p.kernel_class)):
-                    if name is not None:
-                        found[name] = pick(v, found.get(name, v))
+            for name in (p.kernel_class, family(p.kernel_class)):
+                model = self.classes.get(name) if name is not None else None
+                main = model is not None and model.memory_axis == "main"
+                if name is not None and (v := value(p.on_main_memory() if main else p)) > 0:  # NaN: no comparison
+                    found[name] = pick(v, found.get(name, v))
         return found
 
     def to_dict(self) -> dict[str, Any]:
