@@ -448,3 +448,43 @@ def test_a_loop_probe_is_chosen_by_its_programs_time_and_read_apart_from_the_med
     # at 320 µs (0.8×, 1.25 apart from the median): not named
     steady = machine_drift(_LoopWallAdapter({**at_calibration, "loop 1": (mm, 320e-6)}), calibration)
     assert steady is not None and steady.loop is not None and "loop of small kernels" not in steady.note()
+
+
+class _TwinLoopAdapter(_LoopWallAdapter):
+    """As ``_LoopWallAdapter``, but each ``loop …`` program has a shorter twin: a compiled loop's, as the JAX and
+    TensorFlow grids' scans are."""
+
+    def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
+        return [
+            MicroProgram(p.name, p.fn, trips=10, shorter=MicroProgram("", p.fn, trips=1)) if p.name.startswith("loop")
+            else p
+            for p in super().microbenchmarks(quick)
+        ]  # fmt: skip
+
+
+def test_a_compiled_loops_probe_is_read_against_the_point_its_curves_were_fitted_on():
+    """loop 1 runs its kernel 10 times in 400 µs a run: its probe point is 40 µs at calibration. The
+    calibration's own point of that program and class, the one its curve was fitted on, is 20 µs (its grid
+    passes ran in a faster spell than the probe passes after them), beside a smaller point of the same
+    program (5 µs) and a 90 µs point of another program. Later the loop runs 400 µs again: a loop with a
+    shorter twin reads 40 ÷ 20 = 2.0× (its largest point of that class and program), not 40 ÷ 40 = 1.0×;
+    the same program with no twin, as PyTorch's wall-timed LSTM probe, reads against its probe time: 1.0×."""
+    from neural_cost.analysis.drift import machine_drift
+    from neural_cost.hardware.kernel_model import KernelCalibration, Point
+
+    mm, add = OPS[0], OPS[1]
+    kind = "matmul:narrow@loop"
+    programs = {"mm 1": (mm, 1e-3), "add 1": (add, 500e-6), "loop 1": (mm, 400e-6)}
+    points = (Point(kind, 1e-6, 1e-6, 20e-6, "loop 1"), Point(kind, 1e-7, 1e-7, 5e-6, "loop 1"),
+              Point(kind, 1e-6, 1e-6, 90e-6, "loop 9"))  # fmt: skip
+    probes = {"mm 1": ("matmul", 1e-3), "add 1": ("elementwise", 500e-6), "loop 1": (kind, 40e-6)}
+    calibration = KernelCalibration("hand", SPEC, {}, points=points, probes=probes)
+    twin = machine_drift(_TwinLoopAdapter(programs), calibration)
+    assert twin is not None and twin.loop is not None and twin.loop == ("loop 1", pytest.approx(2.0))
+    assert twin.ratio == pytest.approx(1.0)
+    plain = machine_drift(_LoopWallAdapter(programs), calibration)
+    assert plain is not None and plain.loop == ("loop 1", pytest.approx(1.0))
+    # a calibration with no point of that program and class: its probe time, 1.0×
+    other = KernelCalibration("hand", SPEC, {}, points=points[2:], probes=probes)
+    alone = machine_drift(_TwinLoopAdapter(programs), other)
+    assert alone is not None and alone.loop == ("loop 1", pytest.approx(1.0))

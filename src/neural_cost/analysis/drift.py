@@ -10,7 +10,8 @@ calibration itself looks to have been measured in a slow spell (on a 2-core VM a
 later ran at 0.54–0.73× their calibrated time, and a Keras CNN was expected 57% too slow), so the
 note names it and the command that measures it again. One probe, a loop of small kernels, is read
 apart from the median (``Drift.loop``): on a 2-core VM such loops ran 1.4–2.7× faster or slower
-for tens of seconds at a time while the other probes held, and the note names it when it does.
+for tens of seconds at a time while the other probes held, and the note names it when it does. A
+compiled loop's probe is read against its program's point the curves were fitted on (``fitted_loop``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .calibrate_kernels import measure_once_more
 from .calibration_history import is_loop
 
 if TYPE_CHECKING:
-    from ..adapters.base import FrameworkAdapter
+    from ..adapters.base import FrameworkAdapter, MicroProgram
 
 
 #: A drift ratio under this says the calibration ran slower than the machine runs now: it looks to
@@ -49,8 +50,9 @@ class Drift:
     ratios: tuple[tuple[str, float], ...]
     #: The calibration's framework (the command that measures it again names it).
     framework: str = ""
-    #: (program, its time now ÷ its calibrated time) of the loop probe (``calibration_history.is_loop``), apart
-    #: from the median: small kernels in a loop can run at another speed while the rest holds.
+    #: (program, its time now ÷ its time at calibration: ``fitted_loop``) of the loop probe
+    #: (``calibration_history.is_loop``), apart from the median: small kernels in a loop can run at another speed
+    #: while the rest holds.
     loop: tuple[str, float] | None = None
 
     @property
@@ -98,6 +100,20 @@ class Drift:
         )
 
 
+def fitted_loop(calibration: KernelCalibration, program: MicroProgram, kind: str, seconds: float) -> float:
+    """What a loop probe is read against: a compiled loop's (a program with a shorter twin, its kernels timed off
+    the loop's wall time as the grid times them) is its program's largest point of class ``kind`` in
+    ``calibration``, the one the curves were fitted on; else, or where the calibration has none, its own time
+    at calibration (``seconds``). A loop's kernels can run at two speeds 2× apart within one calibration (a
+    512-wide scan's dot read 10.3 µs a step over the grid's six passes and 28.9 µs in the two probe passes
+    after them): against a probe time of the slow one, loops running slow read as calibrated while the
+    curves expect them fast."""
+    if program.shorter is None:
+        return seconds
+    found = [p.measured_seconds for p in calibration.points if p.name == program.name and p.kernel_class == kind]
+    return max(found) if found and max(found) > 0 else seconds
+
+
 def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, passes: int = 2) -> Drift | None:
     """Re-measure ``calibration``'s drift probes (a few quick-grid programs, measured as they
     were at calibration: the smallest of ``passes``) and compare: is the machine as fast now as
@@ -120,7 +136,10 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
             continue
         point = None if found is None else found[0]
         if point is not None and point.kernel_class == kind and seconds > 0:
-            (loops if is_loop(kind) else ratios).append((program.name, point.measured_seconds / seconds))
+            if is_loop(kind):
+                loops.append((program.name, point.measured_seconds / fitted_loop(calibration, program, kind, seconds)))
+            else:
+                ratios.append((program.name, point.measured_seconds / seconds))
     if not ratios:
         return None
     median = statistics.median(ratio for _, ratio in ratios)
