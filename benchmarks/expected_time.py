@@ -17,10 +17,11 @@ have been measured in a slow spell) is measured again before the first row. Befo
 calibration points are re-run (``machine_drift``): the row's ``drift`` column is their time ÷ their
 calibrated time for the pass it kept, so a row measured in a slow spell says so; rows at most 10% slower
 than calibrated (faster ones included) are summarized apart as well as with all the others. A row
-whose kept pass ran with its loop probe 1.5× slow or more (``Drift.loop``: small kernels in a loop,
-which on a 2-core VM moved 1.5–2.3× for 10–40 s while the other probes held) is measured again, up
-to six passes 5 s apart (``remeasure``), and the rows kept with the machine as calibrated (drift at
-most 1.10×, loop probe under 1.5×) are summarized apart; the limits are read on all rows. A program
+of a program with a loop's kernels whose kept pass ran with its loop probe 1.5× slow or more
+(``Drift.loop``: small kernels in a loop, which on a 2-core VM moved 1.5–2.3× for 10–40 s while the
+other probes held) is measured again, up to six passes 5 s apart (``remeasure``), and the rows kept
+with the machine as calibrated (drift at most 1.10×, loop probe under 1.5× for a loop's program) are
+summarized apart; the limits are read on all rows. A program
 with a loop's kernels also has an expected time with its loops as the machine usually ran them while
 calibrated (``Expected.usual_seconds``, the ``usual`` column); the rows are scored once more, each
 against the expectation of the state its kept pass's loop probe read (the usual one at 1.5× or more),
@@ -59,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_models import BY_NAME, MODELS, HeldoutModel
 
 from neural_cost.adapters import adapter_for
+from neural_cost.analysis.calibration_history import is_loop
 from neural_cost.analysis.fresh_pages import KEEP_PAGES, glibc_allocator
 from neural_cost.analysis.usual_loops import hedged
 from neural_cost.analysis.workload import analyze_workload, program_options, time_workload, trace_workload
@@ -114,6 +116,7 @@ class Row:
     passes: list[float] = field(default_factory=list)  # every pass's median, the first included
     settled: int = 0  # passes measured again because its kept pass's loop probe read slow (``remeasure``)
     usual: float | None = None  # expected with its loops as usual (``Expected.usual_seconds``)
+    looped: bool = True  # the program has a loop's kernels (``is_loop``): its loop probe is read for it
 
     def __post_init__(self) -> None:
         self.passes.append(self.measured)
@@ -239,7 +242,7 @@ class Expectation:
         """A function from a trace's cost estimate to its expected seconds (None without a model);
         the notes and flags of the first expected time are printed once."""
         if self.api is None:
-            return lambda estimate: (None, None, None, None)
+            return lambda estimate: (None, None, None, None, True)
         try:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
@@ -249,12 +252,12 @@ class Expectation:
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
-            return lambda estimate: (None, None, None, None)
+            return lambda estimate: (None, None, None, None, True)
         state = "" if drift is None else f" (machine at {drift:.2f}× its calibrated speed)"
         print(f"  {model.name}: {floor.note()}{state}", flush=True)
         expected_time, said = self.api["expected"], []
 
-        def expected_of(estimate: Any) -> tuple[float, float | None, float | None, tuple[float, float] | None]:
+        def expected_of(estimate: Any) -> tuple[float, float | None, float | None, tuple[float, float] | None, bool]:
             expected = expected_time(estimate, calibration, floor_seconds=floor.seconds)
             if not said:
                 said.append(True)
@@ -265,6 +268,7 @@ class Expectation:
                 getattr(expected, "cold_seconds", None),
                 getattr(expected, "usual_seconds", None),
                 getattr(calibration, "loop_wakes", None),
+                any(is_loop(row.kernel_class) for row in expected.rows),
             )
 
         return expected_of
@@ -289,10 +293,10 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
         )  # fmt: skip
         readings = around(wake, cross_core_wake())  # around the pass: before it and after (analyze's trace after it)
         # report.estimate is estimate_trace of the workload's trace: nothing of the timed runs
-        seconds, cold, usual, wakes = expected_of(report.estimate)
+        seconds, cold, usual, wakes, looped = expected_of(report.estimate)
         row = Row(model.name, batch, report.observed_seconds, seconds, cold=cold, drift=drift, loop=loop, probe=probe,
                   usual=usual, wake=statistics.fmean(readings) if readings else None, wakes=wakes,
-                  readings=readings)  # fmt: skip
+                  readings=readings, looped=looped)  # fmt: skip
         row.bound = report.kernel_bound_seconds
         row.remeasure = functools.partial(
             median, adapter, fn, args, kwargs, repeats, program_options(adapter, trace_options, None)[1]
@@ -302,14 +306,16 @@ def run_model(model: HeldoutModel, expectation: Expectation, quick: bool, warmup
     fn, args, kwargs, trace_options = model.build(model.unseen_batch)
     # JAX: compiled (not run) for its kernels, as neural-cost predict does
     tracer = adapter_for("jax", cross_check=True) if model.framework == "jax" else adapter
-    expected, cold, usual, wakes = expected_of(estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options)))
+    expected, cold, usual, wakes, looped = expected_of(
+        estimate_trace(trace_workload(tracer, fn, args, kwargs, trace_options))
+    )
     drift, loop, wake = probe()
     options = program_options(adapter, trace_options, None)[1]  # a training step is timed as one
     first = time_workload(
         adapter, fn, args, kwargs, warmup=warmup, repeats=repeats, options=options, warm_seconds=WARM_SECONDS
     ).median_seconds
     row = Row(model.name, model.unseen_batch, first, expected, predicted=True, cold=cold, drift=drift, loop=loop,
-              probe=probe, usual=usual, wake=wake, wakes=wakes)  # fmt: skip
+              probe=probe, usual=usual, wake=wake, wakes=wakes, looped=looped)  # fmt: skip
     row.remeasure = functools.partial(median, adapter, fn, args, kwargs, repeats, options)
     rows.append(row)
     return rows
@@ -332,8 +338,9 @@ def remeasure(rows: list[Row]) -> None:
 
 
 def slow_loops(row: Row) -> bool:
-    """Whether the row's kept pass ran with small kernels in a loop ``LOOP_OFF`` or more slower than calibrated."""
-    return row.loop is not None and row.loop >= LOOP_OFF
+    """Whether the row's kept pass ran with small kernels in a loop ``LOOP_OFF`` or more slower than calibrated, for
+    a program with a loop's kernels (a CNN's rows are not measured again for a scan's state)."""
+    return row.looped and row.loop is not None and row.loop >= LOOP_OFF
 
 
 def print_rows(rows: list[Row]) -> None:
@@ -377,7 +384,8 @@ def summarize(rows: list[Row], reason: str) -> None:
     if settled:
         cells = ", ".join(f"{r.model} b{r.batch}{'*' * r.predicted} {r.settled}" for r in settled)
         print(f"{len(settled)} rows measured again because their loop probe read {LOOP_OFF}× slow or more: {cells}")
-    moved = [row for row in (*scored, *predicted) if row.loop is not None and not 1 / LOOP_OFF < row.loop < LOOP_OFF]
+    moved = [row for row in (*scored, *predicted)
+             if row.looped and row.loop is not None and not 1 / LOOP_OFF < row.loop < LOOP_OFF]  # fmt: skip
     if moved:  # the machine's state for small kernels in a loop, apart from the drift's median (Drift.loop)
         cells = ", ".join(f"{r.model} b{r.batch}{'*' * r.predicted} {r.loop:.2f}× ({percent(r.error)})" for r in moved)
         print(f"{len(moved)} rows kept a pass whose loop probe read {LOOP_OFF}× or more off calibrated: {cells}")

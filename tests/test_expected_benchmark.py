@@ -46,6 +46,16 @@ def test_a_row_whose_loops_stay_slow_stops_after_the_settle_passes(monkeypatch):
     assert bench.slow_loops(stuck)
 
 
+def test_a_row_with_no_loop_kernels_is_not_measured_again_for_the_loop_probe(monkeypatch):
+    """A CNN's row (no loop kernel: ``looped`` False) whose kept pass ran with the loop probe at 2.0×: its 3
+    passes only, and it counts as run with the machine as calibrated (``slow_loops`` False)."""
+    monkeypatch.setattr(bench, "SETTLE_GAP", 0.0)
+    cnn = _row(1.0, 2.0, [1.1, 1.2, 0.5], [2.0, 2.0, 2.0])
+    cnn.looped = False
+    bench.remeasure([cnn])
+    assert (cnn.measured, cnn.settled, len(cnn.passes)) == (1.0, 0, 3) and not bench.slow_loops(cnn)
+
+
 def test_a_measured_row_keeps_the_wake_up_around_its_kept_pass_a_predicted_one_the_one_before(monkeypatch):
     """The probe reads 6 µs before each pass and the wake-up after it 10 µs: a measured row keeps their mean,
     8 µs (as ``analyze --expected`` measures around its timed runs), a predicted one 6 µs (``predict`` runs
