@@ -438,12 +438,13 @@ def test_a_loop_probe_is_chosen_by_its_programs_time_and_read_apart_from_the_med
         "; a loop of small kernels (loop 1) at 0.40× its time at calibration: loops of small kernels run at another "
         "speed now than the rest"
     )
-    # at 1 ms (2.5×, slower): named, and pointed at the usual-loops line of the expected time
+    # at 1 ms (2.5×, slower): named, saying the expected time has loops at their calibrated speed
     slow = machine_drift(_LoopWallAdapter({**at_calibration, "loop 1": (mm, 1e-3)}), calibration)
     assert slow is not None and slow.loop is not None and slow.loop[1] == pytest.approx(2.5)
     assert slow.note().endswith(
-        "at 2.50× its time at calibration: loops of small kernels run at another speed now than the rest; an "
-        "`expected with its loops as usual` line, where there is one, is of loops this slow"
+        "at 2.50× its time at calibration: loops of small kernels run at another speed now than the rest; the "
+        "expected time has them at their calibrated speed (an `expected with its loops as usual` line, where there is "
+        "one, at the median of their calibration passes)"
     )
     # at 320 µs (0.8×, 1.25 apart from the median): not named
     steady = machine_drift(_LoopWallAdapter({**at_calibration, "loop 1": (mm, 320e-6)}), calibration)

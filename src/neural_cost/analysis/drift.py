@@ -71,14 +71,18 @@ class Drift:
 
     def looping(self) -> str:
         """``; a loop of small kernels (scan …) at 0.37× its time at calibration`` when the loop probe reads at
-        least ``SPREAD_NAMED`` apart from the median, else nothing; slower, it points at the usual-loops line
-        (``Expected.usual_seconds``: the machine's loops as it usually ran them while calibrated)."""
+        least ``SPREAD_NAMED`` apart from the median, else nothing; slower, it says the expected time has them at
+        their calibrated speed, and what the usual-loops line (``Expected.usual_seconds``) has: the probe can read
+        slower than the usual line's loops (a 512-wide scan's probe 2.37× where that line read 1.25×)."""
         if self.loop is None or self.ratio <= 0 or self.loop[1] <= 0:
             return ""
         name, ratio = self.loop
         if max(ratio / self.ratio, self.ratio / ratio) < SPREAD_NAMED:
             return ""
-        usual = "; an `expected with its loops as usual` line, where there is one, is of loops this slow"
+        usual = (
+            "; the expected time has them at their calibrated speed (an `expected with its loops as usual` line, where "
+            "there is one, at the median of their calibration passes)"
+        )
         usual = usual if ratio > self.ratio else ""  # the usual-loops line expects loops slow: say where to look
         return (
             f"; a loop of small kernels ({name}) at {ratio:.2f}× its time at calibration: loops of small kernels run "
