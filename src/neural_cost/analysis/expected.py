@@ -23,16 +23,16 @@ from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
-from ..core.kernels import computes_beyond
-from ..core.units import format_seconds, format_si, plural
+from ..core.units import format_seconds
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
 from .extrapolated import PAST, ceilings, extrapolated_note, under_bound_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
-from .kernel_classes import CONTRACTIONS, borrowed_class, call_name, class_model, kernel_class, parts
+from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, parts
+from .kernel_extras import compiled_work, compiled_work_note, evicted_bytes, evicted_note
 from .kernel_revision import revision
 from .kernels import UNMAPPED, KernelTime, kernel_rows
-from .rows import compute_seconds, split_by_bounds
+from .rows import split_by_bounds
 from .usual_loops import loops_as_usual
 
 #: The distribution each framework's version is read from (without importing it).
@@ -266,13 +266,14 @@ def expected_time(
     missing: dict[str, int] = {}
     borrowed: dict[str, int] = {}
     unmodeled: list[str] = []
-    fresh_bytes = 0
+    fresh_bytes, evicted = 0, (0, 0)  # kernels, bytes whose level no longer held them (``evicted_bytes``)
+    main_bandwidth = calibration.hardware.memory_bandwidth
     floors = calibration.floors()  # where a curve falls to below its first knot
     beyond: list[tuple[str, int, int]] = []  # kernels read at their compiled work: (name, compiled, records)
     largest = ceilings(calibration)
     past: dict[str, tuple[str, float, float]] = {}  # kernels past their class's points: name → (class, ×, seconds)
     for row in scored:
-        compiled = _compiled_work(estimate, row, calibration.hardware, beyond)  # its bound stays the program's
+        compiled = compiled_work(estimate, row, calibration.hardware, beyond)  # its bound stays the program's
         pieces = parts(estimate, compiled, calibration.hardware)
         name = pieces[0].kernel_class if len(pieces) == 1 else kernel_class(estimate, row)
         model = class_model(calibration, name)
@@ -307,6 +308,9 @@ def expected_time(
                 missing[lacked] = missing.get(lacked, 0) + 1
             for lent in borrowing:
                 borrowed[lent] = borrowed.get(lent, 0) + 1
+        if row.executions and row.index is not None:  # operands its level no longer holds: at main memory's rate
+            moved = evicted_bytes(estimate.kernels[row.index], row, calibration.hardware) * row.executions
+            seconds, evicted = seconds + moved / main_bandwidth, (evicted[0] + bool(moved), evicted[1] + moved)
         if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
             fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
             fresh_bytes += fresh
@@ -327,6 +331,8 @@ def expected_time(
         )
     if beyond:
         notes.append(compiled_work_note(beyond))
+    if evicted[0]:
+        notes.append(evicted_note(evicted[0], evicted[1], evicted[1] / main_bandwidth))
     kernel_seconds = sum(row.seconds for row in rows)
     if past:
         notes.append(extrapolated_note([(kernel, *found) for kernel, found in past.items()], kernel_seconds))
@@ -358,42 +364,6 @@ def expected_time(
         fresh_page_seconds=fresh_seconds,
         first_touch_seconds_per_byte=cost,
         usual_seconds=usual_seconds,
-    )
-
-
-def _compiled_work(
-    estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec, beyond: list[tuple[str, int, int]]
-) -> KernelTime:
-    """``row`` with its compute time at its kernel's compiled work when that is above
-    ``COMPILED_EXCESS`` times its records' (``computes_beyond``; noted in ``beyond``): XLA:CPU
-    computes a depthwise layer's filter gradient as a dense convolution over every channel pair, a
-    kernel with no record of ours that ran 34 ms where its traffic read 0.3 ms (a Keras
-    MobileNetV2 step on JAX). Its records' other work (an epilogue's pointwise FLOPs) is added to
-    it. The bound stays the program's."""
-    if row.index is None:
-        return row
-    kernel = estimate.kernels[row.index]
-    if not computes_beyond(kernel):
-        return row
-    beyond.append((row.name, kernel.compiled_flops, kernel.flops))
-    work = dict(kernel.compiled_flops_by_dtype)
-    for cost in (estimate.by_operation[i] for i in kernel.operations):  # its epilogue's, not its contractions'
-        if cost.kind not in CONTRACTIONS:
-            for dtype, flops in cost.flops_by_dtype.items():
-                work[dtype] = work.get(dtype, 0) + flops
-    return replace(row, compute_seconds=compute_seconds(work, hardware))
-
-
-def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
-    """The note on kernels expected at their compiled work (``_compiled_work``), heaviest first."""
-    top = sorted(beyond, key=lambda item: -item[1])[:3]
-    named = ", ".join(f"{name} {format_si(done, 'FLOP')} for {format_si(asked, 'FLOP')}" for name, done, asked in top)
-    more = f" and {len(beyond) - 3} more" if len(beyond) > 3 else ""
-    total = sum(compiled - records for _, compiled, records in beyond)
-    return (
-        f"in {plural(len(beyond), 'kernels')} XLA computes {format_si(total, 'FLOP')} more than the records they run "
-        f"({named}{more}): work the program does not ask (XLA:CPU, for one, computes a depthwise filter gradient as "
-        f"a dense convolution); they are expected at their compiled work, while the bound stays the program's"
     )
 
 

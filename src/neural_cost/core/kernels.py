@@ -28,7 +28,15 @@ from .dtypes import canonical_dtype
 from .errors import RecordError
 from .shapes import check_name
 
-__all__ = ["COMPILED_EXCESS", "SLICED_DYNAMIC_SLICE", "Kernel", "check_kernels", "computes_beyond", "recordless_kind"]
+__all__ = [
+    "COLD_RESULTS_FROM",
+    "COMPILED_EXCESS",
+    "SLICED_DYNAMIC_SLICE",
+    "Kernel",
+    "check_kernels",
+    "computes_beyond",
+    "recordless_kind",
+]
 
 #: A kernel whose compiled contractions compute more than this many times its records' FLOPs runs
 #: work the program does not ask (``computes_beyond``): the two count alike where XLA computes
@@ -41,6 +49,10 @@ COMPILED_EXCESS = 2.0
 #: one), as if emitted an element at a time; a loop step that reads its row once, or slices an
 #: array it carries, ran at the pointwise ops' speed.
 SLICED_DYNAMIC_SLICE = "sliced_dynamic_slice"
+#: A kernel calibration's pointwise programs write results of at least this many bytes to memory no recent
+#: kernel touched (the PyTorch grid's ring of results): their curves hold that cost, so an expected time adds a
+#: result its cache no longer holds (``Kernel.reuse``) only under this size (``analysis/kernel_extras.py``).
+COLD_RESULTS_FROM = 512 * 1024
 
 
 def _count(value: Any, where: str) -> int:
@@ -66,6 +78,22 @@ def _names(value: Any, where: str, what: str) -> tuple[str, ...]:
     for i, name in enumerate(names):
         check_name(name, f"{where}[{i}]")
     return names
+
+
+def _reuse(value: Any, where: str) -> tuple[tuple[int, int | None, bool], ...]:
+    """``Kernel.reuse`` as a tuple of ``(bytes, since, written)``: counts, ``since`` a count or None."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise RecordError(f"{where}={value!r} must be a sequence of (bytes, since, written) regions")
+    found = []
+    for i, region in enumerate(value):
+        if isinstance(region, (str, bytes)) or not isinstance(region, Iterable) or len(region := tuple(region)) != 3:
+            raise RecordError(f"{where}[{i}]={region!r} must be (bytes, since, written)")
+        size, since, written = region
+        since = None if since is None else _count(since, f"{where}[{i}] since")
+        if not isinstance(written, bool):
+            raise RecordError(f"{where}[{i}] written={written!r} must be True or False")
+        found.append((_count(size, f"{where}[{i}] bytes"), since, written))
+    return tuple(found)
 
 
 def _flops(value: Any, where: str) -> FrozenAttrs:
@@ -112,6 +140,12 @@ class Kernel:
     #: Ways its compiled code is known to run that its records do not say, read from its HLO
     #: (``SLICED_DYNAMIC_SLICE``); empty where none is, or where not read from HLO.
     compiled_traits: tuple[str, ...] = ()
+    #: How far back its data was last in use (eager PyTorch; empty where not known): for each distinct region
+    #: it touches, as ``footprint_bytes`` counts them, ``(bytes, since, written)``: ``since`` the bytes the
+    #: kernels between touched (their footprints) since a kernel last touched that memory — for memory not in
+    #: use earlier in the run, since its last use in the run before, as a program run again and again runs —
+    #: or None where not known; ``written`` whether the kernel only writes it (a result, not read).
+    reuse: tuple[tuple[int, int | None, bool], ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "Kernel.name")
@@ -133,6 +167,7 @@ class Kernel:
         setattr_(self, "compiled_flops_by_dtype", compiled)
         check_name(self.compiled_contraction, f"{where} compiled_contraction", optional=True)
         setattr_(self, "compiled_traits", _names(self.compiled_traits, f"{where} compiled_traits", "trait names"))
+        setattr_(self, "reuse", _reuse(self.reuse, f"{where} reuse"))
 
     @property
     def flops(self) -> int:
@@ -165,6 +200,7 @@ class Kernel:
             "compiled_flops_by_dtype": dict(self.compiled_flops_by_dtype),
             "compiled_contraction": self.compiled_contraction,
             "compiled_traits": list(self.compiled_traits),
+            **({"reuse": [{"bytes": b, "since": at, "written": w} for b, at, w in self.reuse]} if self.reuse else {}),
         }
 
     @classmethod
@@ -184,6 +220,7 @@ class Kernel:
             data.get("compiled_flops_by_dtype", {}),
             data.get("compiled_contraction"),
             tuple(data.get("compiled_traits", ())),
+            tuple((r["bytes"], r.get("since"), bool(r.get("written", False))) for r in data.get("reuse", ())),
         )
 
 

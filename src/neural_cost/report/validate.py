@@ -270,6 +270,7 @@ KERNEL = record(
         "compiled_flops_by_dtype": FLOPS_BY_DTYPE,
         "compiled_contraction": nullable(NAME),
         "compiled_traits": array(NAME),
+        "reuse": array(record({"bytes": WORK, "written": BOOL}, {"since": nullable(WORK)})),
     },
 )
 KERNEL_ROW = record(

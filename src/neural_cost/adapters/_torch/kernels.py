@@ -80,14 +80,28 @@ def sizes(touched: Sequence[tuple[int, Any]]) -> tuple[int, int]:
     return moved, sum(min(capacity[buffer], n) for buffer, n in by_buffer.items())
 
 
+#: A storage a call touched: (its address, its bytes, the clock since its memory was last in use or None, only
+#: written); and a call's regions with the clock when it started.
+Region = tuple[int, int, int | None, bool]
+Touches = tuple[int, tuple[Region, ...]]
+
+
 class KernelLog:
     """One entry per aten call that does work: (op, first record, end record, module, scope,
-    operand bytes, footprint, traffic or None for the records' unfused bytes)."""
+    operand bytes, footprint, whether it is a recurrent layer, the storages it touched: ``Kernel.reuse``).
 
-    __slots__ = ("calls",)
+    The reuse clock is the bytes the calls so far touched (their footprints, in order); each storage's
+    memory (by its address: a buffer freed and allocated again is the same memory to a cache) keeps the
+    clock after the last call that touched it. Memory not in use earlier in the run was last in use in the
+    run before, as a program timed again and again runs: its distance is what the run touched after its last
+    use in this one, and then before this call."""
+
+    __slots__ = ("calls", "clock", "last")
 
     def __init__(self) -> None:
-        self.calls: list[tuple[Any, int, int, str | None, str | None, int, int, bool]] = []
+        self.calls: list[tuple[Any, int, int, str | None, str | None, int, int, bool, Touches]] = []
+        self.clock = 0
+        self.last: dict[int, int] = {}
 
     def add(
         self,
@@ -98,17 +112,45 @@ class KernelLog:
         module: str | None,
         scope: str | None,
         touched: Sequence[tuple[int, Any]],
+        reads: int | None = None,
     ) -> None:
         """A call that lowered to records ``start:end`` (none: unmodeled) and touched these
-        tensors (with their buffer ids), as it ran."""
+        tensors (with their buffer ids), as it ran; the first ``reads`` are its arguments (None: all)."""
         moved, footprint = sizes(touched)
-        self.calls.append((func, start, end, module, scope, moved, footprint, name in RNN_LAYERS))
+        reuse = (self.clock, self._reuse(touched, len(touched) if reads is None else reads, footprint))
+        self.clock += footprint
+        self.calls.append((func, start, end, module, scope, moved, footprint, name in RNN_LAYERS, reuse))
+
+    def _reuse(self, touched: Sequence[tuple[int, Any]], reads: int, footprint: int) -> tuple[Region, ...]:
+        """Each storage the call touches: (its address, its bytes as ``sizes`` counts them, the clock since its
+        memory was last touched or None, whether the call only writes it), and the clock noted for the call's
+        end. A tensor with no storage to address (meta, sparse) has no region."""
+        regions: dict[int, tuple[dict[tuple[int, int], None], int, bool]] = {}
+        for i, (_, tensor) in enumerate(touched):
+            try:
+                storage = tensor.untyped_storage()
+                address, capacity = storage.data_ptr(), storage.nbytes()
+                view = (tensor.storage_offset(), tensor.nbytes)
+            except (RuntimeError, NotImplementedError):
+                continue
+            if not address:
+                continue
+            views, _, written = regions.get(address, ({}, capacity, True))
+            views[view] = None
+            regions[address] = (views, capacity, written and i >= reads)
+        found = []
+        for address, (views, capacity, written) in regions.items():
+            last = self.last.get(address)
+            since = None if last is None else self.clock - last
+            found.append((address, min(capacity, sum(n for _, n in views)), since, written))
+            self.last[address] = self.clock + footprint
+        return tuple(found)
 
     def kernels(self, operations: Sequence[Operation]) -> tuple[Kernel, ...]:
         kinds: dict[Any, str] = {}
         seen: dict[str, int] = {}
         result = []
-        for func, start, end, module, scope, moved, footprint, layer in self.calls:
+        for func, start, end, module, scope, moved, footprint, layer, (at, regions) in self.calls:
             kind = kinds.get(func)
             if kind is None:
                 kind = kinds[func] = str(func)  # aten.addmm.default
@@ -132,6 +174,10 @@ class KernelLog:
                     scopes=tuple(dict.fromkeys(scopes)),
                     kind=kind,
                     unmodeled=() if records else (_label(func),),
+                    reuse=tuple(
+                        (size, self.clock - self.last[address] + at if since is None else since, written)
+                        for address, size, since, written in regions
+                    ),
                 )
             )
         return tuple(result)

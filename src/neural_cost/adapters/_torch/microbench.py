@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
+from ...core.kernels import COLD_RESULTS_FROM
 from .. import _microgrid as grid
 from ..base import MicroProgram
 
@@ -144,8 +145,9 @@ _LARGEST = 16_000_000  # the largest pointwise op, reduction and copy (elements)
 
 
 #: Results of at least this many bytes are written to a buffer other than the last call's
-#: (``_cold_results``), kept in one ring spanning ``_RING_BYTES`` (twice the largest L3 here).
-_COLD_FROM, _RING_BYTES = 512 * 1024, 64 * 1024 * 1024
+#: (``_cold_results``), kept in one ring spanning ``_RING_BYTES`` (twice the largest L3 here); an expected time
+#: adds the cost of a result its cache no longer holds only under that size (``core.kernels.COLD_RESULTS_FROM``).
+_COLD_FROM, _RING_BYTES = COLD_RESULTS_FROM, 64 * 1024 * 1024
 
 
 class _Ring:

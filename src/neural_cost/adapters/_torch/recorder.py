@@ -136,7 +136,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         state = self.state
         state.executed += 1
         state.static += 1  # eager PyTorch runs what it records: the program text is the run
-        touched = self._dataflow(args, kwargs, out)
+        touched, reads = self._dataflow(args, kwargs, out)
         if namespace == "profiler":  # record_function markers around optimizer steps
             state.free += 1
             state.free_reasons[f"{namespace}.{name}"] = PROFILER_REASON
@@ -150,7 +150,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             mark_recomputed(state.operations, start)
         if state.free == free:  # modeled (its records) or unmodeled (none): a kernel either way
             module = self.scopes[-1] if self.scopes else scope
-            self.kernels.add(func, name, start, len(state.operations), module, scope, touched)
+            self.kernels.add(func, name, start, len(state.operations), module, scope, touched, reads)
         return out
 
     def finish(self) -> None:
@@ -159,9 +159,10 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         last use."""
         self.dataflow.append((tuple(self.buffers.alive()), ()))
 
-    def _dataflow(self, args: Any, kwargs: Any, out: Any) -> list[tuple[int, torch.Tensor]]:
+    def _dataflow(self, args: Any, kwargs: Any, out: Any) -> tuple[list[tuple[int, torch.Tensor]], int]:
         """Note the buffers the call reads and allocates; returns every tensor it touched with
-        its buffer id (what its kernel's sizes are read from, if it has one)."""
+        its buffer id (what its kernel's sizes are read from, if it has one), its arguments first,
+        and how many of them are its arguments."""
         reads = []
         touched = []
         for tensor in tensors_in((args, kwargs)):
@@ -175,7 +176,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             if new:
                 allocs.append((buffer, tensor.numel() * tensor.element_size()))
         self.dataflow.append((tuple(dict.fromkeys(reads)), tuple(allocs)))
-        return touched
+        return touched, len(reads)
 
 
 def _directory(path: str) -> str:

@@ -1,0 +1,96 @@
+"""What a kernel costs beyond what its class's curve reads off its records: work XLA adds, and operands its cache
+no longer holds.
+
+*Compiled work* (``compiled_work``): a kernel whose compiled contractions compute over ``COMPILED_EXCESS`` times
+its records' FLOPs is expected at its compiled work (the bound stays the program's).
+
+*Evicted operands* (``evicted_bytes``): a kernel's bound places it at the nearest level its footprint fits, as
+if its operands were there, and the calibration times each kernel with its inputs in cache. In a model the kernels
+before it may have pushed them out: on a 2-core Intel VM a 460 KB ``pow`` ran 7.9 µs with its input in L2, 23.7 µs
+after a 480 × 240 → 960 linear (3.2 MB touched) and 28.1 µs after a 16 MB copy (on one thread 12.1, 46.6 and
+42.2 µs), and in an eager LLaMA-style model its RMSNorm and rotary calls ran 2–4× their expected time. Eager
+PyTorch's trace says, for each region a kernel touches, how many bytes the kernels between touched since that
+memory was last in use (``Kernel.reuse``). A region further back than the whole of the level the kernel is placed
+at holds (its capacity times its instances: a per-core L2 on every core), or not in use before it in the run
+(weights and inputs, last read a run ago; a result on memory no kernel of the run used yet), comes from main
+memory. A memory-bound kernel (its memory time at least its compute time) placed at a cache level gets those
+regions' bytes at main memory's bandwidth added to its expected time: those it reads, and those it only writes
+under ``COLD_RESULTS_FROM`` (from that size the grid's pointwise results are written cold, in its curves already).
+A kernel placed at main memory, a compute-bound one, and a compiled program's (no reuse in its trace) are left as
+they are. The bound is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..core.estimate import CostEstimate
+from ..core.kernels import COLD_RESULTS_FROM, Kernel, computes_beyond
+from ..core.units import format_seconds, format_si, plural
+from ..hardware.spec import HardwareSpec
+from .kernel_classes import CONTRACTIONS
+from .kernels import KernelTime
+from .rows import compute_seconds
+
+
+def compiled_work(
+    estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec, beyond: list[tuple[str, int, int]]
+) -> KernelTime:
+    """``row`` with its compute time at its kernel's compiled work when that is above
+    ``COMPILED_EXCESS`` times its records' (``computes_beyond``; noted in ``beyond``): XLA:CPU
+    computes a depthwise layer's filter gradient as a dense convolution over every channel pair, a
+    kernel with no record of ours that ran 34 ms where its traffic read 0.3 ms (a Keras
+    MobileNetV2 step on JAX). Its records' other work (an epilogue's pointwise FLOPs) is added to
+    it. The bound stays the program's."""
+    if row.index is None:
+        return row
+    kernel = estimate.kernels[row.index]
+    if not computes_beyond(kernel):
+        return row
+    beyond.append((row.name, kernel.compiled_flops, kernel.flops))
+    work = dict(kernel.compiled_flops_by_dtype)
+    for cost in (estimate.by_operation[i] for i in kernel.operations):  # its epilogue's, not its contractions'
+        if cost.kind not in CONTRACTIONS:
+            for dtype, flops in cost.flops_by_dtype.items():
+                work[dtype] = work.get(dtype, 0) + flops
+    return replace(row, compute_seconds=compute_seconds(work, hardware))
+
+
+def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
+    """The note on kernels expected at their compiled work (``compiled_work``), heaviest first."""
+    top = sorted(beyond, key=lambda item: -item[1])[:3]
+    named = ", ".join(f"{name} {format_si(done, 'FLOP')} for {format_si(asked, 'FLOP')}" for name, done, asked in top)
+    more = f" and {len(beyond) - 3} more" if len(beyond) > 3 else ""
+    total = sum(compiled - records for _, compiled, records in beyond)
+    return (
+        f"in {plural(len(beyond), 'kernels')} XLA computes {format_si(total, 'FLOP')} more than the records they run "
+        f"({named}{more}): work the program does not ask (XLA:CPU, for one, computes a depthwise filter gradient as "
+        f"a dense convolution); they are expected at their compiled work, while the bound stays the program's"
+    )
+
+
+def evicted_bytes(kernel: Kernel, row: KernelTime, hardware: HardwareSpec) -> int:
+    """Bytes per execution of ``kernel`` (scored as ``row`` on ``hardware``) that come from main memory though its
+    footprint fits a cache (the module docstring); 0 for a compute-bound kernel, one placed at main memory, or one
+    whose trace has no reuse."""
+    if not kernel.reuse or row.compute_seconds > row.memory_seconds:
+        return 0
+    level = next((level for level in hardware.memory_levels if level.name == row.level), None)
+    if level is None or row.bandwidth <= hardware.memory_bandwidth:
+        return 0
+    held = level.capacity_bytes * level.instances
+    return sum(
+        size
+        for size, since, written in kernel.reuse
+        if (since is None or since > held) and (not written or size < COLD_RESULTS_FROM)
+    )
+
+
+def evicted_note(kernels: int, moved: int, seconds: float) -> str:
+    """The note on kernels whose operands their level no longer held (``evicted_bytes``)."""
+    return (
+        f"evicted operands: {plural(kernels, 'kernels')} fit a cache but move {format_si(moved, 'B')} last in use "
+        f"further back than it holds (or not before in the run), read at main memory's bandwidth: "
+        f"{format_seconds(seconds)} of the expected time"
+    )

@@ -1,0 +1,135 @@
+"""Operands a cache no longer holds (``analysis/kernel_extras.py``, ``Kernel.reuse``): how far back eager
+PyTorch's kernels last used their memory, and what an expected time adds for the regions further back than the
+level a kernel is placed at holds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from neural_cost import Coverage, HardwareSpec, Kernel, Operation, Trace, analyze_gap, estimate_trace, load_report
+from neural_cost.analysis.expected import expected_time
+from neural_cost.core.errors import RecordError
+from neural_cost.core.kernels import COLD_RESULTS_FROM
+from neural_cost.hardware.kernel_model import KernelCalibration
+from neural_cost.hardware.spec import MemoryLevel
+from tests.helpers import cpu_measurement
+
+LEVELS = (
+    MemoryLevel("L1d", 32_768, 1e12, per_core=True, instances=2),
+    MemoryLevel("L2", 1_048_576, 500e9, per_core=True, instances=2),  # holds 2 × 1 MiB = 2,097,152 B in all
+    MemoryLevel("DRAM", 1 << 36, 100e9),
+)
+SPEC = HardwareSpec("T", peak_flops=1e12, memory_bandwidth=100e9, kind="cpu", memory_levels=LEVELS)
+OPS = (
+    # 64 × 1024 float32: two 256 KiB inputs and a 256 KiB result, 786,432 B (L2); 65,536 FLOPs (65.5 ns)
+    Operation("add", "elementwise", ((64, 1024), (64, 1024)), (64, 1024), attrs={"op": "add"}),
+    # 128 × 1024 float32: a 512 KiB input and a 512 KiB result, 1,048,576 B: exactly L2's one instance
+    Operation("neg", "elementwise", ((128, 1024),), (128, 1024), attrs={"op": "neg"}),
+    # 64³: 524,288 FLOPs (524 ns) over 49,152 B (98 ns at L2): compute-bound
+    Operation("mm", "matmul", ((64, 64), (64, 64)), (64, 64)),
+    # 1024 × 1024: 12 MiB, past L2: main memory
+    Operation("big", "elementwise", ((1024, 1024), (1024, 1024)), (1024, 1024), attrs={"op": "add"}),
+)
+FAR, NEAR = 3_000_000, 100  # bytes touched since: more than L2 holds (2,097,152), and well under
+
+
+def _kernels(reuse: bool) -> tuple[Kernel, ...]:
+    def regions(*found):
+        return found if reuse else ()
+
+    return (
+        Kernel("add", (0,), traffic_bytes=786_432, footprint_bytes=786_432,
+               reuse=regions((262_144, FAR, False), (262_144, NEAR, False), (262_144, 5_000_000, True))),
+        Kernel("neg", (1,), traffic_bytes=1_048_576, footprint_bytes=1_048_576,
+               reuse=regions((524_288, FAR, False), (524_288, FAR, True))),
+        Kernel("mm", (2,), traffic_bytes=49_152, footprint_bytes=49_152, reuse=regions((16_384, FAR, False))),
+        Kernel("big", (3,), traffic_bytes=12_582_912, footprint_bytes=12_582_912,
+               reuse=regions((4_194_304, FAR, False))),
+    )  # fmt: skip
+
+
+def _expected(reuse: bool):
+    trace = Trace(OPS, Coverage.full(OPS), kernels=_kernels(reuse), kernel_source="hand-written", framework="torch")
+    calibration = KernelCalibration("torch", SPEC, {}, machine={}, date="2026-12-05")
+    return expected_time(estimate_trace(trace), calibration, machine={})
+
+
+def test_a_memory_bound_kernel_at_a_cache_level_reads_its_evicted_regions_at_main_memorys_bandwidth():
+    """No class has a curve: each kernel is at its roofline bound, plus its evicted regions at 100 GB/s.
+
+    - add (L2, 786,432 B at 500 GB/s = 1.572864 µs): its first input was last in use 3,000,000 B ago (more than
+      L2's 2,097,152: evicted, 262,144 B), its second 100 B ago (held), its result (only written) 5,000,000 B ago
+      and under ``COLD_RESULTS_FROM`` (evicted, 262,144 B): 524,288 B more at 100 GB/s, 5.24288 µs.
+    - neg (L2, 1,048,576 B: 2.097152 µs): its input evicted (524,288 B, 5.24288 µs); its result, 524,288 B, is
+      not under ``COLD_RESULTS_FROM`` (the grid writes such results cold: its curve holds that cost).
+    - mm: compute-bound (0.524288 µs), nothing added; big: at main memory (125.82912 µs), nothing added."""
+    assert COLD_RESULTS_FROM == 524_288
+    rows = {row.name: row.seconds for row in _expected(True).rows}
+    plain = {row.name: row.seconds for row in _expected(False).rows}
+    assert plain["add"] == pytest.approx(1.572864e-6) and plain["neg"] == pytest.approx(2.097152e-6)
+    assert rows["add"] == pytest.approx(1.572864e-6 + 5.24288e-6)
+    assert rows["neg"] == pytest.approx(2.097152e-6 + 5.24288e-6)
+    assert rows["mm"] == plain["mm"] == pytest.approx(0.524288e-6)
+    assert rows["big"] == plain["big"] == pytest.approx(125.82912e-6)
+    notes = _expected(True).notes
+    assert (
+        "evicted operands: 2 kernels fit a cache but move 1.05 MB last in use further back than it holds (or not "
+        "before in the run), read at main memory's bandwidth: 10.5 µs of the expected time"
+    ) in notes
+    assert not any(note.startswith("evicted operands") for note in _expected(False).notes)
+
+
+def test_the_bound_does_not_move():
+    """The bound scores each kernel at its level's bandwidth, whatever the reuse says."""
+    report, plain = (
+        analyze_gap(estimate_trace(Trace(OPS, Coverage.full(OPS), kernels=_kernels(reuse))), cpu_measurement(), SPEC)
+        for reuse in (True, False)
+    )
+    assert report.bound_seconds == plain.bound_seconds and report.kernel_rows == plain.kernel_rows
+
+
+def test_reuse_round_trips_through_a_saved_report_and_bad_regions_are_refused(tmp_path):
+    kernels = _kernels(True)
+    assert Kernel.from_dict(kernels[0].to_dict()) == kernels[0]
+    assert "reuse" not in _kernels(False)[0].to_dict()  # none known: nothing written
+    report = analyze_gap(estimate_trace(Trace(OPS, Coverage.full(OPS), kernels=kernels)), cpu_measurement(), SPEC)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report.to_dict()))
+    assert [kernel.reuse for kernel in load_report(path).estimate.kernels] == [kernel.reuse for kernel in kernels]
+    with pytest.raises(RecordError, match=r"Kernel 'k' reuse\[0\]=\(1, 2\) must be \(bytes, since, written\)"):
+        Kernel("k", reuse=((1, 2),))
+    with pytest.raises(RecordError, match=r"Kernel 'k' reuse\[0\] since=-1 must be a non-negative integer"):
+        Kernel("k", reuse=((1, -1, False),))
+    with pytest.raises(RecordError, match=r"reuse\[0\] written=1 must be True or False"):
+        Kernel("k", reuse=((1, None, 1),))
+
+
+def test_eager_pytorch_kernels_say_how_far_back_their_memory_was_in_use():
+    """x (256 × 4 float32, 4,096 B) → a = x + 1 → b = a · 2 → a 4,000,000 B tensor of ones → c = x − 1. Footprints:
+    add, mul and sub 8,192 B each (their input and result), ones 4,000,000 B: the run touches 4,024,576 B.
+
+    - add reads x, last used by sub at the run's end: 0 B since (the run before). Its result a, last used by
+      mul: since mul's end, ones and sub and then nothing before add, 4,000,000 + 8,192 = 4,008,192 B.
+    - mul reads a just written: 0 B. Its result b is used by mul alone: the run after mul, 4,016,384 B.
+    - ones' result: the run after it (sub, 8,192) and before it (add, mul, 16,384): 24,576 B.
+    - sub reads x, last used by add: mul and ones since, 4,008,192 B; its result, 4,016,384 B."""
+    torch = pytest.importorskip("torch")
+    from neural_cost.adapters import adapter_for
+
+    class Steps(torch.nn.Module):
+        def forward(self, x):
+            a = x + 1
+            b = a * 2
+            big = torch.ones(1000, 1000)
+            return b, x - 1, big
+
+    trace = adapter_for("torch").trace(Steps(), (torch.randn(256, 4),))
+    found = {kernel.name: kernel.reuse for kernel in trace.kernels}
+    assert found == {
+        "add": ((4_096, 0, False), (4_096, 4_008_192, True)),
+        "mul": ((4_096, 0, False), (4_096, 4_016_384, True)),
+        "ones": ((4_000_000, 24_576, True),),
+        "sub": ((4_096, 4_008_192, False), (4_096, 4_016_384, True)),
+    }
