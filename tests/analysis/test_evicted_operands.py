@@ -81,6 +81,28 @@ def test_a_memory_bound_kernel_at_a_cache_level_reads_its_evicted_regions_at_mai
     assert not any(note.startswith("evicted operands") for note in _expected(False).notes)
 
 
+def test_a_region_is_in_main_memory_only_past_the_largest_cache_and_an_unmeasured_cache_still_holds_it():
+    """A 2,048-element add (8 KiB a tensor, 24,576 B: L1d, 24.576 ns at 1 TB/s) whose first input was last in use
+    100,000 B ago: past L1d's 65,536 B in all but held by L2 (2,097,152): nothing added; its second input
+    3,000,000 B ago: past both, 8,192 B at 100 GB/s = 81.92 ns. With an L3 of 32 MiB whose bandwidth was never
+    measured, the first test's add (an input and its result 3,000,000 and 5,000,000 B ago) is held there: nothing
+    added (its rate is not known); with that L3 measured slower than main memory (no cache's figure) it counts as
+    not holding them, 5.24288 µs again."""
+    small = Operation("small", "elementwise", ((32, 64), (32, 64)), (32, 64), attrs={"op": "add"})
+    kernel = Kernel("small", (0,), traffic_bytes=24_576, footprint_bytes=24_576,
+                    reuse=((8_192, 100_000, False), (8_192, FAR, False), (8_192, NEAR, True)))  # fmt: skip
+    trace = Trace((small,), Coverage.full((small,)), kernels=(kernel,), framework="torch")
+    at_l1 = expected_time(estimate_trace(trace), KernelCalibration("torch", SPEC, {}), machine={}).rows[0]
+    assert at_l1.seconds == pytest.approx(24.576e-9 + 81.92e-9)
+    for l3, added in ((None, 0.0), (50e9, 5.24288e-6)):
+        levels = (*LEVELS[:2], MemoryLevel("L3", 33_554_432, l3), LEVELS[2])
+        spec = HardwareSpec("T", peak_flops=1e12, memory_bandwidth=100e9, kind="cpu", memory_levels=levels)
+        trace = Trace(OPS, Coverage.full(OPS), kernels=_kernels(True), framework="torch")
+        rows = {row.name: row.seconds for row in expected_time(estimate_trace(trace), KernelCalibration(
+            "torch", spec, {}), machine={}).rows}  # fmt: skip
+        assert rows["add"] == pytest.approx(1.572864e-6 + added)
+
+
 def test_the_bound_does_not_move():
     """The bound scores each kernel at its level's bandwidth, whatever the reuse says."""
     report, plain = (

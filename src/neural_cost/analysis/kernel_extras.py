@@ -10,14 +10,13 @@ before it may have pushed them out: on a 2-core Intel VM a 460 KB ``pow`` ran 7.
 after a 480 × 240 → 960 linear (3.2 MB touched) and 28.1 µs after a 16 MB copy (on one thread 12.1, 46.6 and
 42.2 µs), and in an eager LLaMA-style model its RMSNorm and rotary calls ran 2–4× their expected time. Eager
 PyTorch's trace says, for each region a kernel touches, how many bytes the kernels between touched since that
-memory was last in use (``Kernel.reuse``). A region further back than the whole of the level the kernel is placed
-at holds (its capacity times its instances: a per-core L2 on every core), or not in use before it in the run
-(weights and inputs, last read a run ago; a result on memory no kernel of the run used yet), comes from main
-memory. A memory-bound kernel (its memory time at least its compute time) placed at a cache level gets those
-regions' bytes at main memory's bandwidth added to its expected time: those it reads, and those it only writes
-under ``COLD_RESULTS_FROM`` (from that size the grid's pointwise results are written cold, in its curves already).
-A kernel placed at main memory, a compute-bound one, and a compiled program's (no reuse in its trace) are left as
-they are. The bound is unchanged.
+memory was last in use (``Kernel.reuse``; memory not in use earlier in the run: since its last use in the run
+before). A region further back than the largest cache holds in all (its capacity times its instances: a per-core
+L2 on every core) comes from main memory. A memory-bound kernel (its memory time at least its compute time)
+placed at a cache level gets those regions' bytes at main memory's bandwidth added to its expected time: those
+it reads, and those it only writes under ``COLD_RESULTS_FROM`` (from that size the grid's pointwise results are
+written cold, in its curves already). A kernel placed at main memory, a compute-bound one, and a compiled
+program's (no reuse in its trace) are left as they are. The bound is unchanged.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from ..core.kernels import COLD_RESULTS_FROM, Kernel, computes_beyond
 from ..core.units import format_seconds, format_si, plural
 from ..hardware.spec import HardwareSpec
 from .kernel_classes import CONTRACTIONS
-from .kernels import KernelTime
+from .kernels import KernelTime, Levels
 from .rows import compute_seconds
 
 
@@ -73,13 +72,15 @@ def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
 def evicted_bytes(kernel: Kernel, row: KernelTime, hardware: HardwareSpec) -> int:
     """Bytes per execution of ``kernel`` (scored as ``row`` on ``hardware``) that come from main memory though its
     footprint fits a cache (the module docstring); 0 for a compute-bound kernel, one placed at main memory, or one
-    whose trace has no reuse."""
-    if not kernel.reuse or row.compute_seconds > row.memory_seconds:
+    whose trace has no reuse. A region is in main memory when it was last in use further back than the largest
+    cache holds in all (its capacity times its instances): a measured one, or one with no bandwidth measured (the
+    data is there, at a rate not known: not counted); a cache measured slower than main memory is read at main
+    memory's rate or slower, and does not count as holding it."""
+    if not kernel.reuse or row.compute_seconds > row.memory_seconds or row.bandwidth <= hardware.memory_bandwidth:
         return 0
-    level = next((level for level in hardware.memory_levels if level.name == row.level), None)
-    if level is None or row.bandwidth <= hardware.memory_bandwidth:
-        return 0
-    held = level.capacity_bytes * level.instances
+    levels = Levels.of(hardware)
+    caches = [*levels.caches, *(level for level in hardware.memory_levels if level.name in levels.unmeasured)]
+    held = max((level.capacity_bytes * level.instances for level in caches), default=0)
     return sum(
         size
         for size, since, written in kernel.reuse
