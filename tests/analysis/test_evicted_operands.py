@@ -75,8 +75,8 @@ def test_a_memory_bound_kernel_at_a_cache_level_reads_its_evicted_regions_at_mai
     assert rows["big"] == plain["big"] == pytest.approx(125.82912e-6)
     notes = _expected(True).notes
     assert (
-        "evicted operands: 2 kernels fit a cache but move 1.05 MB last in use further back than it holds (or not "
-        "before in the run), read at main memory's bandwidth: 10.5 µs of the expected time"
+        "evicted operands: 2 kernels fit a cache but move 1.05 MB last in use further back than the caches hold, "
+        "read at main memory's bandwidth: 10.5 µs of the expected time"
     ) in notes
     assert not any(note.startswith("evicted operands") for note in _expected(False).notes)
 

@@ -92,6 +92,6 @@ def evicted_note(kernels: int, moved: int, seconds: float) -> str:
     """The note on kernels whose operands their level no longer held (``evicted_bytes``)."""
     return (
         f"evicted operands: {plural(kernels, 'kernels')} fit a cache but move {format_si(moved, 'B')} last in use "
-        f"further back than it holds (or not before in the run), read at main memory's bandwidth: "
-        f"{format_seconds(seconds)} of the expected time"
+        f"further back than the caches hold, read at main memory's bandwidth: {format_seconds(seconds)} of the "
+        f"expected time"
     )
