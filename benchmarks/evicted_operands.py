@@ -19,9 +19,7 @@ time), on a calibrated machine (the first use calibrates); the transformers need
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout_models import BY_NAME
+from heldout_models import BY_NAME, compare_runs
 
 from neural_cost.adapters import adapter_for
 from neural_cost.analysis.calibrate_kernels import kernel_calibration
@@ -85,25 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default="gpt2:4,bert:4,llama:4,gpt2:16,bert:16,llama:16")
     options = parser.parse_args()
-    rows: list[tuple[float, float, float]] = []
-    for run in options.runs.split(","):
-        name, _, batch = run.partition(":")
-        if name not in BY_NAME or not batch.isdigit() or BY_NAME[name].framework != "torch":
-            print(f"{run}: not MODEL:BATCH with an eager PyTorch model of {', '.join(BY_NAME)}")
-            return
-        rows += compare(name, int(batch))
-    if not rows:
-        print("no memory-bound kernel was profiled")
-        return
-    total = sum(seconds for *_, seconds in rows)
-    for label, i in (("evicted operands", 0), ("before          ", 1)):
-        logs = [abs(math.log(row[i])) for row in rows]
-        weighted = sum(abs(row[i] - 1) * row[2] for row in rows) / total
-        print(
-            f"{len(rows)} memory-bound kernels, {label}: median |log(expected ÷ profiled)| "
-            f"{statistics.median(logs):.3f} (×{math.exp(statistics.median(logs)):.2f}), time-weighted "
-            f"|expected ÷ profiled − 1| {weighted:.1%}"
-        )
+    compare_runs(options.runs, compare, ("evicted operands", "before"), "memory-bound kernels", framework="torch")
 
 
 if __name__ == "__main__":

@@ -339,3 +339,39 @@ MODELS: tuple[HeldoutModel, ...] = (
 )
 
 BY_NAME = {model.name: model for model in MODELS}
+
+
+def compare_runs(
+    runs: str,
+    compare: Callable[[str, int], list[tuple[float, float, float]]],
+    labels: tuple[str, str],
+    what: str,
+    framework: str | None = None,
+) -> None:
+    """Score each ``MODEL:BATCH`` of ``runs`` (comma-separated) with ``compare``, which gives (first ÷ profiled,
+    second ÷ profiled, profiled seconds) per kernel of one profiled run, and print for both the median
+    |log(expected ÷ profiled)| and the time-weighted |expected ÷ profiled − 1| over every kernel (``what``: what
+    they are). ``framework``: the models ``runs`` may name."""
+    import math
+    import statistics
+
+    rows: list[tuple[float, float, float]] = []
+    for run in runs.split(","):
+        name, _, batch = run.partition(":")
+        if name not in BY_NAME or not batch.isdigit() or framework not in (None, BY_NAME[name].framework):
+            models = ", ".join(m.name for m in MODELS if framework in (None, m.framework))
+            print(f"{run}: not MODEL:BATCH with a model of {models}")
+            return
+        rows += compare(name, int(batch))
+    if not rows:
+        print(f"no {what} was profiled")
+        return
+    total = sum(seconds for *_, seconds in rows)
+    width = max(len(label) for label in labels)
+    for i, label in enumerate(labels):
+        logs = [abs(math.log(row[i])) for row in rows]
+        weighted = sum(abs(row[i] - 1) * row[2] for row in rows) / total
+        print(
+            f"{len(rows)} {what}, {label:{width}s}: median |log(expected ÷ profiled)| {statistics.median(logs):.3f} "
+            f"(×{math.exp(statistics.median(logs)):.2f}), time-weighted |expected ÷ profiled − 1| {weighted:.1%}"
+        )

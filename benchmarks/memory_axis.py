@@ -20,9 +20,7 @@ is not the kernel's time), and on a calibrated machine (the first use calibrates
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout_models import BY_NAME
+from heldout_models import BY_NAME, compare_runs
 
 from neural_cost.adapters import adapter_for
 from neural_cost.analysis.calibrate_kernels import kernel_calibration
@@ -105,24 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default="gpt2:4,bert:4,llama:4,gpt2:16,bert:16")
     options = parser.parse_args()
-    rows: list[tuple[float, float, float]] = []
-    for run in options.runs.split(","):
-        name, _, batch = run.partition(":")
-        if name not in BY_NAME or not batch.isdigit():
-            print(f"{run}: not MODEL:BATCH with a model of {', '.join(BY_NAME)}")
-            return
-        rows += compare(name, int(batch))
-    if not rows:
-        print("no pointwise kernel was profiled")
-        return
-    total = sum(seconds for *_, seconds in rows)
-    for label, i in (("chosen axes", 0), ("level axis ", 1)):
-        logs = [abs(math.log(row[i])) for row in rows]
-        weighted = sum(abs(row[i] - 1) * row[2] for row in rows) / total
-        print(
-            f"{len(rows)} pointwise kernels, {label}: median |log(expected ÷ profiled)| {statistics.median(logs):.3f} "
-            f"(×{math.exp(statistics.median(logs)):.2f}), time-weighted |expected ÷ profiled − 1| {weighted:.1%}"
-        )
+    compare_runs(options.runs, compare, ("chosen axes", "level axis"), "pointwise kernels")
 
 
 if __name__ == "__main__":

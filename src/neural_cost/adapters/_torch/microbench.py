@@ -144,9 +144,8 @@ _BINARY = {"add", "mul"}
 _LARGEST = 16_000_000  # the largest pointwise op, reduction and copy (elements)
 
 
-#: Results of at least this many bytes are written to a buffer other than the last call's
-#: (``_cold_results``), kept in one ring spanning ``_RING_BYTES`` (twice the largest L3 here); an expected time
-#: adds the cost of a result its cache no longer holds only under that size (``core.kernels.COLD_RESULTS_FROM``).
+#: Results of at least this many bytes (``core.kernels.COLD_RESULTS_FROM``: an expected time adds an evicted result
+#: under it only) are written to a buffer other than the last call's, in one ring spanning ``_RING_BYTES``.
 _COLD_FROM, _RING_BYTES = COLD_RESULTS_FROM, 64 * 1024 * 1024
 
 
