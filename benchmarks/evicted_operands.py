@@ -18,7 +18,6 @@ time), on a calibrated machine (the first use calibrates); the transformers need
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import replace
@@ -28,13 +27,12 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout_models import BY_NAME, compare_runs
+from heldout_models import BY_NAME, compare_main
 
 from neural_cost.adapters import adapter_for
 from neural_cost.analysis.calibrate_kernels import kernel_calibration
 from neural_cost.analysis.expected import expected_time
 from neural_cost.analysis.workload import analyze_workload
-from neural_cost.cli.quiet import filtered_stderr, quiet_frameworks
 from neural_cost.core.estimate import CostEstimate
 
 
@@ -79,14 +77,12 @@ def compare(name: str, batch: int) -> list[tuple[float, float, float]]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", default="gpt2:4,bert:4,llama:4,gpt2:16,bert:16,llama:16")
-    options = parser.parse_args()
-    compare_runs(options.runs, compare, ("evicted operands", "before"), "memory-bound kernels", framework="torch")
-
-
 if __name__ == "__main__":
-    quiet_frameworks()
-    with filtered_stderr():
-        main()
+    compare_main(
+        __doc__,
+        "gpt2:4,bert:4,llama:4,gpt2:16,bert:16,llama:16",
+        compare,
+        ("evicted operands", "before"),
+        "memory-bound kernels",
+        framework="torch",
+    )

@@ -375,3 +375,25 @@ def compare_runs(
             f"{len(rows)} {what}, {label:{width}s}: median |log(expected ÷ profiled)| {statistics.median(logs):.3f} "
             f"(×{math.exp(statistics.median(logs)):.2f}), time-weighted |expected ÷ profiled − 1| {weighted:.1%}"
         )
+
+
+def compare_main(
+    doc: str,
+    default: str,
+    compare: Callable[[str, int], list[tuple[float, float, float]]],
+    labels: tuple[str, str],
+    what: str,
+    framework: str | None = None,
+) -> None:
+    """A per-kernel comparison script's command line (``doc``: its docstring): ``--runs`` (``default`` when not
+    given), the frameworks' own log lines quieted, then ``compare_runs``."""
+    import argparse
+
+    from neural_cost.cli.quiet import filtered_stderr, quiet_frameworks
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", default=default)
+    options = parser.parse_args()
+    quiet_frameworks()
+    with filtered_stderr():
+        compare_runs(options.runs, compare, labels, what, framework)

@@ -83,7 +83,7 @@ class Drift:
             "; the expected time has them at their calibrated speed (an `expected with its loops as usual` line, where "
             "there is one, at the median of their calibration passes)"
         )
-        usual = usual if ratio > self.ratio else ""  # the usual-loops line expects loops slow: say where to look
+        usual = usual if ratio > self.ratio else ""  # slower: say what the expected time assumes of them
         return (
             f"; a loop of small kernels ({name}) at {ratio:.2f}× its time at calibration: loops of small kernels run "
             f"at another speed now than the rest{usual}"
