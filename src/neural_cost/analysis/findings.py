@@ -8,7 +8,6 @@ report prints them in.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -334,37 +333,27 @@ def _above_expected(report: GapReport) -> Iterator[str]:
     # The profiler slows what it watches; the expectation is of unwatched runs (as the calibration
     # scales its profiled kernels): measured kernel times are scaled by the timed runs' median ÷
     # the profiled runs' wall time per run (``Profile.unwatched_ratio``) before they are compared.
-    # A kernel's measured time sums its profiled runs; one run's stall on this shared machine (a few
-    # ms, once) would name a kernel that runs at its expected time in the others: each is taken at
-    # its median execution (``_typical_seconds``).
+    # A kernel's measured time is its median profiled run's (``Profile.seconds_per_run``): one run's
+    # stall on a shared machine (a few ms, once) names no kernel that runs at its expected time in the others.
     profile = report.profile
     per_run = profile.wall_seconds / profile.runs if profile is not None and profile.runs else 0.0
     unwatched = profile.unwatched_ratio(report.observed_seconds) if profile is not None else 1.0
-    durations: dict[int, list[float]] = {}
-    for event in profile.events if profile is not None else ():
-        durations.setdefault(event.kernel, []).append(event.duration_seconds)
-    events = {measured.kernel: measured.events for measured in profile.kernels} if profile is not None else {}
-    runs = profile.runs if profile is not None else 1
-    typical: dict[int | None, float] = {
-        row.index: _typical_seconds(durations.get(row.index, []), events.get(row.index, 0), runs, row.measured_seconds)
-        for row in expected.rows
-        if row.index is not None and row.measured_seconds is not None
-    }
+    measured = {row.index: row.measured_seconds for row in expected.rows if row.measured_seconds is not None}
     rows = [
         row
         for row in expected.rows
         if row.basis == "model"  # a kernel scored at its bound has no expectation to be above
-        and row.index in typical
+        and row.index is not None
+        and row.index in measured
         and row.seconds > 0
-        and typical[row.index] * unwatched >= 0.05 * report.observed_seconds
-        and typical[row.index] * unwatched >= 1.5 * row.seconds
+        and measured[row.index] * unwatched >= 0.05 * report.observed_seconds
+        and measured[row.index] * unwatched >= 1.5 * row.seconds
     ]
-    rows.sort(key=lambda row: -typical[row.index] / row.seconds)
+    rows.sort(key=lambda row: -measured[row.index] / row.seconds)
     if rows:
         shown = "; ".join(
-            f"{row.name}: {typical[row.index] * unwatched / row.seconds:.1f}× its expected time "
-            f"({format_seconds(typical[row.index])} measured"
-            f"{' at its median execution' if typical[row.index] < (row.measured_seconds or 0.0) else ''}, "
+            f"{row.name}: {measured[row.index] * unwatched / row.seconds:.1f}× its expected time "
+            f"({format_seconds(measured[row.index])} measured, "
             f"{format_seconds(row.seconds)} expected)"
             for row in rows[:3]
         )
@@ -375,15 +364,6 @@ def _above_expected(report: GapReport) -> Iterator[str]:
             f"the timed runs {format_seconds(report.observed_seconds)})"
         )
         yield f"slower than this device runs kernels like them: {shown}{scaled}"
-
-
-def _typical_seconds(durations: list[float], events: int, runs: int, measured: float) -> float:
-    """A kernel's time per run at its median execution (the median of its profiled ``durations`` ×
-    its executions per run), never above its ``measured`` time per run; that time itself when the
-    profile kept fewer than three of its executions, or not one event for each of its ``events``."""
-    if len(durations) < 3 or len(durations) != events or runs < 1:
-        return measured
-    return min(measured, float(statistics.median(durations)) * len(durations) / runs)
 
 
 @finding("page_faults", "next")

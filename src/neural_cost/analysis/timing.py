@@ -1,6 +1,7 @@
 """Where the time went: a profiled pass's measured time per kernel, joined to the rows.
 
-- A kernel row's measured time is its profiled time per run (``Profile.seconds_per_run``).
+- A kernel row's measured time is its profiled time per run (``Profile.seconds_per_run``: its
+  median profiled run's, when the profile kept its events).
 - A record's measured time is its kernel's, split over the kernel's records in proportion to
   their own bounds (max(compute, memory) at the spec's main-memory bandwidth, as the
   per-operation table scores them; equally when every bound is zero). A record that shares

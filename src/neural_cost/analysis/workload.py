@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..core.errors import AdapterError
-from ..core.profile import slowed_note
+from ..core.profile import slowed_note, stalled_note
 from ..core.units import format_seconds
 from ..costs.estimate import estimate_trace
 from ..hardware.kernel_model import KernelCalibration
@@ -207,8 +207,12 @@ def analyze_workload(
         measured, notes = profile_workload(
             adapter, fn, args, keywords, trace, trace_options, profile_runs, warm_seconds
         )
-        slowed = slowed_note(measured, measurement.median_seconds) if measured is not None else None
-        notes += (slowed,) if slowed else ()
+        if measured is not None:
+            said = (
+                slowed_note(measured, measurement.median_seconds),
+                stalled_note(measured, [kernel.name for kernel in trace.kernels]),
+            )
+            notes += tuple(note for note in said if note)
     estimate = estimate_trace(trace)
     expected = (
         None

@@ -17,20 +17,35 @@ trace's kernels (``Trace.kernels``, by index). Conventions:
   unmodeled op with no kernel) or inside one (a host callback's own jitted work).
 - ``events`` keeps each matched execution (start relative to the first event, duration,
   thread) for a Chrome/Perfetto trace; it may be empty when the adapter does not keep them.
+- A kernel's measured time per run (``seconds_per_run``, the rows' measured column) is its
+  median run's when ``events`` holds every execution of it (``run_seconds``), else its
+  ``seconds`` ÷ ``runs``. On a shared machine other load stalls a run now and then (a 2-vCPU VM:
+  a 6.5 ms matmul took 37 ms in one run of five); the median keeps that out of the rows, where
+  a mean read it as the kernel's own 2–3× slowness. The kernel and wall times per run stay the
+  runs' mean (``stalled_note`` says when the two differ).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import RecordError
-from .units import format_int, format_seconds
+from .units import format_int, format_seconds, plural
 
-__all__ = ["MeasuredKernel", "Profile", "ProfileEvent", "count_mismatch_note", "runs_merged", "union_seconds"]
+__all__ = [
+    "MeasuredKernel",
+    "Profile",
+    "ProfileEvent",
+    "count_mismatch_note",
+    "runs_merged",
+    "stalled_note",
+    "union_seconds",
+]
 
 
 def _seconds(value: Any, where: str) -> float:
@@ -111,6 +126,8 @@ class Profile:
     unmatched: tuple[tuple[str, float, int], ...] = ()
     notes: tuple[str, ...] = ()
     events: tuple[ProfileEvent, ...] = ()
+    #: Each kernel's time in each run (``run_seconds``), made from ``events``.
+    _by_run: dict[int, tuple[float, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, bool) or not isinstance(self.runs, int) or self.runs < 1:
@@ -137,6 +154,7 @@ class Profile:
         object.__setattr__(self, "events", tuple(self.events))
         if not isinstance(self.source, str) or not self.source:
             raise RecordError(f"Profile.source={self.source!r} must name the profiler")
+        object.__setattr__(self, "_by_run", _by_run(kernels, self.events, self.runs))
 
     @property
     def outside_seconds(self) -> float:
@@ -155,8 +173,19 @@ class Profile:
             return 1.0
         return min(1.0, unwatched_run_seconds / per_run)
 
+    def run_seconds(self, kernel: int) -> tuple[float, ...] | None:
+        """A kernel's time in each profiled run, in run order, when the profile kept every event of it and
+        as many in each run (its events in start order cut into ``runs`` equal groups, each group's
+        intervals' union); None otherwise, or with one run."""
+        return self._by_run.get(kernel)
+
     def seconds_per_run(self, kernel: int) -> float | None:
-        """A kernel's measured time per run, or None when the profile has no event for it."""
+        """A kernel's measured time per run: its median run's (``run_seconds``: on a shared machine other
+        load stalls a run now and then — a 6.5 ms matmul took 37 ms in one of five), else its time over
+        the runs ÷ ``runs``; None when the profile has no event for it."""
+        by_run = self._by_run.get(kernel)
+        if by_run is not None:
+            return statistics.median(by_run)
         for measured in self.kernels:
             if measured.kernel == kernel:
                 return measured.seconds / self.runs
@@ -196,6 +225,27 @@ class Profile:
             notes=tuple(data.get("notes", ())),
             events=tuple(ProfileEvent.from_dict(e) for e in data.get("events", ())),
         )
+
+
+def _by_run(
+    kernels: tuple[MeasuredKernel, ...], events: tuple[ProfileEvent, ...], runs: int
+) -> dict[int, tuple[float, ...]]:
+    """``Profile.run_seconds`` of every kernel it has them for: the runs go one after another, so a
+    kernel's events in start order are its runs' in turn."""
+    if runs < 2:
+        return {}
+    counts = {measured.kernel: measured.events for measured in kernels}
+    found: dict[int, list[tuple[float, float]]] = {}
+    for event in events:
+        found.setdefault(event.kernel, []).append((event.start_seconds, event.start_seconds + event.duration_seconds))
+    by_run: dict[int, tuple[float, ...]] = {}
+    for kernel, intervals in found.items():
+        if len(intervals) != counts.get(kernel) or len(intervals) % runs:
+            continue
+        intervals.sort()
+        each = len(intervals) // runs
+        by_run[kernel] = tuple(union_seconds(intervals[run * each : (run + 1) * each]) for run in range(runs))
+    return by_run
 
 
 _PER_RUN = re.compile(r"^profiled run (\d+): (.*)$", re.DOTALL)
@@ -248,23 +298,69 @@ def count_mismatch_note(differ: Iterable[tuple[str, float, int]], *, groups: int
     )
 
 
+#: A kernel whose slowest profiled run took this multiple of its median run's or more had a stalled run.
+STALLED_RUN = 1.5
+#: ... when the excess was at least this share of a run's kernel time (a 2 µs kernel at 4 µs once is noise).
+_STALL_SHARE = 0.01
+
+
+def stalled_note(profile: Profile, names: Sequence[str], *, named: int = 2) -> str | None:
+    """The note on kernels whose slowest profiled run took ``STALLED_RUN`` × their median run or more,
+    by at least ``_STALL_SHARE`` of a run's kernel time (``names``: the kernels' names, by index),
+    the largest excess first, ``named`` of them by name: the measured column is each one's median
+    run, while the kernel and wall times per run are the runs' mean. None when there are none."""
+    per_run = profile.kernel_seconds / profile.runs
+    stalled = []
+    for kernel, by_run in profile._by_run.items():
+        median, slowest = statistics.median(by_run), max(by_run)
+        if slowest >= STALLED_RUN * median and slowest - median >= _STALL_SHARE * per_run:
+            stalled.append((slowest - median, kernel, median, slowest))
+    if not stalled:
+        return None
+    stalled.sort(reverse=True)
+    said = ", ".join(
+        f"{names[kernel] if kernel < len(names) else f'kernel {kernel}'} {format_seconds(slowest)} in its slowest "
+        f"run, {format_seconds(median)} in its median one"
+        for _, kernel, median, slowest in stalled[:named]
+    )
+    more = f" and {plural(len(stalled) - named, 'more kernels')}" if len(stalled) > named else ""
+    return (
+        f"a profiled run stalled: {said}{more} (of {profile.runs} runs; other load on a shared machine?) — the "
+        f"measured column is each kernel's median run; the time per run in kernels and outside them, the runs' mean"
+    )
+
+
 #: Kernel time under the profiler, per run, beyond this multiple of the timed run's: a note says
 #: the measured column is the profiler's view.
 SLOWED_BY_PROFILER = 1.5
+#: The most a profiler's event could cost (measured: 0.2–0.75 µs), to tell a profiler's slowing from a slower machine.
+_EVENT_COST = 2e-6
 
 
 def slowed_note(profile: Profile, run_seconds: float) -> str | None:
     """The note on a profile whose kernels alone took longer a run than the whole timed run did:
     a profiler's events cost a few tenths of a µs each (``jax.profiler`` on a 2-core VM: 0.2–0.4
     µs), and a loop of tiny kernels runs thousands a run (a gymnax rollout: 94,484 events a run,
-    74.8 ms of kernels profiled against a 3.6 ms run). None when it did not."""
+    74.8 ms of kernels profiled against a 3.6 ms run: 0.75 µs an event). When the excess is more
+    than ``_EVENT_COST`` an event could make (LLaMA's 93 kernels at 46 ms a run against a 17 ms
+    timed run: its lm_head matmul ran 37 ms in every profiled run, 6.5 ms in the timed ones), the
+    machine was slower while the profiler ran. None when the kernels took no longer."""
     kernel = profile.kernel_seconds / profile.runs
     if run_seconds <= 0 or kernel <= SLOWED_BY_PROFILER * run_seconds:
         return None
     events = sum(measured.events for measured in profile.kernels) / profile.runs
+    took = (
+        f"its kernels took {format_seconds(kernel)} a run under the profiler, the whole timed run "
+        f"{format_seconds(run_seconds)} ({kernel / run_seconds:.1f}×), over {format_int(round(events))} kernel "
+        f"events a run"
+    )
+    if kernel - run_seconds > events * _EVENT_COST:
+        return (
+            f"the profiled runs ran slower than the timed ones: {took}, more than a profiler's cost per event could "
+            f"add ({_EVENT_COST * 1e6:g} µs each) — the machine was slower while they ran (other load?); the measured "
+            f"column is of that slower machine, the expected time and the observed run are not"
+        )
     return (
-        f"the profiler slowed this program: its kernels took {format_seconds(kernel)} a run under it, the whole timed "
-        f"run {format_seconds(run_seconds)} ({kernel / run_seconds:.1f}×), over {format_int(round(events))} kernel "
-        f"events a run — its cost per event, not the kernels' work, fills the measured column; the expected time "
-        f"and the observed run are not the profiler's"
+        f"the profiler slowed this program: {took} — its cost per event, not the kernels' work, fills the measured "
+        f"column; the expected time and the observed run are not the profiler's"
     )
