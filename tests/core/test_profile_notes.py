@@ -143,3 +143,17 @@ def test_a_stalled_run_is_said_naming_the_kernels_with_the_largest_excess():
     assert "add 5.000 ms in its slowest run, 10.0 µs in its median one and 1 more kernel (of 5 runs;" in (
         stalled_note(_runs(runs), ["lm_head/mm", "mul", "add"]) or ""
     )
+
+
+def test_a_runs_time_counts_overlapping_executions_once():
+    """Two runs of a kernel executed twice a run. Run 1: [0, 3] and [1, 4] ms on two threads overlap:
+    their union is 4 ms. Run 2: [10, 11] and [12, 13] ms: 2 ms. The median of two runs is their mean, 3 ms."""
+    import pytest
+
+    from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent
+
+    events = (ProfileEvent(0, 0.0, 3e-3), ProfileEvent(0, 1e-3, 3e-3, 1), ProfileEvent(0, 10e-3, 1e-3),
+              ProfileEvent(0, 12e-3, 1e-3))  # fmt: skip
+    profile = Profile(2, 0.02, (MeasuredKernel(0, 6e-3, 4),), 6e-3, "hand", events=events)
+    assert profile.run_seconds(0) == pytest.approx((4e-3, 2e-3))
+    assert profile.seconds_per_run(0) == pytest.approx(3e-3)

@@ -237,15 +237,28 @@ def _by_run(
     counts = {measured.kernel: measured.events for measured in kernels}
     found: dict[int, list[tuple[float, float]]] = {}
     for event in events:
-        found.setdefault(event.kernel, []).append((event.start_seconds, event.start_seconds + event.duration_seconds))
+        found.setdefault(event.kernel, []).append((event.start_seconds, event.duration_seconds))
     by_run: dict[int, tuple[float, ...]] = {}
     for kernel, intervals in found.items():
         if len(intervals) != counts.get(kernel) or len(intervals) % runs:
             continue
         intervals.sort()
         each = len(intervals) // runs
-        by_run[kernel] = tuple(union_seconds(intervals[run * each : (run + 1) * each]) for run in range(runs))
+        by_run[kernel] = tuple(_covered(intervals[run * each : (run + 1) * each]) for run in range(runs))
     return by_run
+
+
+def _covered(events: list[tuple[float, float]]) -> float:
+    """The union of sorted ``(start, duration)`` events: their durations summed where they do not overlap
+    (exactly what the profiler said, no start subtracted from an end)."""
+    total, end = 0.0, -math.inf
+    for start, duration in events:
+        stop = start + duration
+        if stop <= end:
+            continue
+        total += duration if start >= end else stop - end
+        end = stop
+    return total
 
 
 _PER_RUN = re.compile(r"^profiled run (\d+): (.*)$", re.DOTALL)
