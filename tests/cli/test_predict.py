@@ -181,3 +181,44 @@ def test_the_floor_reads_keyword_inputs_and_refuses_a_program_at_batch_1(tmp_pat
     assert "note: framework floor " in text and "no framework floor" not in text
     assert main(["predict", f"{script}:by_keyword", "--batch", "1", "--calibration", str(cal)]) == 0
     assert "no framework floor: the program is at batch 1 already" in capsys.readouterr().out
+
+
+def test_a_build_without_batch_still_gets_the_machines_drift(tmp_path, monkeypatch):
+    """A ``build()`` with no batch has no floor, but the calibration's probes still say how fast the machine
+    runs now (its loops can run slow as much as a batched program's); another machine's calibration gets no
+    probe, and ``--no-floor`` none either."""
+    import io
+
+    from neural_cost.adapters import TorchAdapter
+    from neural_cost.analysis import drift
+    from neural_cost.cli.predict import measure_floor
+    from neural_cost.cli.progress import Progress
+
+    calls = []
+
+    class Said:
+        def note(self):
+            return "machine now: as calibrated"
+
+    def fake(adapter, calibration, **_):
+        calls.append(calibration.framework)
+        return Said()
+
+    monkeypatch.setattr(drift, "machine_drift", fake)
+    here = load_calibration(_calibration(tmp_path))
+    progress = Progress(io.StringIO())
+
+    def fixed():
+        return None
+
+    floor, note = measure_floor(fixed, None, TorchAdapter(), here, {}, progress, False, here.hardware)
+    assert floor is None and calls == ["torch"]
+    assert (
+        note == "no framework floor: build() takes no batch argument to run it at batch 1; machine now: as calibrated"
+    )
+    assert measure_floor(fixed, None, TorchAdapter(), here, {}, progress, True, here.hardware)[1].startswith(
+        "no framework floor (--no-floor)"
+    )
+    elsewhere = load_calibration(_calibration(tmp_path, machine={"cpu_model": "Some Other CPU", "logical_cpus": 999}))
+    _, note = measure_floor(fixed, None, TorchAdapter(), elsewhere, {}, progress, False, elsewhere.hardware)
+    assert note == "no framework floor: build() takes no batch argument to run it at batch 1" and calls == ["torch"]

@@ -52,20 +52,40 @@ def measure_floor(
     """The framework floor from a batch-1 run of ``build`` and how it was obtained — or None and
     why not: asked not to, ``build`` takes no batch, the calibration is another device's (its
     kernels are not this machine's: a floor measured here would mix the two), the program is
-    already at batch 1 (its floor would be its own time), or the batch-1 run failed. With a
-    floor, the note also says how fast the machine runs a few calibration points now
-    (``machine_drift``): the expectation is of the machine as calibrated."""
-    from ..adapters.base import example_input_shapes
+    already at batch 1 (its floor would be its own time), or the batch-1 run failed. Unless asked
+    not to or calibrated elsewhere, the note also says how fast the machine runs a few calibration
+    points now (``machine_drift``), floor or none: the expectation is of the machine as calibrated,
+    and a program whose ``build`` takes no batch has loops that run slow now as much as any."""
     from ..analysis.drift import machine_drift
     from ..analysis.expected import calibration_flags
-    from ..analysis.workload import framework_floor
 
     if skip:
         return None, "no framework floor (--no-floor): the expected time is the kernels' alone"
-    if not takes_batch(build):
-        return None, "no framework floor: build() takes no batch argument to run it at batch 1"
+    batched = takes_batch(build)
     if calibration_flags(calibration, adapter.framework, None, hardware):
+        if not batched:
+            return None, "no framework floor: build() takes no batch argument to run it at batch 1"
         return None, "no framework floor: the calibration is not this machine's (flagged above); its kernels only"
+    floor, note = (
+        _batch_one(build, workload, adapter, calibration, training, progress)
+        if batched
+        else (None, "no framework floor: build() takes no batch argument to run it at batch 1")
+    )
+    progress.stage("machine drift (the calibration's probes re-run)")
+    try:
+        drift = machine_drift(adapter, calibration)
+    except Exception as error:  # a probe is an extra: its failure is said, never fatal
+        return floor, f"{note}; machine drift not measured ({type(error).__name__})"
+    return floor, note if drift is None else f"{note}; {drift.note()}"
+
+
+def _batch_one(
+    build: Any, workload: Any, adapter: Any, calibration: Any, training: dict[str, Any], progress: Progress
+) -> tuple[float | None, str]:
+    """``measure_floor``'s batch-1 run: the floor and its note, or None and why not."""
+    from ..adapters.base import example_input_shapes
+    from ..analysis.workload import framework_floor
+
     progress.stage("framework floor (a batch-1 run)")
     try:
         tiny = build_workload(build, 1)
@@ -77,13 +97,9 @@ def measure_floor(
         )
     except Exception as error:  # a model that cannot run at batch 1 (BatchNorm in training...)
         return None, f"no framework floor: the batch-1 run failed ({type(error).__name__}: {str(error)[:160]})"
-    note = measured.note() + (" (clamped at 0)" if measured.seconds == 0 and not measured.unknown else "")
-    progress.stage("machine drift (the calibration's probes re-run)")
-    try:
-        drift = machine_drift(adapter, calibration)
-    except Exception as error:  # a probe is an extra: its failure is said, never fatal
-        return measured.seconds, f"{note}; machine drift not measured ({type(error).__name__})"
-    return measured.seconds, note if drift is None else f"{note}; {drift.note()}"
+    return measured.seconds, measured.note() + (
+        " (clamped at 0)" if measured.seconds == 0 and not measured.unknown else ""
+    )
 
 
 def run_predict(args: argparse.Namespace) -> int:
