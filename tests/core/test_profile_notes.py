@@ -68,9 +68,9 @@ def test_a_profile_whose_kernels_outlast_the_timed_run_says_the_profiler_slowed_
                   source="hand")  # fmt: skip
     assert slowed_note(few, 0.017) == (
         "the profiled runs ran slower than the timed ones: its kernels took 46.000 ms a run under the profiler, the "
-        "whole timed run 17.000 ms (2.7×), over 93 kernel events a run, more than a profiler's cost per event could "
-        "add (2 µs each) — the machine was slower while they ran (other load?); the measured column is of that "
-        "slower machine, the expected time and the observed run are not"
+        "whole timed run 17.000 ms (2.7×), over 93 kernel events a run, more than a profiler's cost per event adds "
+        "(≤ 2 µs each) — the machine ran slower while they ran (other load?), or the profiler slowed the kernels "
+        "themselves; the measured column is of those runs, the expected time and the observed run are not"
     )
 
 

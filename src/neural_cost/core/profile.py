@@ -357,7 +357,8 @@ def slowed_note(profile: Profile, run_seconds: float) -> str | None:
     74.8 ms of kernels profiled against a 3.6 ms run: 0.75 µs an event). When the excess is more
     than ``_EVENT_COST`` an event could make (LLaMA's 93 kernels at 46 ms a run against a 17 ms
     timed run: its lm_head matmul ran 37 ms in every profiled run, 6.5 ms in the timed ones), the
-    machine was slower while the profiler ran. None when the kernels took no longer."""
+    machine was slower while the profiler ran, or the profiler slowed the kernels themselves (a
+    TensorFlow CNN's 14 kernels read 1.43× the timed run). None when the kernels took no longer."""
     kernel = profile.kernel_seconds / profile.runs
     if run_seconds <= 0 or kernel <= SLOWED_BY_PROFILER * run_seconds:
         return None
@@ -369,9 +370,10 @@ def slowed_note(profile: Profile, run_seconds: float) -> str | None:
     )
     if kernel - run_seconds > events * _EVENT_COST:
         return (
-            f"the profiled runs ran slower than the timed ones: {took}, more than a profiler's cost per event could "
-            f"add ({_EVENT_COST * 1e6:g} µs each) — the machine was slower while they ran (other load?); the measured "
-            f"column is of that slower machine, the expected time and the observed run are not"
+            f"the profiled runs ran slower than the timed ones: {took}, more than a profiler's cost per event adds "
+            f"(≤ {_EVENT_COST * 1e6:g} µs each) — the machine ran slower while they ran (other load?), or the profiler "
+            f"slowed the kernels themselves; the measured column is of those runs, the expected time and the observed "
+            f"run are not"
         )
     return (
         f"the profiler slowed this program: {took} — its cost per event, not the kernels' work, fills the measured "
