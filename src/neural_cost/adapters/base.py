@@ -55,6 +55,9 @@ class MicroProgram:
     #: cost per event (0.2–0.4 µs under ``jax.profiler``) swamps a loop body's kernels of tens of ns.
     trips: int = 0
     shorter: MicroProgram | None = None
+    #: A whole recurrent layer's program at fewer steps (``trips`` each: its steps): the two wall times apart
+    #: are its steps' own time, the rest of its wall its cost per call (``wall_points``).
+    fewer_steps: MicroProgram | None = None
 
 
 def example_input_shapes(inputs: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:

@@ -106,6 +106,9 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         prepared.keep(None, timed.median_seconds)
         if loop:
             prepared.walls.append(timed.median_seconds)
+        if (fewer := program.fewer_steps) is not None:  # just after it: a pass's two walls of one state
+            few = time_workload(adapter, fewer.fn, fewer.args, fewer.kwargs, warmup=2, repeats=prepared.repeats)
+            prepared.fewer_walls.append(few.median_seconds)
         return
     if program.shorter is not None:  # the host's state for this pass's loop time (``loop_wakes``)
         prepared.wakes.append(cross_core_wake())
@@ -152,8 +155,12 @@ def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[lis
         if left < 0.5 * item.seconds:
             notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
             continue
-        point = item.main.point(left, item.program)  # per read of its curve: a layer's step
         usual = None if item.usual_seconds is None else max(left, item.usual_seconds - others)  # the others alike
+        call = None
+        if item.steps_seconds is not None:  # a layer's steps apart from its cost per call, the others' in the call's
+            call, usual = max(left - item.steps_seconds, 0.0), usual and usual * item.steps_seconds / left
+            left = item.steps_seconds
+        point = replace(item.main.point(left, item.program), call_seconds=call, call_bytes=item.call_bytes)  # a step
         points.append(point if usual is None else replace(point, usual_seconds=point.measured_seconds * usual / left))
     return points, notes
 

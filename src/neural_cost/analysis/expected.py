@@ -29,7 +29,7 @@ from ..hardware.spec import HardwareSpec
 from .extrapolated import PAST, ceilings, extrapolated_note, under_bound_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, parts
-from .kernel_extras import compiled_work, compiled_work_note, evicted_bytes, evicted_note
+from .kernel_extras import call_cost, compiled_work, compiled_work_note, evicted_bytes, evicted_note, layer_weight_bytes
 from .kernel_revision import revision
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
@@ -271,6 +271,7 @@ def expected_time(
     floors = calibration.floors()  # where a curve falls to below its first knot
     beyond: list[tuple[str, int, int]] = []  # kernels read at their compiled work: (name, compiled, records)
     largest = ceilings(calibration)
+    call = call_cost(calibration)  # a recurrent layer's cost per call, beside its per-step curve
     past: dict[str, tuple[str, float, float]] = {}  # kernels past their class's points: name → (class, ×, seconds)
     for row in scored:
         compiled = compiled_work(estimate, row, calibration.hardware, beyond)  # its bound stays the program's
@@ -296,6 +297,8 @@ def expected_time(
                     continue
                 n, memory = part.repeats, part.memory_on(found)  # on its curve's axis
                 share = n * found.seconds(part.compute_seconds / n, memory / n, floors.get(found.name))
+                if call is not None and row.index is not None and found.name.split(":")[0] == "rnn":
+                    share += row.executions * (call[0] + call[1] * layer_weight_bytes(estimate, row.index))
                 seconds += share
                 factor = max(part.compute_seconds, memory) / n / largest.get(found.name, float("inf"))
                 if factor > PAST:  # the row's farthest part names it; every past part's time counts

@@ -43,6 +43,9 @@ class _Pending:
     seconds: float
     #: The program's usual time, where its main kernel is a loop's (``wall_points.usual_of``).
     usual_seconds: float | None = None
+    #: A recurrent layer's steps' own time, without its cost per call (``wall_points.per_call``), and its weights.
+    steps_seconds: float | None = None
+    call_bytes: int | None = None
 
 
 @dataclass
@@ -63,6 +66,8 @@ class _Prepared:
     #: A loop program's unwatched wall times, its own and its shorter twin's (``MicroProgram.trips``).
     walls: list[float] = field(default_factory=list)
     short_walls: list[float] = field(default_factory=list)
+    #: A recurrent layer's wall times at fewer steps (``MicroProgram.fewer_steps``), each just after a pass's wall.
+    fewer_walls: list[float] = field(default_factory=list)
     #: A loop program's host cross-core wake-up (``hardware.wake``) just before each pass's wall (None: not measured).
     wakes: list[float | None] = field(default_factory=list)
     #: The wall time of the one run (after a warmup run) its ``repeats`` were counted from.

@@ -67,6 +67,9 @@ class Point:
     #: A pointwise kernel's memory time at main memory's bandwidth, whatever level holds it
     #: (``main_memory_candidate``); None for any other kernel.
     main_memory_seconds: float | None = None
+    #: A recurrent layer's cost per call beside its steps' time (``wall_points.per_call``), and its weights' bytes.
+    call_seconds: float | None = None
+    call_bytes: int | None = None
 
     @property
     def side(self) -> str:
@@ -81,20 +84,16 @@ class Point:
             "name": self.name,
             **({} if self.usual_seconds is None else {"usual_seconds": self.usual_seconds}),
             **({} if self.main_memory_seconds is None else {"main_memory_seconds": self.main_memory_seconds}),
+            **({} if self.call_seconds is None else {"call_seconds": self.call_seconds, "call_bytes": self.call_bytes}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Point:
-        usual, main = data.get("usual_seconds"), data.get("main_memory_seconds")
-        return cls(
-            str(data["class"]),
-            float(data["compute_seconds"]),
-            float(data["memory_seconds"]),
-            float(data["measured_seconds"]),
-            str(data.get("name", "")),
-            None if usual is None else float(usual),
-            None if main is None else float(main),
-        )
+        usual, main, call = (data.get(key) for key in ("usual_seconds", "main_memory_seconds", "call_seconds"))
+        compute, memory, measured = (float(data[k]) for k in ("compute_seconds", "memory_seconds", "measured_seconds"))
+        usual, main, call = (None if value is None else float(value) for value in (usual, main, call))
+        size = None if data.get("call_bytes") is None else int(data["call_bytes"])
+        return cls(str(data["class"]), compute, memory, measured, str(data.get("name", "")), usual, main, call, size)
 
     def on_main_memory(self) -> Point:
         """This point with its memory time at main memory's bandwidth, where it has one."""

@@ -284,11 +284,9 @@ def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
     for cell, batch, steps, features, hidden in (*RNN_CELLS[:2], PROBE_CELL) if quick else RNN_CELLS:
         torch.manual_seed(0)
         layer = (torch.nn.LSTM if cell == "lstm" else torch.nn.GRU)(features, hidden, batch_first=True).eval()
-        yield MicroProgram(
-            f"{cell} {batch}x{steps}x{features}->{hidden}",
-            _no_grad(layer),
-            (_rand(batch, steps, features),),
-        )
+        few = MicroProgram("", _no_grad(layer), (_rand(batch, steps // 4, features),), trips=steps // 4)
+        yield MicroProgram(f"{cell} {batch}x{steps}x{features}->{hidden}", _no_grad(layer),
+                           (_rand(batch, steps, features),), trips=steps, fewer_steps=few)  # fmt: skip
 
 
 #: Convolutions whose backward is calibrated (batch, in, out channels, size, kernel, stride, whether
