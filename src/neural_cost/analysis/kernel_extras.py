@@ -126,6 +126,6 @@ def call_cost(calibration: KernelCalibration) -> tuple[float, float] | None:
     mean_c = statistics.fmean(c for _, c in found)
     spread = sum((b - mean_b) ** 2 for b, _ in found)
     slope = max(sum((b - mean_b) * (c - mean_c) for b, c in found) / spread, 0.0) if spread else 0.0
-    if mean_c - slope * mean_b < 0:  # through the origin
-        slope = sum(b * c for b, c in found) / max(sum(b * b for b, _ in found), 1)
-    return max(mean_c - slope * mean_b, 0.0), slope
+    if mean_c - slope * mean_b < 0:  # an intercept below 0: the least-squares line through the origin instead
+        return 0.0, sum(b * c for b, c in found) / max(sum(b * b for b, _ in found), 1)
+    return mean_c - slope * mean_b, slope

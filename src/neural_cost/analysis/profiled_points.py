@@ -141,7 +141,13 @@ def _whole_loop(prepared: _Prepared, apart: float) -> float:
     """A loop's own time per run from its program's wall less its twin's (``apart``): per trip, times its trips."""
     program, short = prepared.program, prepared.program.shorter
     assert short is not None
-    return apart / (program.trips - short.trips) * program.trips
+    return all_trips(apart, program.trips, short.trips)
+
+
+def all_trips(apart: float, trips: int, fewer: int) -> float:
+    """The time of ``trips`` trips (a loop's, a recurrent layer's steps) from the walls of ``trips`` and of
+    ``fewer`` apart: ``apart`` per trip between them, times ``trips`` — what runs once a call falls out."""
+    return apart / (trips - fewer) * trips
 
 
 def usual_ratio(prepared: _Prepared) -> float | None:

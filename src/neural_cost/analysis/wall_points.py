@@ -12,7 +12,7 @@ from .expected import allocated_records
 from .fresh_pages import glibc_allocator, large_result_bytes
 from .kernel_classes import kernel_class, one_part, parts
 from .kernel_extras import layer_weight_bytes
-from .profiled_points import _Pending, _Prepared, usual_pass, usual_ratio
+from .profiled_points import _Pending, _Prepared, all_trips, usual_pass, usual_ratio
 
 
 def looped(prepared: _Prepared) -> bool:
@@ -66,7 +66,7 @@ def per_call(prepared: _Prepared, best: float) -> float | None:
     program, fewer = prepared.program, prepared.program.fewer_steps
     if fewer is None or not prepared.fewer_walls or not prepared.walls or program.trips <= fewer.trips:
         return None
-    steps = (min(prepared.walls) - min(prepared.fewer_walls)) / (program.trips - fewer.trips) * program.trips
+    steps = all_trips(min(prepared.walls) - min(prepared.fewer_walls), program.trips, fewer.trips)
     return best - steps if 0 < steps < best else None
 
 
