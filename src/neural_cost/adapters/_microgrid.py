@@ -115,6 +115,12 @@ POOL_MAPS = ((1, 32, 16), (4, 56, 64), (8, 112, 64), (16, 28, 128), (2, 64, 32),
 
 #: Attention shapes (batch, sequence, heads, head dim); quick keeps the first two.
 ATTENTION = ((1, 32, 4, 64), (2, 128, 4, 64), (4, 128, 8, 32), (2, 512, 4, 64), (8, 256, 8, 64), (1, 1024, 8, 64))
+#: PyTorch's further ones, read per query head (``kernel_classes.repeats``): PyTorch's CPU flash kernel took
+#: a time proportional to batch × heads at one sequence and head size (4, 16 and 64 heads of 120 × 60 within 6%
+#: a head), and a head's time depends on its own size, more slowly off sequences and head sizes that are no
+#: multiples of 16 (120 × 64 at 2.2–2.4× its roofline, 128 × 64 at 1.7–1.8×, both 11–12 µs of it): heads of
+#: 1–90 µs of roofline time, unaligned ones among them, and as many heads as models run.
+ATTENTION_HEADS = ((8, 77, 8, 64), (4, 197, 12, 64), (16, 50, 8, 40), (2, 300, 6, 80), (8, 100, 4, 48), (4, 64, 16, 96))
 
 
 def dots(quick: bool) -> Iterator[tuple[int, int, int, int]]:

@@ -12,9 +12,10 @@ KERNEL_MODEL_REVISION = 43
 #: of them, .3 three weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed
 #: on cold inputs and results, six larger ones added, .5 its products of fewer than 256 rows ``thin_matmul``,
 #: .6 linears of 256 and 384 rows in its grid, all in 43; 43.1: each recurrent cell timed at a quarter of its
-#: steps too, its per-step curve read without its cost per call, ``Point.call_seconds``); raising the shared one
-#: still makes every framework's calibration again.
-REVISIONS: dict[str, int] = {"torch": 1}
+#: steps too, its per-step curve read without its cost per call, ``Point.call_seconds``; 43.2: attention read
+#: per query head, ``kernel_classes.repeats``, and six shapes more in its grid); raising the shared one still
+#: makes every framework's calibration again.
+REVISIONS: dict[str, int] = {"torch": 2}
 
 
 def revision(framework: str) -> str:

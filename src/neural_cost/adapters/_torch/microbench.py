@@ -273,7 +273,7 @@ PROBE_CELL = ("lstm", 6, 48, 64, 256)
 
 
 def _attention_rnn(quick: bool) -> Iterator[MicroProgram]:
-    for b, s, h, d in grid.ATTENTION[: 2 if quick else None]:
+    for b, s, h, d in (*grid.ATTENTION, *grid.ATTENTION_HEADS)[: 2 if quick else None]:
         q, k, v = _rand(b, h, s, d), _rand(b, h, s, d), _rand(b, h, s, d)
         for causal in (False, True) if not quick else (False,):
             yield MicroProgram(
