@@ -225,3 +225,29 @@ def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_pa
     alone = kernel_calibration(Adapter(), recalibrate=True)
     assert alone.points[0].measured_seconds == pytest.approx(3.0 * MS)
     assert json.loads(history_path(path).read_text())["schema"] == 2
+
+
+def test_the_cost_of_an_evicted_operand_is_kept_saved_and_merged_as_a_median():
+    """Three calibrations measured an evicted byte at 3e-11, 5e-11 and 4e-11 s (``_torch/evicted.py``): the merged
+    one reads their median, 4e-11; an entry saves and reads it back, and one without it (made before it was
+    measured) is left out of the median. A saved calibration keeps it, `calibrate --kernels` prints it as a rate, and
+    a negative one is refused by name."""
+    from dataclasses import replace
+
+    from neural_cost.hardware.kernel_model import KernelCalibration
+
+    history: list[Entry] = []
+    for mm, cost in ((1.0, 3e-11), (1.2, 5e-11), (0.9, 4e-11)):
+        calibration, history = merged(replace(_calibration(mm * MS, 2 * MS), evicted_seconds_per_byte=cost), history)
+    assert calibration.evicted_seconds_per_byte == pytest.approx(4e-11)
+    assert [Entry.from_dict(e.to_dict()).evicted for e in history] == [3e-11, 5e-11, 4e-11]
+    earlier = [replace(history[1], evicted=None), history[2]]  # an older entry without it: 4e-11 and 6e-11 left
+    calibration, _ = merged(replace(_calibration(1 * MS, 2 * MS), evicted_seconds_per_byte=6e-11), earlier)
+    assert calibration.evicted_seconds_per_byte == pytest.approx(5e-11)  # the median of two: their mean
+    saved = calibration.to_dict()
+    assert KernelCalibration.from_dict(saved).evicted_seconds_per_byte == pytest.approx(5e-11)
+    lines = calibration_lines(calibration)  # 1 / 5e-11 = 20 GB/s; SPEC's main memory 100 GB/s
+    assert any(line.startswith("evicted operands: 20.0 GB/s (an operand last in use") for line in lines), lines
+    assert not any(line.startswith("evicted operands") for line in calibration_lines(_calibration(1 * MS, 2 * MS)))
+    with pytest.raises(Exception, match=r"evicted_seconds_per_byte=-1 is not a finite non-negative number"):
+        KernelCalibration.from_dict({**saved, "evicted_seconds_per_byte": -1})

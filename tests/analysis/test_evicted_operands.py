@@ -50,9 +50,11 @@ def _kernels(reuse: bool) -> tuple[Kernel, ...]:
     )  # fmt: skip
 
 
-def _expected(reuse: bool):
+def _expected(reuse: bool, evicted_seconds_per_byte: float | None = None):
     trace = Trace(OPS, Coverage.full(OPS), kernels=_kernels(reuse), kernel_source="hand-written", framework="torch")
-    calibration = KernelCalibration("torch", SPEC, {}, machine={}, date="2026-12-05")
+    calibration = KernelCalibration(
+        "torch", SPEC, {}, machine={}, date="2026-12-05", evicted_seconds_per_byte=evicted_seconds_per_byte
+    )
     return expected_time(estimate_trace(trace), calibration, machine={})
 
 
@@ -64,21 +66,53 @@ def test_a_memory_bound_kernel_at_a_cache_level_reads_its_evicted_regions_at_mai
       and under ``COLD_RESULTS_FROM`` (evicted, 262,144 B): 524,288 B more at 100 GB/s, 5.24288 µs.
     - neg (L2, 1,048,576 B: 2.097152 µs): its input evicted (524,288 B, 5.24288 µs); its result, 524,288 B, is
       not under ``COLD_RESULTS_FROM`` (the grid writes such results cold: its curve holds that cost).
-    - mm: compute-bound (0.524288 µs), nothing added; big: at main memory (125.82912 µs), nothing added."""
+    - mm: compute-bound (0.524288 µs), but a product (``REUSED_GRID``: its grid reuses every operand call after
+      call), so its evicted input counts too: 16,384 B, 0.16384 µs.
+    - big: a pointwise kernel at main memory (125.82912 µs), nothing added.
+
+    In all 3 kernels, 1,064,960 B, 10.6496 µs."""
     assert COLD_RESULTS_FROM == 524_288
     rows = {row.name: row.seconds for row in _expected(True).rows}
     plain = {row.name: row.seconds for row in _expected(False).rows}
     assert plain["add"] == pytest.approx(1.572864e-6) and plain["neg"] == pytest.approx(2.097152e-6)
     assert rows["add"] == pytest.approx(1.572864e-6 + 5.24288e-6)
     assert rows["neg"] == pytest.approx(2.097152e-6 + 5.24288e-6)
-    assert rows["mm"] == plain["mm"] == pytest.approx(0.524288e-6)
+    assert plain["mm"] == pytest.approx(0.524288e-6) and rows["mm"] == pytest.approx(0.524288e-6 + 0.16384e-6)
     assert rows["big"] == plain["big"] == pytest.approx(125.82912e-6)
     notes = _expected(True).notes
     assert (
-        "evicted operands: 2 kernels fit a cache but move 1.05 MB last in use further back than the caches hold, "
-        "read at main memory's bandwidth: 10.5 µs of the expected time"
+        "evicted operands: 3 kernels move 1.06 MB their calibration had in cache, last in use further back than the "
+        "caches hold, at main memory's bandwidth: 10.6 µs of the expected time"
     ) in notes
     assert not any(note.startswith("evicted operands") for note in _expected(False).notes)
+
+
+def test_a_measured_cost_per_evicted_byte_replaces_main_memorys_bandwidth():
+    """With the calibration's ``evicted_seconds_per_byte`` at 4e-11 s (25 GB/s, where main memory streams
+    100 GB/s), the same 1,064,960 evicted bytes cost 42.5984 µs: add 524,288 B → 20.97152 µs, neg 524,288 B →
+    20.97152 µs, mm 16,384 B → 0.65536 µs; the note gives the rate."""
+    rows = {row.name: row.seconds for row in _expected(True, 4e-11).rows}
+    assert rows["add"] == pytest.approx(1.572864e-6 + 20.97152e-6)
+    assert rows["neg"] == pytest.approx(2.097152e-6 + 20.97152e-6)
+    assert rows["mm"] == pytest.approx(0.524288e-6 + 0.65536e-6)
+    assert (
+        "evicted operands: 3 kernels move 1.06 MB their calibration had in cache, last in use further back than the "
+        "caches hold, at 25.0 GB/s, the calibration's measured cost of an evicted operand: 42.6 µs of the expected time"
+    ) in _expected(True, 4e-11).notes
+
+
+def test_a_products_evicted_regions_count_at_any_level_and_its_large_results_too():
+    """A 1024 × 512 by 512 × 1024 product (2 MiB + 2 MiB inputs, a 4 MiB result: 8,388,608 B, past L2: main
+    memory, 83.88608 µs; 1,073,741,824 FLOPs at 1 TFLOP/s: 1,073.741824 µs, compute-bound), its weights last used
+    3,000,000 B ago and its result's memory 5,000,000 B ago, its input just written: 2,097,152 + 4,194,304 =
+    6,291,456 B at 100 GB/s, 62.91456 µs. The same shapes as an elementwise add of three operands at main memory
+    would add nothing (the pointwise grid streams from main memory already)."""
+    mm = Operation("mm", "matmul", ((1024, 512), (512, 1024)), (1024, 1024))
+    reuse = ((2_097_152, NEAR, False), (2_097_152, FAR, False), (4_194_304, 5_000_000, True))
+    kernel = Kernel("mm", (0,), traffic_bytes=8_388_608, footprint_bytes=8_388_608, reuse=reuse)
+    trace = Trace((mm,), Coverage.full((mm,)), kernels=(kernel,), framework="torch")
+    row = expected_time(estimate_trace(trace), KernelCalibration("torch", SPEC, {}), machine={}).rows[0]
+    assert row.kernel_class == "matmul" and row.seconds == pytest.approx(1_073.741824e-6 + 62.91456e-6)
 
 
 def test_a_region_is_in_main_memory_only_past_the_largest_cache_and_an_unmeasured_cache_still_holds_it():

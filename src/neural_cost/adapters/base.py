@@ -223,6 +223,11 @@ class FrameworkAdapter:
         glibc maps anew; a compiled program's are measured and priced at this cost, never predicted."""
         return None
 
+    def evicted_seconds_per_byte(self) -> float | None:
+        """What an operand its caches no longer hold adds to a kernel timed on reused ones, per byte (hot against
+        cold operands); None where the adapter cannot say (a compiled program's trace says no reuse)."""
+        return None
+
     def keeping_compiled(self, count: int) -> AbstractContextManager[None]:
         """Inside the ``with`` block, keep at least ``count`` compiled programs (a calibration goes
         round hundreds in each pass; an adapter that keeps a few compiles each again every pass).

@@ -29,6 +29,7 @@ from ..measure.device import array_device
 from ..measure.timing import Measurement, benchmark, display_name
 from . import _torch
 from ._torch import (  # noqa: F401  (register the table)
+    microbench,
     ops_attention,
     ops_collectives,
     ops_conv,
@@ -43,6 +44,7 @@ from ._torch import (  # noqa: F401  (register the table)
     ops_reduce,
     ops_rnn,
 )
+from ._torch.evicted import evicted_probe
 from ._torch.kernels import COMPILED_NOTE, KERNEL_SOURCE, is_compiled
 from ._torch.preserve import Grads, WriteGuard, WriteWatch, graph_leaves, input_tensors, preserved
 from ._torch.profile import profile_eager
@@ -345,14 +347,13 @@ class TorchAdapter(FrameworkAdapter):
         return _reference_tensor(model, args, kwargs)[0]
 
     def first_touch_seconds_per_byte(self) -> float | None:
-        from ._torch.microbench import first_touch_probe
+        return microbench.first_touch_probe()
 
-        return first_touch_probe()
+    def evicted_seconds_per_byte(self) -> float | None:
+        return evicted_probe()
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
-        from ._torch.microbench import torch_microbenchmarks
-
-        return torch_microbenchmarks(quick)
+        return microbench.torch_microbenchmarks(quick)
 
     def hardware(self, device: Any = None) -> HardwareSpec:
         """The spec of ``device`` (a device, its name, or a tensor on it); the CPU by default."""

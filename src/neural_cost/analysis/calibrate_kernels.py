@@ -298,6 +298,7 @@ def calibrate_kernels(
     spec = hardware if hardware is not None else adapter.hardware()
     started = time.perf_counter()
     first_touch = _first_touch(adapter)
+    evicted = adapter.evicted_seconds_per_byte()
     wakes: list[tuple[float, float]] = []
     measured, notes = measure_points(adapter, spec, programs, passes=passes, progress=progress, first_touch=first_touch,
                                      loop_passes=0 if quick else LOOP_PASSES, wakes=wakes)  # fmt: skip
@@ -326,6 +327,7 @@ def calibrate_kernels(
         notes=notes,
         first_touch_seconds_per_byte=first_touch,
         fresh_results=wall,
+        evicted_seconds_per_byte=evicted,
     )
     return replace(calibration, probes=probes, loop_wakes=loop_wakes(wakes))
 

@@ -104,6 +104,7 @@ class Entry:
     first_touch: float | None
     usual: dict[str, float] = field(default_factory=dict)  # point key → a loop kernel's usual seconds
     wakes: tuple[float, float] | None = None  # ``KernelCalibration.loop_wakes``
+    evicted: float | None = None  # ``KernelCalibration.evicted_seconds_per_byte``
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +116,7 @@ class Entry:
             "first_touch_seconds_per_byte": self.first_touch,
             "usual_seconds": self.usual,
             "loop_wakes": None if self.wakes is None else list(self.wakes),
+            "evicted_seconds_per_byte": self.evicted,
         }
 
     @classmethod
@@ -130,6 +132,7 @@ class Entry:
             first_touch=None if touch is None else _seconds(touch),
             usual={str(k): _seconds(v) for k, v in (data.get("usual_seconds") or {}).items()},
             wakes=None if data.get("loop_wakes") is None else _pair(data["loop_wakes"]),
+            evicted=None if (cost := data.get("evicted_seconds_per_byte")) is None else _seconds(cost),
         )
 
 
@@ -177,6 +180,7 @@ def entry_of(calibration: KernelCalibration, when: str | None = None) -> Entry:
         first_touch=calibration.first_touch_seconds_per_byte,
         usual={key: p.usual_seconds for key, p in zip(keys, calibration.points, strict=True) if p.usual_seconds},
         wakes=calibration.loop_wakes,
+        evicted=calibration.evicted_seconds_per_byte,
     )
 
 
@@ -239,6 +243,7 @@ def merged(
               for e in entries]  # fmt: skip
     apart = [max(found) / min(found) - 1 for found in times if len(found) > 1 and min(found) > 0]
     touches = [e.first_touch for e in entries if e.first_touch is not None]
+    evicted = [e.evicted for e in entries if e.evicted is not None]
     note = (
         f"{NOTE_PREFIX} its times ({LOOPS_SMALLEST if states else LOOPS_MEDIAN}) in the {len(entries)} calibrations "
         f"made on this machine with these versions "
@@ -259,6 +264,7 @@ def merged(
         notes=(*calibration.notes, note),
         first_touch_seconds_per_byte=_median(touches) if touches else None,
         fresh_results=calibration.fresh_results,
+        evicted_seconds_per_byte=_median(evicted) if evicted else None,
     )
     probes = {  # each over the calibrations that probed this program's kernel of this class
         name: (kind, (min if states and is_loop(kind) else _median)([e.probes[name][1] for e in entries

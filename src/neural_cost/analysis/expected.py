@@ -29,7 +29,15 @@ from ..hardware.spec import HardwareSpec
 from .extrapolated import PAST, ceilings, extrapolated_note, under_bound_note
 from .fresh_pages import FRESH_THRESHOLD_BYTES, Allocator, glibc_allocator, large_result_bytes, mapped_note
 from .kernel_classes import borrowed_class, call_name, class_model, kernel_class, parts
-from .kernel_extras import call_cost, compiled_work, compiled_work_note, evicted_bytes, evicted_note, layer_weight_bytes
+from .kernel_extras import (
+    REUSED_GRID,
+    call_cost,
+    compiled_work,
+    compiled_work_note,
+    evicted_bytes,
+    evicted_note,
+    layer_weight_bytes,
+)
 from .kernel_revision import revision
 from .kernels import UNMAPPED, KernelTime, kernel_rows
 from .rows import split_by_bounds
@@ -268,6 +276,8 @@ def expected_time(
     unmodeled: list[str] = []
     fresh_bytes, evicted = 0, (0, 0)  # kernels, bytes whose level no longer held them (``evicted_bytes``)
     main_bandwidth = calibration.hardware.memory_bandwidth
+    measured_rate = calibration.evicted_seconds_per_byte  # an evicted operand's cost a byte (``_torch/evicted.py``)
+    per_evicted_byte = 1 / main_bandwidth if measured_rate is None else measured_rate
     floors = calibration.floors()  # where a curve falls to below its first knot
     beyond: list[tuple[str, int, int]] = []  # kernels read at their compiled work: (name, compiled, records)
     largest = ceilings(calibration)
@@ -312,8 +322,9 @@ def expected_time(
             for lent in borrowing:
                 borrowed[lent] = borrowed.get(lent, 0) + 1
         if row.executions and row.index is not None:  # operands its level no longer holds: at main memory's rate
-            moved = evicted_bytes(estimate.kernels[row.index], row, calibration.hardware) * row.executions
-            seconds, evicted = seconds + moved / main_bandwidth, (evicted[0] + bool(moved), evicted[1] + moved)
+            reused = name.split("@", 1)[0] in REUSED_GRID
+            moved = evicted_bytes(estimate.kernels[row.index], row, calibration.hardware, reused) * row.executions
+            seconds, evicted = seconds + moved * per_evicted_byte, (evicted[0] + bool(moved), evicted[1] + moved)
         if cost is not None and mapped_from is not None:  # results glibc maps anew every run: their faults
             fresh = large_result_bytes(estimate, _records(estimate, row), mapped_from)
             fresh_bytes += fresh
@@ -335,7 +346,7 @@ def expected_time(
     if beyond:
         notes.append(compiled_work_note(beyond))
     if evicted[0]:
-        notes.append(evicted_note(evicted[0], evicted[1], evicted[1] / main_bandwidth))
+        notes.append(evicted_note(evicted[0], evicted[1], evicted[1] * per_evicted_byte, measured_rate is not None))
     kernel_seconds = sum(row.seconds for row in rows)
     if past:
         notes.append(extrapolated_note([(kernel, *found) for kernel, found in past.items()], kernel_seconds))

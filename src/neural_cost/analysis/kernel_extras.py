@@ -15,8 +15,12 @@ before). A region further back than the largest cache holds in all (its capacity
 L2 on every core) comes from main memory. A memory-bound kernel (its memory time at least its compute time)
 placed at a cache level gets those regions' bytes at main memory's bandwidth added to its expected time: those
 it reads, and those it only writes under ``COLD_RESULTS_FROM`` (from that size the grid's pointwise results are
-written cold, in its curves already). A kernel placed at main memory, a compute-bound one, and a compiled
-program's (no reuse in its trace) are left as they are. The bound is unchanged.
+written cold, in its curves already). A product's or an attention's (``REUSED_GRID``), whose grid programs reuse
+every operand call after call, gets all its regions that far back, whether compute-bound or not and at any level
+(linears of 2.6–10 MB ran 0.13–0.66 ms slower on cold operands: the library does not hide them behind its work).
+Any other kernel placed at main memory or compute-bound, and a compiled program's (no reuse in its trace), are
+left as they are. The bytes cost the calibration's measured ``evicted_seconds_per_byte`` (``_torch/evicted.py``:
+19–23 GB/s where main memory streams 55 GB/s), else main memory's bandwidth. The bound is unchanged.
 """
 
 from __future__ import annotations
@@ -74,14 +78,21 @@ def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
     )
 
 
-def evicted_bytes(kernel: Kernel, row: KernelTime, hardware: HardwareSpec) -> int:
-    """Bytes per execution of ``kernel`` (scored as ``row`` on ``hardware``) that come from main memory though its
-    footprint fits a cache (the module docstring); 0 for a compute-bound kernel, one placed at main memory, or one
-    whose trace has no reuse. A region is in main memory when it was last in use further back than the largest
-    cache holds in all (its capacity times its instances): a measured one, or one with no bandwidth measured (the
-    data is there, at a rate not known: not counted); a cache measured slower than main memory is read at main
-    memory's rate or slower, and does not count as holding it."""
-    if not kernel.reuse or row.compute_seconds > row.memory_seconds or row.bandwidth <= hardware.memory_bandwidth:
+#: Classes whose grid programs run on operands they reused a moment before, results of any size included
+#: (PyTorch's products and attention): their kernels' evicted operands count wherever they are placed.
+REUSED_GRID = frozenset({"matmul", "thin_matmul", "wide_matmul", "attention", "unaligned_attention"})
+
+
+def evicted_bytes(kernel: Kernel, row: KernelTime, hardware: HardwareSpec, reused: bool = False) -> int:
+    """Bytes per execution of ``kernel`` (scored as ``row`` on ``hardware``) that come from main memory where its
+    class's grid had them in cache (the module docstring); 0 for a kernel whose trace has no reuse, and unless
+    ``reused`` (its class is in ``REUSED_GRID``) for a compute-bound one or one placed at main memory. A region is in
+    main memory when it was last in use further back than the largest cache holds in all (its capacity times its
+    instances): a measured one, or one with no bandwidth measured (the data is there, at a rate not known: not
+    counted); a cache measured slower than main memory is read at main memory's rate or slower, and holds none."""
+    if not kernel.reuse:
+        return 0
+    if not reused and (row.compute_seconds > row.memory_seconds or row.bandwidth <= hardware.memory_bandwidth):
         return 0
     levels = Levels.of(hardware)
     caches = [*levels.caches, *(level for level in hardware.memory_levels if level.name in levels.unmeasured)]
@@ -89,16 +100,18 @@ def evicted_bytes(kernel: Kernel, row: KernelTime, hardware: HardwareSpec) -> in
     return sum(
         size
         for size, since, written in kernel.reuse
-        if (since is None or since > held) and (not written or size < COLD_RESULTS_FROM)
+        if (since is None or since > held) and (reused or not written or size < COLD_RESULTS_FROM)
     )
 
 
-def evicted_note(kernels: int, moved: int, seconds: float) -> str:
-    """The note on kernels whose operands their level no longer held (``evicted_bytes``)."""
+def evicted_note(kernels: int, moved: int, seconds: float, measured: bool) -> str:
+    """The note on kernels whose operands their level no longer held (``evicted_bytes``), at the calibration's
+    measured cost a byte (``measured``) or main memory's bandwidth."""
+    rate = format_si(moved / seconds, "B/s") if seconds > 0 else "no cost"
+    how = f"{rate}, the calibration's measured cost of an evicted operand" if measured else "main memory's bandwidth"
     return (
-        f"evicted operands: {plural(kernels, 'kernels')} fit a cache but move {format_si(moved, 'B')} last in use "
-        f"further back than the caches hold, read at main memory's bandwidth: {format_seconds(seconds)} of the "
-        f"expected time"
+        f"evicted operands: {plural(kernels, 'kernels')} move {format_si(moved, 'B')} their calibration had in cache, "
+        f"last in use further back than the caches hold, at {how}: {format_seconds(seconds)} of the expected time"
     )
 
 

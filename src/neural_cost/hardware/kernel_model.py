@@ -1,32 +1,31 @@
 """A calibrated model of how long a kernel takes on this device: fitted curves per kernel class.
 
-The roofline gives each kernel a compute time (its FLOPs at the dtype's peak) and a memory time (its traffic at
-the bandwidth of the level its footprint fits, ``analysis/kernels.py``). Real kernels reach neither: a small one
-pays a fixed overhead, a mid-sized matmul runs at a fraction of the peak that grows with its size. So per
-*kernel class* (matmul, conv, elementwise, norm..., ``analysis/expected.py`` names them) the model holds two
-curves measured on this device:
+The roofline gives each kernel a compute time (its FLOPs at the dtype's peak) and a memory time (its traffic at the
+bandwidth of the level its footprint fits, ``analysis/kernels.py``). Real kernels reach neither: a small one pays a
+fixed overhead, a mid-sized matmul runs at a fraction of the peak that grows with its size. So per *kernel class*
+(matmul, conv, elementwise, norm..., ``analysis/expected.py`` names them) the model holds two curves measured on this
+device:
 
     expected seconds per execution = max(C(compute seconds), M(memory seconds))
 
-``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against roofline time —
-fitted by isotonic regression over the calibration's micro-benchmarks, each point on the side (compute or
-memory) its roofline says dominates. Below its first knot (the median of a few smallest points) a curve falls
-with the work down to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; read flat, a
-depthwise class put its first knot's 2.4 ms on layers XLA ran in 0.9–1.9 ms). Above the largest, time grows by
-the last segment's marginal cost (``Curve._beyond``; four or five points over a 2× span make two knots,
-``kernel_curve.SPLIT_SPAN``, so a slope, not the peak, goes on). Each curve is
-monotone in its argument, and the max of the two is monotone in both: more FLOPs or more bytes never predict
-less time within a class. A class with points on one side only uses that curve for both. No neural network,
-nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.
+``C`` and ``M`` are monotone piecewise-linear curves in log-log space — measured time against roofline time — fitted
+by isotonic regression over the calibration's micro-benchmarks, each point on the side (compute or memory) its
+roofline says dominates. Below its first knot (the median of a few smallest points) a curve falls with the work down
+to the class's quickest point (``Curve.scaled``, ``KernelCalibration.floors``; read flat, a depthwise class put its
+first knot's 2.4 ms on layers XLA ran in 0.9–1.9 ms). Above the largest, time grows by the last segment's marginal
+cost (``Curve._beyond``; four or five points over a 2× span make two knots, ``kernel_curve.SPLIT_SPAN``, so a slope,
+not the peak, goes on). Each curve is monotone in its argument, and the max of the two is monotone in both: more FLOPs
+or more bytes never predict less time within a class. A class with points on one side only uses that curve for both.
+No neural network, nothing hidden: the curves are printed by ``neural-cost calibrate --kernels`` and saved as numbers.
 
-The fit is k-fold cross-validated: median and p90 of |predicted − measured| / measured on unseen points. A
-pointwise class (``main_memory_candidate``) keeps whichever memory axis predicts its own held-out points better:
-the level's bandwidth, or main memory's whatever level holds the kernel (``ClassModel.memory_axis``, ``_axis``).
+The fit is k-fold cross-validated: median and p90 of |predicted − measured| / measured on unseen points. A pointwise
+class (``main_memory_candidate``) keeps whichever memory axis predicts its own held-out points better: the level's
+bandwidth, or main memory's whatever level holds the kernel (``ClassModel.memory_axis``, ``_axis``).
 
 A ``KernelCalibration`` holds the curves with the spec their roofline times were computed on (the calibrating
 machine's peaks and levels: a file brought from another machine predicts for that machine), the machine key, the
-framework and its version, the date, and the fit quality — and, for a loop's kernel classes, a second pair of
-curves fitted on their points' usual times (the median of their programs' passes, not the fastest:
+framework and its version, the date, and the fit quality — and, for a loop's kernel classes, a second pair of curves
+fitted on their points' usual times (the median of their programs' passes, not the fastest:
 ``KernelCalibration.usual_state``).
 """
 
@@ -61,11 +60,9 @@ class Point:
     memory_seconds: float
     measured_seconds: float
     name: str = ""
-    #: A loop's kernel: its time at the median of its program's passes, not their smallest (``usual_state``);
-    #: None for any other kernel.
+    #: A loop's kernel: its time at the median of its program's passes, not their smallest (``usual_state``).
     usual_seconds: float | None = None
-    #: A pointwise kernel's memory time at main memory's bandwidth, whatever level holds it
-    #: (``main_memory_candidate``); None for any other kernel.
+    #: A pointwise kernel's memory time at main memory's bandwidth, whatever level holds it (``main_memory_candidate``).
     main_memory_seconds: float | None = None
     #: A recurrent layer's cost per call beside its steps' time (``wall_points.per_call``), and its weights' bytes.
     call_seconds: float | None = None
@@ -112,8 +109,8 @@ class ClassModel:
     #: Cross-validated |predicted − measured| / measured: median and 90th percentile (None: too few points).
     median_error: float | None = None
     p90_error: float | None = None
-    #: The axis its memory curve is read on: "level" (a kernel's traffic at the bandwidth of the level its
-    #: footprint fits) or "main" (at main memory's, whatever level holds it: ``main_memory_candidate``).
+    #: Its memory curve's axis: "level" (a kernel's traffic at the bandwidth of the level its footprint fits) or
+    #: "main" (at main memory's, whatever level holds it: ``main_memory_candidate``).
     memory_axis: str = "level"
 
     def __post_init__(self) -> None:
@@ -167,10 +164,10 @@ def main_memory_candidate(name: str) -> bool:
 
 
 def fit_class(name: str, points: Sequence[Point], axis: str = "level") -> ClassModel | None:
-    """Both curves of one class from its points, or None when no side has enough; the compute side's
-    knots by ratio (a bin's median time and median work can be two kernels': docs/expected.md). On main
-    memory's axis (``axis`` "main") the points' memory times are at its bandwidth (``Point.on_main_memory``)
-    and the memory curve has a knot a decade at least: a pointwise class's few points spread over decades."""
+    """Both curves of one class from its points, or None when no side has enough; the compute side's knots by ratio
+    (a bin's median time and median work can be two kernels': docs/expected.md). On main memory's axis (``axis``
+    "main") the points' memory times are at its bandwidth (``Point.on_main_memory``) and the memory curve has a
+    knot a decade at least: a pointwise class's few points spread over decades."""
     on = [p.on_main_memory() for p in points] if axis == "main" else points
     compute = fit_curve([(p.compute_seconds, p.measured_seconds) for p in on if p.side == "compute"], by_ratio=True)
     memory = fit_curve(
@@ -184,9 +181,8 @@ def fit_class(name: str, points: Sequence[Point], axis: str = "level") -> ClassM
 def cross_validate(
     points: Sequence[Point], folds: int = FOLDS, axes: Mapping[str, str] | None = None
 ) -> dict[str, list[float]]:
-    """Each point's relative error when predicted by a fit that did not see it, by class
-    (k folds, point i in fold i mod k after ordering by class and roofline time), each class on its
-    memory axis in ``axes`` ("level" where it has none)."""
+    """Each point's relative error when predicted by a fit that did not see it, by class (k folds, point i in fold
+    i mod k after ordering by class and roofline time), each class on its memory axis in ``axes`` (else "level")."""
     by_class: dict[str, list[Point]] = {}
     for point in points:
         by_class.setdefault(point.kernel_class, []).append(point)
@@ -243,6 +239,8 @@ class KernelCalibration:
     notes: tuple[str, ...] = ()
     #: Seconds per byte a result on freshly mapped pages costs over a warm one (None: not measured).
     first_touch_seconds_per_byte: float | None = None
+    #: Seconds per byte an operand its caches no longer hold adds to a kernel (None: not measured; main memory's rate).
+    evicted_seconds_per_byte: float | None = None
     #: Whether every result is allocated per call (eager: faults predicted); False: compiled, measured only.
     fresh_results: bool = True
     #: Drift probes: a few programs of the framework's quick grid, their main kernel's class and
@@ -255,9 +253,8 @@ class KernelCalibration:
     loop_wakes: tuple[float, float] | None = None
 
     def usual_state(self) -> KernelCalibration | None:
-        """This calibration with its loop kernels' curves and points at the median of their programs'
-        passes instead of their smallest: the loops as the machine usually ran them while it was
-        calibrated (docs/expected.md); None without such curves."""
+        """This calibration with its loop kernels' curves and points at the median of their programs' passes instead
+        of their smallest: the loops as the machine usually ran them while calibrated; None without such curves."""
         if not self.usual_classes:
             return None
         points = tuple(
@@ -295,6 +292,7 @@ class KernelCalibration:
             "method": self.method,
             "notes": list(self.notes),
             "first_touch_seconds_per_byte": self.first_touch_seconds_per_byte,
+            "evicted_seconds_per_byte": self.evicted_seconds_per_byte,
             "fresh_results": self.fresh_results,
             "probes": {name: {"class": kind, "seconds": seconds} for name, (kind, seconds) in self.probes.items()},
             "usual_classes": {name: model.to_dict() for name, model in sorted(self.usual_classes.items())},
@@ -319,7 +317,8 @@ class KernelCalibration:
                 points=tuple(Point.from_dict(p) for p in data.get("points") or ()),
                 method=str(data.get("method", "")),
                 notes=tuple(data.get("notes") or ()),
-                first_touch_seconds_per_byte=_finite_or_none(data.get("first_touch_seconds_per_byte")),
+                first_touch_seconds_per_byte=_finite_or_none(data, "first_touch_seconds_per_byte"),
+                evicted_seconds_per_byte=_finite_or_none(data, "evicted_seconds_per_byte"),
                 fresh_results=_boolean(data.get("fresh_results", True), "fresh_results"),
                 probes={str(k): (str(v["class"]), float(v["seconds"])) for k, v in (data.get("probes") or {}).items()},
                 usual_classes={k: ClassModel.from_dict(k, v) for k, v in (data.get("usual_classes") or {}).items()},
@@ -339,10 +338,10 @@ def _wakes(value: Any) -> tuple[float, float] | None:
     return fast, usual
 
 
-def _finite_or_none(value: Any) -> float | None:
-    number = None if value is None else float(value)
+def _finite_or_none(data: Mapping[str, Any], name: str) -> float | None:
+    number = None if (value := data.get(name)) is None else float(value)
     if number is not None and (not math.isfinite(number) or number < 0):
-        raise ValueError(f"first_touch_seconds_per_byte={value!r} is not a finite non-negative number")
+        raise ValueError(f"{name}={value!r} is not a finite non-negative number")
     return number
 
 
@@ -378,6 +377,7 @@ def fit_calibration(
     notes: Sequence[str] = (),
     first_touch_seconds_per_byte: float | None = None,
     fresh_results: bool = True,
+    evicted_seconds_per_byte: float | None = None,
 ) -> KernelCalibration:
     """Every class's curves from ``points``, with the cross-validated error per class and overall
     (each point counted once, in its own class; a family's own error is of the curve it serves,
@@ -421,6 +421,7 @@ def fit_calibration(
         method=method,
         notes=tuple(notes),
         first_touch_seconds_per_byte=first_touch_seconds_per_byte,
+        evicted_seconds_per_byte=evicted_seconds_per_byte,
         fresh_results=fresh_results,
         usual_classes={name: model for name, model in usual.items() if model is not None},
     )

@@ -206,6 +206,12 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
             f"their programs' passes, {statistics.median(usual):.2f}× their fastest (median of {len(usual)} points; "
             f"`expected with its loops as usual`)"
         )
+    if (cost := calibration.evicted_seconds_per_byte) is not None:
+        lines.append(
+            f"evicted operands: {format_si(1 / cost, 'B/s') if cost > 0 else 'no cost'} (an operand last in use "
+            f"further back than the caches hold, on top of a kernel the grid timed with it cached; main memory streams "
+            f"{format_si(calibration.hardware.memory_bandwidth, 'B/s')})"
+        )
     if (wakes := calibration.loop_wakes) is not None:
         lines.append(
             f"host state: a cross-core wake-up took {format_seconds(wakes[0])} before the loop programs' fastest "
