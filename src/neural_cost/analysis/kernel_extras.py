@@ -17,10 +17,10 @@ placed at a cache level gets those regions' bytes at main memory's bandwidth add
 it reads, and those it only writes under ``COLD_RESULTS_FROM`` (from that size the grid's pointwise results are
 written cold, in its curves already). A product's or an attention's (``REUSED_GRID``), whose grid programs reuse
 every operand call after call, gets all its regions that far back, whether compute-bound or not and at any level
-(linears of 2.6–10 MB ran 0.13–0.66 ms slower on cold operands: the library does not hide them behind its work).
+(linears of 2.6–10 MB ran 0.13–0.82 ms slower on cold operands: the library does not hide them behind its work).
 Any other kernel placed at main memory or compute-bound, and a compiled program's (no reuse in its trace), are
 left as they are. The bytes cost the calibration's measured ``evicted_seconds_per_byte`` (``_torch/evicted.py``:
-19–23 GB/s where main memory streams 55 GB/s), else main memory's bandwidth. The bound is unchanged.
+19–24 GB/s where main memory streams 55 GB/s), else main memory's bandwidth. The bound is unchanged.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ ago (``analysis/kernel_extras.py``).
 Each probe program runs on one set of operands over and over (hot), then on the next of as many sets as span
 ``RING_BYTES`` each call (cold: each set last touched 64 MiB of traffic before, as a model's weights are), in
 alternating rounds; its cost per byte is (cold − hot) ÷ the bytes one call touches. On a 2-core Intel VM (KVM,
-2 MiB of L2 a core) linears of 2.6–10 MB took 0.13–0.66 ms more cold, 15–34 GB/s of their bytes, a multiply of three
+2 MiB of L2 a core) linears of 2.6–10 MB took 0.13–0.82 ms more cold, 4–34 GB/s of their bytes, a multiply of three
 0.46–1.8 MB tensors 28–44 GB/s, where main memory streams 55 GB/s on both cores: a kernel does not overlap reading
 its cold operands with its work.
 """
