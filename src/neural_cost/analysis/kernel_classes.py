@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
-from ..core.kernels import SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
+from ..core.kernels import FORWARDS_INPUT, SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
 from ..core.records import Operation
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, family, main_memory_candidate
 from ..hardware.spec import HardwareSpec
@@ -139,9 +139,8 @@ SLICED = ":sliced"
 
 
 def _pooled(base: str, costs: list[OperationCost]) -> str:
-    """``base`` + ``POOLED`` for a forward convolution class (``conv``, ``conv:wide``...) when a
-    record of ``costs`` (the kernel's, or its part's, in order) after its first convolution pools:
-    a pool before it pools the convolution's input, not its result."""
+    """``base`` + ``POOLED`` for a forward convolution class (``conv``, ``conv:wide``...) when a record of ``costs``
+    (the kernel's, or its part's, in order) after its first convolution pools (one before it pools its input)."""
     first = next((i for i, cost in enumerate(costs) if cost.kind == "conv"), len(costs))
     pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs[first + 1 :])
     return base + POOLED if pools and base.partition(":")[0] == "conv" else base
@@ -409,16 +408,17 @@ def _norm_class(records: list[Operation]) -> str:
 
 
 def _sliced(kernel: Kernel, name: str) -> str:
-    """``name``'s pointwise family + ``SLICED`` when the kernel reads a dynamic slice through two or
-    more slices (``transcendental:tanh`` → ``transcendental:sliced``); else ``name``."""
+    """``name``'s pointwise family + ``SLICED`` when it reads a dynamic slice through two or more slices; an
+    ``elementwise`` one that may write into its input's buffer (``FORWARDS_INPUT``) ``elementwise:forwarded``."""
     head = name.partition(":")[0]
-    sliced = SLICED_DYNAMIC_SLICE in kernel.compiled_traits and head in ("elementwise", "transcendental")
-    return head + SLICED if sliced else name
+    if SLICED_DYNAMIC_SLICE in kernel.compiled_traits and head in ("elementwise", "transcendental"):
+        return head + SLICED
+    return name + ":forwarded" if name == "elementwise" and FORWARDS_INPUT in kernel.compiled_traits else name
 
 
 def one_part(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> Part:
-    """A calibration program's main kernel as one part; refused (``NeuralCostError``) when it runs
-    several contractions one after another (``parts``): their time together is no one class's point."""
+    """A calibration program's main kernel as one part; refused (``NeuralCostError``) when it runs several
+    contractions one after another (``parts``): their time together is no one class's point."""
     found = parts(estimate, row, hardware)
     if len(found) > 1:
         raise NeuralCostError(

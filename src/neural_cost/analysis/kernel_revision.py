@@ -14,8 +14,9 @@ KERNEL_MODEL_REVISION = 43
 #: .6 linears of 256 and 384 rows in its grid, all in 43; 43.1: each recurrent cell timed at a quarter of its
 #: steps too, its per-step curve read without its cost per call, ``Point.call_seconds``; 43.2: attention read
 #: per query head, ``kernel_classes.repeats``, and six shapes more in its grid; 43.3: the cost of an evicted
-#: operand measured, ``_torch/evicted.py``); raising the shared one still makes every framework's calibration again.
-REVISIONS: dict[str, int] = {"torch": 3}
+#: operand measured, ``_torch/evicted.py``; TensorFlow's 43.1: its pointwise ops that may write over their input,
+#: ``elementwise:forwarded``, timed so); raising the shared one still makes every framework's calibration again.
+REVISIONS: dict[str, int] = {"torch": 3, "tensorflow": 1}
 
 
 def revision(framework: str) -> str:

@@ -352,7 +352,7 @@ def _boolean(value: Any, name: str) -> bool:
 
 
 #: Qualifiers of another way to run (``conv:wide:pooled``, ``transcendental:sliced``): no family member.
-WAYS = frozenset({"pooled", "sliced", "generic"})
+WAYS = frozenset({"pooled", "sliced", "generic", "forwarded"})
 
 
 def family(name: str) -> str | None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.dtypes import dtype_info
-from ...core.kernels import Kernel
+from ...core.kernels import FORWARDS_INPUT, Kernel
 from ...core.records import Operation
 from .table import TfContext
 
@@ -46,6 +46,29 @@ XLA_NOTE = (
     "the traced function is itself jit_compile: its kernels are the graph's ops and their traffic is the graph's "
     "unfused traffic, not the compiled program's"
 )
+
+
+#: Producers whose tensors no kernel overwrites: a function's arguments, constants, variables and their reads.
+_HELD = frozenset(
+    {"Placeholder", "PlaceholderWithDefault", "Const", "ReadVariableOp", "VarHandleOp", "Identity", "_Arg"}
+)
+
+
+def _forwards_input(op: Any, records: Sequence[Operation]) -> bool:
+    """Whether a pointwise graph op (its records all ``elementwise``) may write its result into an input's buffer
+    (``core.kernels.FORWARDS_INPUT``): an input of the result's static shape and type, produced by another op
+    (not ``_HELD``), that no other op reads."""
+    if not records or any(record.kind != "elementwise" for record in records):
+        return False
+    try:
+        out = op.outputs[0]
+        return any(
+            tensor.op.type not in _HELD and len(tensor.consumers()) == 1 and tensor.dtype == out.dtype
+            and tensor.shape.is_fully_defined() and tensor.shape == out.shape
+            for tensor in op.inputs
+        )  # fmt: skip
+    except Exception:  # a graph op without outputs or static shapes: not known, not assumed
+        return False
 
 
 def _nbytes(tensor: Any) -> int:
@@ -169,6 +192,9 @@ class KernelLog:
                     scopes=tuple(dict.fromkeys(s for s in scopes if s)),
                     kind=entry.kind,
                     unmodeled=(entry.kind,) if unknown else (),
+                    compiled_traits=(FORWARDS_INPUT,)
+                    if entry.op is not None and _forwards_input(entry.op, entry.records)
+                    else (),
                 )
             )
         return tuple(result)
