@@ -321,7 +321,7 @@ def expected_time(
                 missing[lacked] = missing.get(lacked, 0) + 1
             for lent in borrowing:
                 borrowed[lent] = borrowed.get(lent, 0) + 1
-        if row.executions and row.index is not None:  # operands its level no longer holds: at main memory's rate
+        if row.executions and row.index is not None:  # operands its level no longer holds: at an evicted byte's cost
             reused = name.split("@", 1)[0] in REUSED_GRID
             moved = evicted_bytes(estimate.kernels[row.index], row, calibration.hardware, reused) * row.executions
             seconds, evicted = seconds + moved * per_evicted_byte, (evicted[0] + bool(moved), evicted[1] + moved)

@@ -13,7 +13,7 @@ PyTorch's trace says, for each region a kernel touches, how many bytes the kerne
 memory was last in use (``Kernel.reuse``; memory not in use earlier in the run: since its last use in the run
 before). A region further back than the largest cache holds in all (its capacity times its instances: a per-core
 L2 on every core) comes from main memory. A memory-bound kernel (its memory time at least its compute time)
-placed at a cache level gets those regions' bytes at main memory's bandwidth added to its expected time: those
+placed at a cache level gets those regions' bytes added to its expected time (at the rate below): those
 it reads, and those it only writes under ``COLD_RESULTS_FROM`` (from that size the grid's pointwise results are
 written cold, in its curves already). A product's or an attention's (``REUSED_GRID``), whose grid programs reuse
 every operand call after call, gets all its regions that far back, whether compute-bound or not and at any level
