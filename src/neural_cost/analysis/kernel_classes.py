@@ -114,28 +114,27 @@ CONTRACTIONS = frozenset({"conv", "matmul", "linear"})
 #: Classes whose kernels may run several contractions, each read as a part (``parts``).
 _SPLIT = frozenset({"conv", "matmul", "wide_matmul", "thin_matmul", "depthwise_conv"})
 
-#: A convolution whose kernel pools its result (a window reduction after it in the same kernel:
-#: XLA:CPU's ``ynn_fusion`` of a CNN block, conv → norm → relu → max pool) is its class ``:pooled``
-#: (``conv:wide:pooled``): JAX 0.10.2's YNNPACK ran 22 of 24 such fusions on both cores of a 2-core
-#: VM (1.1–1.5× their bound), where it ran 19 of the same 24 convolutions ending in their own
-#: result, a relu or a mean on one (1.8–2.3×, as fast as pinned to one core) — a Flax CNN's 32→64
-#: and 64→128 blocks were read at twice their time off the plain curves. Without a curve of its
-#: own it reads its plain class's (``conv:wide``), noted.
+#: A convolution whose kernel pools its result (a window reduction after it in the same kernel: XLA:CPU's
+#: ``ynn_fusion`` of a CNN block, conv → norm → relu → max pool) is its class ``:pooled`` (``conv:wide:pooled``): JAX
+#: 0.10.2's YNNPACK ran 22 of 24 such fusions on both cores of a 2-core VM (1.1–1.5× their bound), where it ran 19 of
+#: the same 24 convolutions ending in their own result, a relu or a mean on one (1.8–2.3×, as fast as pinned to one
+#: core) — a Flax CNN's 32→64 and 64→128 blocks were read at twice their time off the plain curves. Without a curve of
+#: its own it reads its plain class's (``conv:wide``), noted.
 POOLED = ":pooled"
-#: The qualifier of a convolution that XLA runs as a lone HLO ``convolution`` instruction, not a
-#: library's fusion (``conv:wide:generic``): XLA:CPU 0.10.2 leaves YNNPACK out where the input is
-#: smaller than the window (a ResNet-50's 512-channel 3×3 layers on a 2×2 map, its last stage at 64
-#: pixels: 33 ms each, read 0.55 ms off the YNNPACK curve — the whole model expected at a third of its
-#: time) and for some narrow ones (16 output channels); the former ran at 2–55 GFLOP/s where
-#: YNNPACK's ran at 40–150. Not depthwise classes, whose grids time both kinds already. Without a curve
-#: of its own it reads its plain class's, noted.
+#: The qualifier of a convolution that XLA runs as a lone HLO ``convolution`` instruction, not a library's fusion
+#: (``conv:wide:generic``): XLA:CPU 0.10.2 leaves YNNPACK out where the input is smaller than the window (a
+#: ResNet-50's 512-channel 3×3 layers on a 2×2 map, its last stage at 64 pixels: 33 ms each, read 0.55 ms off the
+#: YNNPACK curve — the whole model expected at a third of its time) and for some narrow ones (16 output channels); the
+#: former ran at 2–55 GFLOP/s where YNNPACK's ran at 40–150. Not depthwise classes, whose grids time both kinds
+#: already. Without a curve of its own it reads its plain class's, noted.
 GENERIC = ":generic"
-#: The qualifier of a pointwise kernel (``elementwise:sliced``, ``transcendental:sliced``) that reads a
-#: dynamic slice through two or more slices (``core.kernels.SLICED_DYNAMIC_SLICE``: a GRU's gates
-#: over a step's row of precomputed projections): on XLA:CPU it ran 4–7× slower than the same math
-#: on a row sliced once, and a Keras GRU's on JAX at 8×64 took 12 µs a step, read 1.1 µs off its class.
-#: Without a curve of its own it reads its plain class's, noted.
+#: The qualifier of a pointwise kernel (``elementwise:sliced``, ``transcendental:sliced``) that reads a dynamic slice
+#: through two or more slices (``core.kernels.SLICED_DYNAMIC_SLICE``: a GRU's gates over a step's row of precomputed
+#: projections): on XLA:CPU it ran 4–7× slower than the same math on a row sliced once, and a Keras GRU's on JAX at
+#: 8×64 took 12 µs a step, read 1.1 µs off its class. Without a curve of its own it reads its plain class's, noted.
 SLICED = ":sliced"
+#: The qualifier of a TensorFlow graph's pointwise op that may write over its input (``core.kernels.FORWARDS_INPUT``).
+FORWARDED = ":forwarded"
 
 
 def _pooled(base: str, costs: list[OperationCost]) -> str:
@@ -413,7 +412,7 @@ def _sliced(kernel: Kernel, name: str) -> str:
     head = name.partition(":")[0]
     if SLICED_DYNAMIC_SLICE in kernel.compiled_traits and head in ("elementwise", "transcendental"):
         return head + SLICED
-    return name + ":forwarded" if name == "elementwise" and FORWARDS_INPUT in kernel.compiled_traits else name
+    return name + FORWARDED if name == "elementwise" and FORWARDS_INPUT in kernel.compiled_traits else name
 
 
 def one_part(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> Part:
