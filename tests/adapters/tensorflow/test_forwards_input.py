@@ -38,8 +38,9 @@ def test_an_op_on_an_intermediate_no_other_op_reads_may_write_over_it():
 
 
 def test_an_argument_a_shared_intermediate_or_a_broadcast_input_is_not_written_over():
-    """relu(x) reads the argument; relu(y) beside y + 1 shares y with another op; y · b with y of (64, 1) broadcast
-    to (64, 32) has no input of its result's shape, and b is the argument: none may write over an input."""
+    """relu(x) reads the argument; relu(y) beside y + 1 shares y with another op, and so does relu(y) with y
+    returned (the function's output reads it); y · b with y of (64, 1) broadcast to (64, 32) has no input of its
+    result's shape, and b is the argument: none may write over an input."""
     x = tf.ones((64, 32))
     assert _classes(tf.function(lambda x: tf.nn.relu(x)), x)["Relu"] == ("elementwise", ())
 
@@ -49,6 +50,12 @@ def test_an_argument_a_shared_intermediate_or_a_broadcast_input_is_not_written_o
 
     found = _classes(tf.function(shared), x)
     assert found["Relu"] == ("elementwise", ()) and found["add"] == ("elementwise", ())
+
+    def returned(x):
+        y = x * 1.5
+        return tf.nn.relu(y), y
+
+    assert _classes(tf.function(returned), x)["Relu"] == ("elementwise", ())
     column = tf.ones((64, 1))
     found = _classes(tf.function(lambda c, b: (c * 2.0) * b), column, x)
     assert found["mul_1"] == ("elementwise", ())
