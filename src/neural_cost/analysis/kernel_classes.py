@@ -4,8 +4,8 @@ Kernel classes: the kinds of the records a kernel executes, the heaviest group f
 softmax, pool, reduce, gather, elementwise, copy — so a matmul fused with its bias and activation is a matmul, a loop
 fusion of pointwise ops elementwise, or ``transcendental`` when one of its records evaluates exp, tanh, erf... (each a
 polynomial per element that the FLOP count calls one: at the same roofline time such kernels run several times longer
-than an add) — ``transcendental:tanh`` for one call of a function the grids time alone (``FUNCTIONS``), which falls
-back to the family's curve; a convolution whose input channels × taps or output channels (per group) are under 64 is
+than an add) — ``transcendental:tanh`` for one call of a function the grids time alone (``FUNCTIONS``), which falls back
+to the family's curve; a convolution whose input channels × taps or output channels (per group) are under 64 is
 ``conv:narrow`` (``conv_views.NARROW``), another of stride 1 ``conv:wide``, a strided one ``conv:strided`` or
 ``conv:subsampled`` (``STRIDED``), each ``:pooled`` when its kernel pools its result (``POOLED``: it reads its plain
 class without a curve of its own); all fall back to the family's ``conv``, which a transposed or input-dilated
@@ -14,27 +14,28 @@ pointwise kernel that reads a dynamic slice through two or more slices (a GRU's 
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
 ``:generic`` (``GENERIC``); a batch norm ``norm:batch``, a layer norm ``norm:layer`` (``NORM_MEMBERS``; the family
 ``norm``). A product of two matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``),
-and a PyTorch one of fewer than 256 rows ``thin_matmul`` (``THIN_MATMUL``); each reads ``matmul``'s curve without one
-of its own. A kernel that runs a whole recurrent layer in one call (PyTorch's ``aten::lstm``) is its own class,
-``rnn``: its records are what it computes, not how long it takes. A kernel that runs none of our records is ``conv``
-or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``, ``reduce``, ``elementwise`` or
-``transcendental`` by the opcodes XLA names it by (``recordless_kind``), else ``other``: scored at its bound, noted. A
-kernel that runs more than once per run (a compiled loop's body) is its class ``@loop`` (``matmul@loop``, its members
-``loop_dots.py``'s): its executions follow one another inside one launch, without the entry cost a standalone
-program's kernel pays; without a curve a memory-bound one (``LOOP_POINTWISE``: a copy, gather, reduction...) reads the
-loop's pointwise curve (``elementwise@loop``), else the standalone pointwise curve, and any other falls back to its
-class. A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla`` (``XLA``): it reads the
-XLA classes first, then the graph op's (``read_class``). A training step's own kernels are classes of their own
-(``TRAINING_CLASSES``): a convolution's backward (both gradients in one call), a batch norm that computes its batch's
-statistics, a norm's backward — at the same roofline time each runs slower than its forward class (a training-mode
-batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the forward class's curve,
-noted. A convolution's backward is ``conv_backward:narrow`` or ``conv_backward:wide`` by the forward convolution's
-view (a 32-channel layer's ran at 0.67 of its roofline where the grid's wide ones ran at 0.9–1.1), and a strided
-layer's, forward or backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one's
-``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A kernel that only draws random numbers (a
-dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that work's class: PyTorch's
-CPU generator runs one element at a time on one core, 2–6 ns an element where an add takes a fraction of one; without
-a curve of its own it reads the pointwise ops' (``FALLBACK_CLASSES``).
+and a PyTorch one of fewer than 256 rows ``thin_matmul`` (``THIN_MATMUL``); each reads ``matmul``'s curve without one of
+its own; attention is read once per query head, off 16-row blocks ``unaligned_attention`` (``attention_views``); a
+TensorFlow graph op that may write over its input ``elementwise:forwarded``. A kernel that runs a whole recurrent layer
+in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its records are what it computes, not how long it
+takes. A kernel that runs none of our records is ``conv`` or ``matmul`` when it computes a contraction XLA made at its
+compiled work, ``copy``, ``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by
+(``recordless_kind``), else ``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled
+loop's body) is its class ``@loop`` (``matmul@loop``, its members ``loop_dots.py``'s): its executions follow one another
+inside one launch, without the entry cost a standalone program's kernel pays; without a curve a memory-bound one
+(``LOOP_POINTWISE``: a copy, gather, reduction...) reads the loop's pointwise curve (``elementwise@loop``), else the
+standalone pointwise curve, and any other falls back to its class. A TensorFlow kernel XLA compiled (a ``jit_compile``
+function's) is its class ``@xla`` (``XLA``): it reads the XLA classes first, then the graph op's (``read_class``). A
+training step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward (both gradients in
+one call), a batch norm that computes its batch's statistics, a norm's backward — at the same roofline time each runs
+slower than its forward class (a training-mode batch norm 6× an inference one in a ResNet step); a calibration without
+them reads them off the forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
+``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of its roofline where the
+grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or backward, ``:strided`` or ``:subsampled``
+(``STRIDED``), a depthwise one's ``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A kernel that only
+draws random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that
+work's class: PyTorch's CPU generator runs one element at a time on one core, 2–6 ns an element where an add takes a
+fraction of one; without a curve of its own it reads the pointwise ops' (``FALLBACK_CLASSES``).
 """
 
 from __future__ import annotations
