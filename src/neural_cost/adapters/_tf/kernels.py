@@ -15,7 +15,11 @@ times it runs and its operands' sizes:
   what the function computes is unknown — their measured time counts against time coverage;
 - a library op folded into one record (``composites``: a Keras norm layer, ``Gelu``) is one
   kernel, its record's;
-- the ops of a conditional's branches not costed have no kernel (their records are not counted).
+- the ops of a conditional's branches not costed have no kernel (their records are not counted);
+- a monotonic pointwise op whose one reader is a max or min (a reduction, a max pool) runs after it, on its
+  result, as Grappler's arithmetic optimizer rewrites the graph (``_moved_past``): its traffic is that result's
+  read and written, below its records' bytes; past an argmax or argmin Grappler drops it (no traffic). Every
+  other graph op's traffic is its records' unfused bytes.
 
 ``KernelLog.placed`` keeps, after ``kernels()``, the entry (graph op, XLA op names) each kernel
 came from: the profile joins the profiler's events by them (``profile.py``).
@@ -71,6 +75,43 @@ def _forwards_input(op: Any, records: Sequence[Operation]) -> bool:
         return False
 
 
+#: Grappler's arithmetic optimizer (on by default) rewrites max(f(x)) as f(max(x)) for a monotonic pointwise f whose
+#: result nothing else reads — a Keras ReLU before a max pool runs on the pooled map, a quarter of the bytes (a
+#: 16 × 64 × 64 × 32 map: 115 µs, where the ReLU before the pool would move 16.8 MB). TensorFlow 2.21's lists
+#: (``IsElementWiseMonotonic``; the readers ``OptimizeMaxOrMinOfMonotonicStage`` takes, ``SegmentMax`` not among
+#: them here), checked against Grappler's own output in the tests:
+_RISING = frozenset(
+    {"Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Elu", "Erf", "Exp", "Expm1", "Floor", "Log", "Log1p", "Relu",
+     "Relu6", "Rint", "Selu", "Sigmoid", "Sign", "Sinh", "Softsign", "Softplus", "Sqrt", "Tanh"}
+)  # fmt: skip
+_FALLING = frozenset({"Acos", "Erfc", "Neg", "Rsqrt"})  # a max becomes a min past them; no max pool takes them
+_REDUCTIONS = frozenset({"Max", "Min"})
+_MAX_POOLS = frozenset({"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "FractionalMaxPool"})
+_ARGS = frozenset({"ArgMax", "ArgMin"})  # past them the op is an identity, and Grappler drops it
+#: A ReLU on these stays where it is: Grappler's remapper fuses the pair.
+_FUSED_WITH_RELU = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "BiasAdd", "BiasAddV1"})
+
+
+def _moved_past(op: Any) -> Any:
+    """The max or min (a graph op) Grappler moves ``op`` past, so that ``op`` runs on its result, or None: ``op`` is
+    monotonic and pointwise, its one output has one reader, which reads it as its first input and is a max or min
+    reduction, an argmax or argmin, a max pool (``op`` rising) or another op moved so (a chain moves together)."""
+    if op.type not in _RISING and op.type not in _FALLING:
+        return None
+    try:
+        if len(op.outputs) != 1 or len(consumers := op.outputs[0].consumers()) != 1:
+            return None
+        if op.type in ("Relu", "Relu6") and op.inputs[0].op.type in _FUSED_WITH_RELU:
+            return None
+        (reader,) = consumers
+        if not reader.inputs or reader.inputs[0].name != op.outputs[0].name:
+            return None
+        found = reader if reader.type in _REDUCTIONS | _ARGS | _MAX_POOLS else _moved_past(reader)
+    except Exception:  # a graph op without the outputs or inputs read here: not known, not assumed
+        return None
+    return None if found is None or (found.type in _MAX_POOLS and op.type not in _RISING) else found
+
+
 def _nbytes(tensor: Any) -> int:
     return dtype_info(TfContext.dtype(tensor)).nbytes(math.prod(TfContext.shape(tensor)))
 
@@ -111,6 +152,7 @@ class KernelLog:
         self.pending: list[Pending] = []
         self.placed: list[Pending] = []  # the entries of the last ``kernels()``, one per kernel
         self.unsized: dict[str, int] = {}  # unmodeled op type → ops with no kernel
+        self.moved: list[str] = []  # "op after reduction": ops Grappler runs on a max or min's result
 
     def modeled(
         self,
@@ -127,6 +169,12 @@ class KernelLog:
         sizes = _sizes(op) if op is not None else None
         local = str(op.name).rsplit("/", 1)[-1] if op is not None else kind
         footprint = sizes[1] if sizes else per_run
+        if op is not None and (past := _moved_past(op)) is not None:
+            try:  # the reduced result, read and written (an argmax's: dropped, nothing moved)
+                per_run = footprint = 0 if past.type in _ARGS else 2 * _nbytes(past.outputs[0])
+                self.moved.append(f"{op.name} after {past.name}")
+            except Exception:  # a reduced result of no static size: its records' bytes, as before
+                pass
         self.pending.append(Pending(kind, scope, local, list(records), count, per_run, footprint, hlo, op))
 
     def unmodeled(self, op: Any, scope: str | None, count: int) -> None:
@@ -141,6 +189,7 @@ class KernelLog:
         self.pending += other.pending
         for kind, n in other.unsized.items():
             self.unsized[kind] = self.unsized.get(kind, 0) + n
+        self.moved += other.moved
 
     def hlo_names(self, walked: Sequence[Operation]) -> list[tuple[str, ...]]:
         """For each record of ``walked`` (by identity), the op_names XLA gives the graph ops it
@@ -149,13 +198,20 @@ class KernelLog:
         return [names.get(id(record), ()) for record in walked]
 
     def notes(self) -> list[str]:
-        if not self.unsized:
-            return []
-        listed = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.unsized.items()))
-        return [
-            f"unmodeled graph ops with no kernel (an operand with no static shape or size, so the bytes they move are "
-            f"unknown): {listed}"
-        ]
+        notes = []
+        if self.moved:
+            notes.append(
+                f"Grappler runs {len(self.moved)} monotonic pointwise op(s) after the max or min that reads them, on "
+                f"its result (max(f(x)) = f(max(x))): their kernels move that result, not their records' bytes: "
+                f"{', '.join(self.moved[:5])}{f' and {len(self.moved) - 5} more' if len(self.moved) > 5 else ''}"
+            )
+        if self.unsized:
+            listed = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.unsized.items()))
+            notes.append(
+                f"unmodeled graph ops with no kernel (an operand with no static shape or size, so the bytes they move "
+                f"are unknown): {listed}"
+            )
+        return notes
 
     def kernels(
         self,
