@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
+from ..core.profile import share_fused
 from ..core.units import format_seconds
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
@@ -169,8 +170,12 @@ class Expected:
             wake_around=None if data.get("wake_around_seconds") is None else tuple(data["wake_around_seconds"]),
         )
 
-    def with_measured(self, measured: Mapping[int, float]) -> Expected:
-        """The rows with the measured time per run of their kernel (by kernel index), where profiled."""
+    def with_measured(self, measured: Mapping[int, float], fused: tuple[tuple[int, ...], ...] = ()) -> Expected:
+        """The rows with the measured time per run of their kernel (by kernel index), where profiled; kernels the
+        profiler timed as one op (``fused``, ``Profile.fused``) share its time in proportion to their expected
+        time, so each reads the op's ratio to its expectation."""
+        expected = {row.index: row.seconds for row in self.rows if row.index is not None}
+        measured = share_fused(measured, fused, expected)
         rows = tuple(
             replace(row, measured_seconds=measured.get(row.index)) if row.index is not None else row
             for row in self.rows

@@ -251,15 +251,16 @@ def analyze_gap(
         if not isinstance(profile, Profile):
             raise RecordError(f"analyze_gap: profile is a {type(profile).__name__}, not a Profile")
         profile.check_against(len(estimate.kernels))
-        times = record_times(estimate, op_rows, kernels, profile)
         kernels = kernel_rows_with_time(kernels, profile)
+        times = record_times(estimate, op_rows, kernels)
         op_rows = operation_rows_with_time(op_rows, times)
         sc_rows = scope_rows_with_time(estimate, sc_rows, times)
     if expected is not None:
         if not isinstance(expected, Expected):
             raise RecordError(f"analyze_gap: expected is a {type(expected).__name__}, not an Expected")
         measured = {row.index: row.measured_seconds for row in kernels if row.index is not None}
-        expected = expected.with_measured({i: s for i, s in measured.items() if s is not None})
+        fused = profile.fused if profile is not None else ()
+        expected = expected.with_measured({i: s for i, s in measured.items() if s is not None}, fused)
         op_rows, sc_rows = rows_with_expected(estimate, op_rows, sc_rows, expected)
     report = GapReport(
         estimate=estimate,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.estimate import CostEstimate
-from ..core.profile import Profile
+from ..core.profile import Profile, share_fused
 from ..costs.estimate import scope_of
 from .kernels import KernelTime
 from .rows import RowTime, split_by_bounds
@@ -57,9 +57,19 @@ class TimeCoverage:
 
 
 def kernel_rows_with_time(rows: tuple[KernelTime, ...], profile: Profile) -> tuple[KernelTime, ...]:
+    """The kernel rows with their measured time per run; kernels the profiler timed as one op (``Profile.fused``)
+    share its time in proportion to their bounds."""
     events = {m.kernel: m.events for m in profile.kernels}
+    measured = {
+        row.index: seconds
+        for row in rows
+        if row.index is not None and (seconds := profile.seconds_per_run(row.index)) is not None
+    }
+    measured = share_fused(
+        measured, profile.fused, {row.index: row.bound_seconds for row in rows if row.index is not None}
+    )
     return tuple(
-        replace(row, measured_seconds=profile.seconds_per_run(row.index), events=events.get(row.index, 0))
+        replace(row, measured_seconds=measured.get(row.index), events=events.get(row.index, 0))
         if row.index is not None
         else row
         for row in rows
@@ -70,16 +80,15 @@ def kernel_rows_with_time(rows: tuple[KernelTime, ...], profile: Profile) -> tup
 RecordTimes = dict[int, tuple[float, bool, float]]
 
 
-def record_times(
-    estimate: CostEstimate, rows: tuple[RowTime, ...], kernels: tuple[KernelTime, ...], profile: Profile
-) -> RecordTimes:
-    """Every record in a profiled kernel: its share of the kernel's measured time and of the
-    kernel's bound, split alike (in proportion to the records' own bounds)."""
+def record_times(estimate: CostEstimate, rows: tuple[RowTime, ...], kernels: tuple[KernelTime, ...]) -> RecordTimes:
+    """Every record in a profiled kernel (``kernels``: the rows with their measured time): its share of the
+    kernel's measured time and of the kernel's bound, split alike (in proportion to the records' own bounds)."""
     bounds = {row.index: row.bound_seconds for row in rows if row.index is not None}
     kernel_bounds = {row.index: row.bound_seconds for row in kernels if row.index is not None}
+    times = {row.index: row.measured_seconds for row in kernels if row.index is not None}
     result: RecordTimes = {}
     for index, kernel in enumerate(estimate.kernels):
-        measured = profile.seconds_per_run(index)
+        measured = times.get(index)
         if measured is None or not kernel.operations:
             continue
         shared = len(kernel.operations) > 1

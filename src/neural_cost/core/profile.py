@@ -43,6 +43,7 @@ __all__ = [
     "ProfileEvent",
     "count_mismatch_note",
     "runs_merged",
+    "share_fused",
     "stalled_note",
     "union_seconds",
 ]
@@ -126,6 +127,10 @@ class Profile:
     unmatched: tuple[tuple[str, float, int], ...] = ()
     notes: tuple[str, ...] = ()
     events: tuple[ProfileEvent, ...] = ()
+    #: Kernels the profiler timed as one op (a Grappler or oneDNN fusion: a convolution with its bias add and ReLU),
+    #: by kernel index: the op's events are split evenly among them; the analyses share its time among them in
+    #: proportion to each one's bound, or expected time (``share_fused``), so each reads the op's ratio to it.
+    fused: tuple[tuple[int, ...], ...] = ()
     #: Each kernel's time in each run (``run_seconds``), made from ``events``.
     _by_run: dict[int, tuple[float, ...]] = field(init=False, repr=False, compare=False)
 
@@ -152,6 +157,7 @@ class Profile:
         )
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "events", tuple(self.events))
+        object.__setattr__(self, "fused", _groups(self.fused))
         if not isinstance(self.source, str) or not self.source:
             raise RecordError(f"Profile.source={self.source!r} must name the profiler")
         object.__setattr__(self, "_by_run", _by_run(kernels, self.events, self.runs))
@@ -193,6 +199,12 @@ class Profile:
 
     def check_against(self, kernels: int) -> None:
         """RecordError when an entry names a kernel beyond ``kernels``."""
+        for group in self.fused:
+            if max(group) >= kernels:
+                raise RecordError(
+                    f"Profile.fused names kernel {max(group)}, but the estimate has {kernels} kernels; profile the "
+                    f"trace the estimate was made from"
+                )
         for measured in self.kernels:
             if measured.kernel >= kernels:
                 raise RecordError(
@@ -211,6 +223,7 @@ class Profile:
             "unmatched": [list(u) for u in self.unmatched],
             "notes": list(self.notes),
             "events": [e.to_dict() for e in self.events],
+            **({"fused": [list(group) for group in self.fused]} if self.fused else {}),
         }
 
     @classmethod
@@ -224,7 +237,40 @@ class Profile:
             unmatched=tuple((n, s, c) for n, s, c in data.get("unmatched", ())),
             notes=tuple(data.get("notes", ())),
             events=tuple(ProfileEvent.from_dict(e) for e in data.get("events", ())),
+            fused=tuple(tuple(group) for group in data.get("fused", ())),
         )
+
+
+def _groups(value: Any) -> tuple[tuple[int, ...], ...]:
+    """``Profile.fused`` checked: groups of two or more distinct kernel indices, no kernel in two."""
+    groups: list[tuple[int, ...]] = []
+    seen: set[int] = set()
+    for group in value:
+        members = tuple(_count(k, "Profile.fused member") for k in group)
+        if len(members) < 2 or len(set(members)) != len(members) or seen & set(members):
+            raise RecordError(
+                f"Profile.fused holds {list(members)}: each group names two or more kernels, each kernel in one group"
+            )
+        seen |= set(members)
+        groups.append(members)
+    return tuple(groups)
+
+
+def share_fused(
+    measured: Mapping[int, float], fused: tuple[tuple[int, ...], ...], weights: Mapping[int, float]
+) -> dict[int, float]:
+    """``measured`` (seconds per kernel) with each fused group's time shared among its kernels in proportion to
+    ``weights`` (each one's bound or expected time), so that each reads the group's ratio to that yardstick; a
+    group with a kernel not measured, or no weight above zero, keeps the profiler's split."""
+    result = dict(measured)
+    for group in fused:
+        total_weight = sum(max(weights.get(k, 0.0), 0.0) for k in group)
+        if total_weight <= 0 or any(k not in measured for k in group):
+            continue
+        total = sum(measured[k] for k in group)
+        for k in group:
+            result[k] = total * max(weights.get(k, 0.0), 0.0) / total_weight
+    return result
 
 
 def _by_run(

@@ -302,6 +302,7 @@ PROFILE = record(
         "unmatched": array(triple(TEXT, SECONDS, COUNT, "[name, seconds, events]")),
         "notes": array(TEXT),
         "events": array(PROFILE_EVENT),
+        "fused": array(array(COUNT)),
     },
 )
 TIME_COVERAGE = record(

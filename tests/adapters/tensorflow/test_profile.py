@@ -95,6 +95,18 @@ def test_keras_cnn_every_kernel_has_executions_times_runs_events(runs):
     # equal slices of the same events: the three kernels of one fusion measure the same time
     assert by_name["cnn/conv1/convolution"] == pytest.approx(by_name["cnn/conv1/Relu"], rel=1e-9)
     assert by_name["cnn/conv1/BiasAdd"] == pytest.approx(by_name["cnn/conv1/Relu"], rel=1e-9)
+    # ``Profile.fused`` names each fusion's kernels; the report's kernel rows share the fusion's time in proportion
+    # to their bounds, so each member reads the fusion's efficiency and the three still add up to its time
+    index = {k.name: i for i, k in enumerate(kernels)}
+    conv1 = tuple(sorted(index[f"cnn/conv1/{n}"] for n in ("convolution", "BiasAdd", "Relu")))
+    assert len(profile.fused) == 4 and conv1 in profile.fused
+    rows = {row.index: row for row in report.kernel_rows if row.index in conv1}
+    ratios = [rows[i].measured_seconds / rows[i].bound_seconds for i in conv1]
+    assert ratios == pytest.approx([ratios[0]] * 3, rel=1e-9)
+    assert sum(rows[i].measured_seconds for i in conv1) == pytest.approx(
+        sum(profile.seconds_per_run(i) for i in conv1), rel=1e-9
+    )
+    assert type(profile).from_dict(profile.to_dict()) == profile
     _check_time(profile)
     assert len(profile.events) == sum(events.values())  # every matched execution kept for the trace viewer
     assert {e.kernel for e in profile.events} == set(events)

@@ -53,7 +53,7 @@ import re
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -232,6 +232,20 @@ def _stop(quiet: bool) -> None:
             raise AdapterError(f"tf.profiler could not stop ({type(error).__name__}: {error})") from error
 
 
+def _merged(groups: Iterable[list[int]]) -> tuple[tuple[int, ...], ...]:
+    """The fusions' kernels (``Profile.fused``), those sharing a kernel merged into one group."""
+    merged: list[set[int]] = []
+    for group in groups:
+        if len(group) < 2:
+            continue
+        joined = set(group)
+        for other in [m for m in merged if m & joined]:
+            joined |= other
+            merged.remove(other)
+        merged.append(joined)
+    return tuple(sorted(tuple(sorted(m)) for m in merged))
+
+
 class _GraphJoin:
     """Graph-op events joined to graph-op kernels (the module docstring)."""
 
@@ -277,8 +291,9 @@ class _GraphJoin:
         notes = list(self.unknown.values())
         if self.fused:
             notes.append(
-                f"{len(self.fused)} fusion(s) ran several kernels as one op, each event's time split evenly over them "
-                f"(their bounds are not used): {shown(list(self.fused.values()))}"
+                f"{len(self.fused)} fusion(s) ran several kernels as one op, its time shared among them in proportion "
+                f"to each one's bound or expected time (each reads the op's ratio; its events are split evenly): "
+                f"{shown(list(self.fused.values()))}"
             )
         if self.ambiguous:
             nodes = [f"{node} ({', '.join(self.kernels[i].name for i in ks)})" for node, ks in self.ambiguous.items()]
@@ -304,7 +319,7 @@ class _GraphJoin:
                 f"the union of their events, its events those of the node that ran most"
             )
         count_notes(matched, self.kernels, runs, notes, counts)
-        return build_profile(matched, unmatched, wall, runs, notes, counts)
+        return build_profile(matched, unmatched, wall, runs, notes, counts, _merged(self.members.values()))
 
     def _find(self, event: Event) -> tuple[str, int | None]:
         """``(node, its kernel)``: the event's node, or the node a Grappler rewrite replaced by a

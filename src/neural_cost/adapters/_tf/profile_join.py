@@ -67,9 +67,10 @@ def build_profile(
     runs: int,
     notes: list[str],
     counts: dict[int, int] | None = None,
+    fused: tuple[tuple[int, ...], ...] = (),
 ) -> Profile:
     """The profile of the matched intervals; ``counts`` overrides a kernel's number of events
-    (a folded library op: those of its graph op that ran most)."""
+    (a folded library op: those of its graph op that ran most); ``fused``: ``Profile.fused``."""
     counts = counts or {}
     everything = [(start, end) for intervals in matched.values() for start, end, _ in intervals]
     kept = sorted((start, end, thread, k) for k, intervals in matched.items() for start, end, thread in intervals)
@@ -96,6 +97,7 @@ def build_profile(
             ProfileEvent(k, (start - origin) * 1e-9, (end - start) * 1e-9, thread)
             for start, end, thread, k in kept[:MAX_EVENTS]
         ),
+        fused=tuple(group for group in fused if all(k in matched for k in group)),
     )
 
 
