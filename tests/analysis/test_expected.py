@@ -980,21 +980,18 @@ def test_a_kernel_expected_under_its_bound_is_named_with_the_specs_sources():
 
 
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
-    """A framework's own change raises its own part after the shared revision (PyTorch's were 42.1–42.6); the
-    shared 43 (the pointwise classes' memory axis, every framework's points) made every framework's calibration
-    again and took them in; PyTorch's recurrent cells' cost per call is its 43.1, attention per query head its 43.2, the
-    measured cost of an evicted operand its 43.3; TensorFlow's pointwise ops that write over their input its 43.1;
-    JAX stays 43."""
+    """A framework's own change raises its own part after the shared revision (PyTorch's were 42.1–42.6, 43.1–43.3,
+    TensorFlow's 43.1); the shared 44 (convolutions of fewer than 256 output positions ``conv:thin``, in every
+    framework's grid) makes every framework's calibration again and takes them in: each is 44."""
     from neural_cost.analysis import kernel_revision
     from neural_cost.analysis.expected import installed_versions
 
-    assert kernel_revision.revision("torch") == "43.3"
-    assert kernel_revision.revision("jax") == "43" and kernel_revision.revision("tensorflow") == "43.1"
-    assert installed_versions("jax")["neural-cost kernel model"] == "43"
-    assert installed_versions("torch")["neural-cost kernel model"] == "43.3"
+    assert kernel_revision.revision("torch") == kernel_revision.revision("jax") == "44"
+    assert kernel_revision.revision("tensorflow") == "44"
+    assert installed_versions("torch")["neural-cost kernel model"] == "44"
     kernel_revision.REVISIONS["jax"] = 1
     try:
-        assert installed_versions("jax")["neural-cost kernel model"] == "43.1"
+        assert installed_versions("jax")["neural-cost kernel model"] == "44.1"
     finally:
         kernel_revision.REVISIONS.pop("jax")
 

@@ -233,12 +233,12 @@ def test_a_convolution_is_narrow_when_its_channels_times_taps_or_its_outputs_are
             (64, 64, 3, "conv:wide"),
             (64, 32, 1, "conv:pointwise"),  # PyTorch's 1×1 stride-1 layers (conv_views.POINTWISE); JAX's below
         ):
-            x, w = torch.randn(2, c_in, 8, 8), torch.randn(c_out, c_in, k, k)
+            x, w = torch.randn(2, c_in, 16, 16), torch.randn(c_out, c_in, k, k)  # 2 × 14² positions: not thin
             assert classes(torch_adapter, lambda x, w: torch.nn.functional.conv2d(x, w), x, w) == [expected]
     jax = pytest.importorskip("jax")
     jax_adapter = adapter_for("jax", cross_check=True)  # its compiled kernels, as predict and the benchmark read
     for c_in, c_out, k, expected in ((3, 32, 3, "conv:shallow"), (64, 64, 3, "conv:wide"), (64, 32, 1, "conv:narrow")):
-        x, w = jax.numpy.ones((2, 8, 8, c_in)), jax.numpy.ones((k, k, c_in, c_out))
+        x, w = jax.numpy.ones((2, 16, 16, c_in)), jax.numpy.ones((k, k, c_in, c_out))
 
         def conv(x, w):
             return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -296,10 +296,10 @@ def test_pooled_points_stay_out_of_the_conv_familys_curve():
 def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     """XLA fuses conv → scale, shift, relu → 2×2 max pool → conv into one ``ynn_fusion`` (as it
     does a Flax CNN's layers). Read as one kernel it was one large convolution — one entry cost, the
-    wide layer's efficiency for the 3-channel stem too. It is read as two parts, each a contraction
+    second layer's efficiency for the 3-channel stem too. It is read as two parts, each a contraction
     and the records after it, each off its own class's curve; the stem's part pools its result
     (``:pooled``: YNNPACK runs such a block on both cores), and reads its plain class without a
-    curve of its own."""
+    curve of its own. The second, 64 → 64 on 2 × 4² maps (32 positions), is ``conv:thin``."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     from neural_cost.adapters import adapter_for
@@ -325,17 +325,17 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
 
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
     found = parts(estimate, row, SPEC)
-    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:wide"]
+    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:thin"]
     # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
     # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
     # each of 2,048 outputs; the second 2·4·4 × 64 × 576 taps × 2 = 2,359,296, alone.
     assert found[0].compute_seconds == pytest.approx((442_368 + 3 * 8_192 + 3 * 2_048) / 1e12)
     assert found[1].compute_seconds == pytest.approx(2_359_296 / 1e12)
     assert sum(part.memory_seconds for part in found) == pytest.approx(row.memory_seconds)
-    # Flat curves, conv:narrow 1 µs and conv:wide 2 µs: 3 µs; read as one conv:wide it was 2 µs.
-    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:wide": _flat("conv:wide", -5.69897)})
+    # Flat curves, conv:narrow 1 µs and conv:thin 2 µs: 3 µs; read as one conv:thin it was 2 µs.
+    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:thin": _flat("conv:thin", -5.69897)})
     expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
-    assert (expected.kernel_class, expected.seconds) == ("conv:wide:pooled", pytest.approx(3e-6, rel=1e-5))
+    assert (expected.kernel_class, expected.seconds) == ("conv:thin:pooled", pytest.approx(3e-6, rel=1e-5))
     note = next(n for n in expected_time(estimate, calibration, machine={}).notes if "another class's" in n)
     assert "conv:narrow:pooled (1) off conv:narrow" in note
     # with a pooled curve of its own (1.5 µs flat): 1.5 + 2 = 3.5 µs, nothing borrowed
@@ -376,7 +376,7 @@ def test_a_kernel_lacking_a_class_for_two_of_its_parts_is_one_kernel_in_the_note
     ops = (
         Operation("stem", "conv", ((2, 4, 8, 8), (32, 4, 3, 3)), (2, 32, 6, 6), "float32"),
         Operation("mid", "conv", ((2, 32, 6, 6), (32, 32, 3, 3)), (2, 32, 4, 4), "float32"),
-        Operation("wide", "conv", ((2, 64, 8, 8), (64, 64, 3, 3)), (2, 64, 6, 6), "float32"),
+        Operation("wide", "conv", ((2, 64, 16, 16), (64, 64, 3, 3)), (2, 64, 14, 14), "float32"),  # 392 positions
     )
     kernels = (Kernel("fusion.0", (0, 1, 2), traffic_bytes=400_000, footprint_bytes=400_000, kind="fusion"),)
     estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written"))
@@ -628,8 +628,8 @@ def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
 def test_a_convolution_xla_runs_as_a_lone_instruction_is_generic():
     """A "same" 3×3 convolution of 64 → 64 channels: on an 8×8 input XLA:CPU (the pinned jax 0.10.2)
     runs it as a YNNPACK fusion (``conv:wide``); on a 2×2 input, smaller than its window, as a lone
-    ``convolution`` instruction (``conv:wide:generic``: 2–55 GFLOP/s here, where YNNPACK's ran at
-    40–150), which a calibration without such points reads off ``conv:wide``, named; no family member."""
+    ``convolution`` instruction (``conv:thin:generic``, 16 positions: 2–55 GFLOP/s here, where YNNPACK's ran at
+    40–150), which a calibration without such points reads off ``conv:thin``, named; no family member."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
@@ -648,11 +648,11 @@ def test_a_convolution_xla_runs_as_a_lone_instruction_is_generic():
         rows = [row for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
         found[side] = [(estimate.kernels[row.index].kind, kernel_class(estimate, row)) for row in rows]
     # beside the lone convolution, a fusion that lays out its operand (a copy)
-    assert found == {8: [("fusion", "conv:wide")], 2: [("convolution", "conv:wide:generic"), ("fusion", "copy")]}
-    assert family("conv:wide:generic") is None
-    calibration = fit_calibration("jax", SPEC, [Point("conv:wide", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4)])
-    assert class_model(calibration, "conv:wide:generic") is calibration.classes["conv:wide"]
-    assert borrowed_class(calibration, "conv:wide:generic") == "conv:wide"
+    assert found == {8: [("fusion", "conv:wide")], 2: [("convolution", "conv:thin:generic"), ("fusion", "copy")]}
+    assert family("conv:thin:generic") is None
+    calibration = fit_calibration("jax", SPEC, [Point("conv:thin", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4)])
+    assert class_model(calibration, "conv:thin:generic") is calibration.classes["conv:thin"]
+    assert borrowed_class(calibration, "conv:thin:generic") == "conv:thin"
 
 
 def test_only_a_pool_after_the_convolution_makes_it_pooled():

@@ -42,7 +42,7 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
     adapter = adapter_for("torch")
 
     def forward(c_in, c_out, k, stride, dilation=1):
-        x, w = torch.randn(2, c_in, 24, 24), torch.randn(c_out, c_in, k, k)
+        x, w = torch.randn(2, c_in, 32, 32), torch.randn(c_out, c_in, k, k)  # 256 positions or more: not thin
         return _classes(adapter, lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, dilation=dilation), x, w)
 
     assert forward(32, 64, 3, 2) == ["conv:strided"]
@@ -57,7 +57,7 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
     jax = pytest.importorskip("jax")
     jax_adapter = adapter_for("jax", cross_check=True)  # its compiled kernels, as predict and the benchmark read
     for k, expected in ((3, "conv:strided"), (1, "conv:subsampled")):
-        x, w = jax.numpy.ones((2, 16, 16, 32)), jax.numpy.ones((k, k, 32, 64))
+        x, w = jax.numpy.ones((2, 32, 32, 32)), jax.numpy.ones((k, k, 32, 64))
 
         def conv(x, w):
             return jax.lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -195,7 +195,7 @@ def test_without_a_stride_curve_a_strided_convolution_reads_the_familys_with_a_n
     from neural_cost.adapters import adapter_for
 
     with torch.no_grad():
-        x, w = torch.randn(2, 32, 16, 16), torch.randn(64, 32, 3, 3)
+        x, w = torch.randn(2, 32, 16, 16), torch.randn(48, 32, 3, 3)  # N 48: narrow, not thin on its 2 × 7² positions
         traced = adapter_for("torch").trace(lambda x, w: torch.nn.functional.conv2d(x, w, stride=2), (x, w))
     estimate = estimate_trace(traced)
     family_only = _calibration({"conv": _flat("conv", -5.69897), "conv:wide": _flat("conv:wide", -6.0)})
@@ -335,7 +335,7 @@ def test_pytorch_channels_off_the_blocks_are_unaligned():
     adapter = adapter_for("torch")
 
     def forward(c_in, c_out, k=3, stride=1, groups=1):
-        x, w = torch.randn(2, c_in, 16, 16), torch.randn(c_out, c_in // groups, k, k)
+        x, w = torch.randn(2, c_in, 32, 32), torch.randn(c_out, c_in // groups, k, k)  # not thin, strided too
         fn = lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=k // 2, groups=groups)  # noqa: E731
         return _classes(adapter, fn, x, w)
 
@@ -364,7 +364,7 @@ def test_pytorch_channels_off_the_blocks_are_unaligned():
 def test_pytorch_convolutions_it_runs_without_onednn_keep_their_width():
     """PyTorch runs a float32 CPU convolution without oneDNN (``native``, ``ConvParams::use_mkldnn`` on more than
     one thread) for one image, one group, a kernel of at most 3 in a last dim and an input of at most 20,480
-    elements: 1×24×16² (6,144) 24→24 stays narrow and 1×64×8² 1×1 (4,096) wide (K 64, N 64), where 1×24×32² (24,576)
+    elements: 1×24×16² (6,144) 24→24 stays narrow and 1×64×16² 1×1 (16,384) wide (K 64, N 64), where 1×24×32² (24,576)
     is unaligned and 2×24×16² too (two images); a 5×5 kernel, or 2 groups, takes oneDNN at batch 1 as well.
     A bfloat16 layer keeps its width (the grid's are float32)."""
     from neural_cost.adapters import adapter_for
@@ -379,7 +379,76 @@ def test_pytorch_convolutions_it_runs_without_onednn_keep_their_width():
 
     assert NATIVE_ELEMENTS == 20480
     assert forward(1, 24, 24, 16) == ["conv:narrow"]
-    assert forward(1, 64, 64, 8, k=1) == ["conv:wide"]
+    assert forward(1, 64, 64, 16, k=1) == ["conv:wide"]
     assert forward(1, 24, 24, 32) == forward(2, 24, 24, 16) == ["conv:unaligned"]
     assert forward(1, 24, 24, 16, k=5) == forward(1, 48, 48, 16, groups=2) == ["conv:unaligned"]
     assert forward(2, 24, 24, 16, dtype=torch.bfloat16) == ["conv:narrow"]
+
+
+def test_a_convolution_of_under_256_output_positions_is_thin():
+    """``conv_views.THIN``: output positions are batch × output map. PyTorch, padding k // 2: a 3×3 512→512 layer on
+    4 × 3² maps (36 positions) is thin and on 4 × 8² (256) wide; a 64 → 64 3×3 stride-2 layer from 2 × 16² (8² out:
+    128) thin, from 2 × 24² (12²: 288) strided; a 64 → 72 one on 2 × 8² (off oneDNN's blocks, K 576, N 72) thin.
+    Kept, on 2 × 8²: a 32→32 layer (narrow: its weights are small) and a 24→24 one (unaligned, N 24); a 1×1
+    stride-1 layer on 4 × 3² (PyTorch's ``conv:pointwise``), a 3-channel stem on 1 × 8² (``conv:shallow``), a
+    depthwise layer on 1 × 8². TensorFlow's and JAX's 1×1 1024 → 1024 on 4 × 3² is thin, on 4 × 8² wide."""
+    from neural_cost.adapters import _microgrid as grid
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.conv_views import THIN
+
+    adapter = adapter_for("torch")
+
+    def forward(n, c_in, c_out, size, k=3, stride=1, groups=1):
+        x, w = torch.randn(n, c_in, size, size), torch.randn(c_out, c_in // groups, k, k)
+        fn = lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=k // 2, groups=groups)  # noqa: E731
+        return _classes(adapter, fn, x, w)
+
+    assert THIN == 256
+    assert forward(4, 512, 512, 3) == forward(2, 64, 64, 16, stride=2) == forward(2, 64, 72, 8) == ["conv:thin"]
+    assert forward(2, 32, 32, 8) == ["conv:narrow"] and forward(2, 24, 24, 8) == ["conv:unaligned"]
+    assert forward(4, 512, 512, 8) == ["conv:wide"] and forward(2, 64, 64, 24, stride=2) == ["conv:strided"]
+    assert forward(4, 512, 512, 3, k=1) == ["conv:pointwise"]
+    assert forward(1, 3, 16, 8) == ["conv:shallow"] and forward(1, 32, 32, 8, groups=32) == ["depthwise_conv:stride1"]
+
+    tf = pytest.importorskip("tensorflow")
+    for size, expected in ((3, "conv:thin"), (8, "conv:wide")):
+        x, w = tf.ones((4, size, size, 1024)), tf.ones((1, 1, 1024, 1024))
+        found = _classes(adapter_for("tensorflow"), tf.function(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME")), x, w)
+        assert found == [expected]
+    jax = pytest.importorskip("jax")
+    x, w = jax.numpy.ones((4, 3, 3, 1024)), jax.numpy.ones((1, 1, 1024, 1024))
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:thin"]
+    # the grid's thin layers are thin in every framework (PyTorch's 1×1 ones stay pointwise), no held-out layer is
+    assert all(n * size * size < THIN for n, _, _, size, _ in grid.THIN_CONVS) and len(grid.THIN_CONVS) == 10
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
+    """Each full grid runs ``_microgrid.THIN_CONVS`` (10) at stride 1: all ``conv:thin`` but two of PyTorch's three
+    1×1 ones, ``conv:pointwise`` (the third it runs without oneDNN, ``conv_views.native``); none in the quick grid."""
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
+    from neural_cost.adapters import _microgrid as grid
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.workload import trace_workload
+
+    adapter = adapter_for(framework, cross_check=True) if framework == "jax" else adapter_for(framework)
+    shapes = {f"{n}x{c_in}x{size}x{size}->{c_out} k{k}" for n, c_in, c_out, size, k in grid.THIN_CONVS}
+    shapes |= {f"{n}x{size}x{size}x{c_in}->{c_out} k{k}" for n, c_in, c_out, size, k in grid.THIN_CONVS}  # TF's
+
+    def thin(quick):
+        named = [p for p in adapter.microbenchmarks(quick=quick) if "pool" not in p.name]
+        return [p for p in named if any(p.name.endswith(s) or f"{s} " in p.name for s in shapes)]
+
+    programs = thin(False)
+    assert len(programs) == 10 and not thin(True)
+    classes = []
+    for program in programs:
+        estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
+        classes += [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
+    pointwise = 2 if framework == "torch" else 0  # 1×1024×4² (16,384 elements) runs without oneDNN: thin
+    assert sorted(classes) == sorted(["conv:thin"] * (10 - pointwise) + ["conv:pointwise"] * pointwise)

@@ -62,6 +62,13 @@ LARGE_CONVS = (
     (8, 256, 256, 14, 3), (6, 32, 32, 40, 3), (4, 24, 48, 48, 3), (2, 64, 64, 40, 3),
 )  # fmt: skip
 
+#: Convolutions of fewer than 256 output positions (``conv_views.THIN``; batch, in channels, out channels, size,
+#: kernel) every framework runs at stride 1 (none in the quick grid): a ResNet's last stages at batch 1–16, 3 × 3 to
+#: 14 × 14 maps, 16–196 rows, 0.6–9.4 MB of weights. None is a held-out model's layer.
+THIN_CONVS = ((1, 512, 512, 7, 3), (4, 512, 512, 3, 3), (2, 256, 256, 7, 3), (8, 512, 2048, 3, 1),
+              (1, 2048, 512, 7, 1), (4, 256, 256, 6, 3), (1, 128, 128, 14, 3), (2, 64, 64, 8, 3),
+              (1, 1024, 1024, 4, 1), (16, 128, 128, 3, 3))  # fmt: skip
+
 #: 3-channel 3×3 stems (K 27: ``conv:shallow`` below 64 outputs, ``conv_views.SHALLOW``) every framework
 #: runs after its large ones (none in the quick grid), 0.26–0.5 ms of roofline for the largest three:
 #: JAX's pooled 32-output ones are six, two knots (five made one, below a batch-16 CNN's stem).

@@ -22,6 +22,7 @@ __all__ = [
     "POINTWISE",
     "SHALLOW",
     "STRIDED",
+    "THIN",
     "UNALIGNED",
     "backward_width",
     "conv_class",
@@ -84,6 +85,16 @@ UNALIGNED = 16
 #: one ran at 0.72×, and the 1×1 expansions and projections of an EfficientNet (``transformers``' default
 #: config, 4×4 to 16×16 maps) at 1.02–1.39× where the wide curve, of 3×3 layers, read 0.90–1.07×.
 POINTWISE = "pointwise"
+#: A forward convolution of fewer output positions than this (batch × output map: a ResNet's last stage at batch 1,
+#: 7 × 7 = 49; at batch 4 on 96-pixel images, 3 × 3 × 4 = 36) is ``conv:thin`` (``record_view``), as a product of
+#: fewer rows is ``thin_matmul``: with few rows to share them, each call's weights dominate. TensorFlow 2.21's
+#: oneDNN convolutions here (alone, 20 runs each) ran a 1×1 1024 → 1024 layer on 4 × 3 × 3 maps (36 rows, 75 MFLOP)
+#: at 42 GFLOP/s where a 256 → 256 one on 64 × 3 × 3 (576 rows, 75 MFLOP) ran at 96, and 3×3 512 → 512 layers at
+#: 68–105 GFLOP/s on 32–72 rows against 195–238 on 196–784; PyTorch's at 166–238 against 293–324. In a Keras
+#: ResNet50 on 96-pixel images the conv curves read such layers at 0.2–0.5× their time. Of K and N (``NARROW``) at
+#: least 64, whose weights are what dominates (a narrow one's are small: it keeps its class), strided or unaligned
+#: too; PyTorch's 1×1 ones of stride 1 stay ``conv:pointwise`` (their grid has them on 1×1 to 14×14 maps).
+THIN = 256
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
 #: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
@@ -103,9 +114,15 @@ def width(estimate: CostEstimate, kernel: Kernel) -> str:
 
 
 def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
-    """``width`` of one convolution record of ``estimate``'s framework (``torch_view`` for PyTorch's)."""
+    """``width`` of one convolution record of ``estimate``'s framework (``torch_view`` for PyTorch's), ``thin`` for
+    a wide, strided or unaligned one of K and N at least ``NARROW`` and fewer than ``THIN`` output positions."""
     view = conv_width(cost)
-    return torch_view(cost, view) if estimate.framework == "torch" else view
+    view = torch_view(cost, view) if estimate.framework == "torch" else view
+    if view not in ("wide", "unaligned", *STRIDED) or len(output := cost.operation.output) < 3:
+        return view
+    weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
+    wide = min(math.prod(weight[1:]), weight[0] // groups) >= NARROW
+    return "thin" if wide and output[0] * math.prod(output[2:]) < THIN else view
 
 
 def torch_view(cost: OperationCost, view: str) -> str:

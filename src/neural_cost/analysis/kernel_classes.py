@@ -7,9 +7,10 @@ polynomial per element that the FLOP count calls one: at the same roofline time 
 than an add) — ``transcendental:tanh`` for one call of a function the grids time alone (``FUNCTIONS``), which falls back
 to the family's curve; a convolution whose input channels × taps or output channels (per group) are under 64 is
 ``conv:narrow`` (``conv_views.NARROW``), another of stride 1 ``conv:wide``, a strided one ``conv:strided`` or
-``conv:subsampled`` (``STRIDED``), each ``:pooled`` when its kernel pools its result (``POOLED``: it reads its plain
-class without a curve of its own); all fall back to the family's ``conv``, which a transposed or input-dilated
-convolution reads (a depthwise layer's input gradient is ``depthwise_conv:stride1``, a strided one's ``:dilated``). A
+``conv:subsampled`` (``STRIDED``), one of under 256 output positions ``conv:thin`` (``THIN``), each ``:pooled`` when its
+kernel pools its result (``POOLED``: it reads its plain class without a curve of its own); all fall back to the family's
+``conv``, which a transposed or input-dilated convolution reads (a depthwise layer's input gradient is
+``depthwise_conv:stride1``, a strided one's ``:dilated``). A
 pointwise kernel that reads a dynamic slice through two or more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
 ``:generic`` (``GENERIC``); a batch norm ``norm:batch``, a layer norm ``norm:layer`` (``NORM_MEMBERS``; the family
@@ -173,18 +174,15 @@ class Part:
 
 
 def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tuple[Part, ...]:
-    """How a kernel's expected time is read off the curves: the whole kernel as one part of its
-    class — a recurrent layer's as ``rnn:kept`` or ``rnn:streamed`` at its step's roofline time, the
-    larger of its compute time and its memory time with streamed weights read again at every step
-    (``_step_memory``) — except a conv or
-    matmul kernel that runs two or more contraction records, which is one part per contraction,
-    each with the records that follow it up to the next one (its epilogue; records before the
-    first join the first), of that contraction's own class (``conv:narrow`` for a 3-channel stem
-    beside ``conv:wide`` layers). Each part gets the kernel's roofline compute time in proportion
-    to its records' (their FLOPs, each at its dtype's peak) and its memory time in proportion to
-    their bytes. Read as one, a CNN's
-    three convolutions fused into one kernel were one large convolution: one entry cost, the
-    largest layer's efficiency for all (a Flax CNN at batch 1: expected 0.37 ms, ran 0.73 ms)."""
+    """How a kernel's expected time is read off the curves: the whole kernel as one part of its class — a recurrent
+    layer's as ``rnn:kept`` or ``rnn:streamed`` at its step's roofline time, the larger of its compute time and its
+    memory time with streamed weights read again at every step (``_step_memory``) — except a conv or matmul kernel that
+    runs two or more contraction records, which is one part per contraction, each with the records that follow it up to
+    the next one (its epilogue; records before the first join the first), of that contraction's own class
+    (``conv:narrow`` for a 3-channel stem beside ``conv:wide`` layers). Each part gets the kernel's roofline compute
+    time in proportion to its records' (their FLOPs, each at its dtype's peak) and its memory time in proportion to
+    their bytes. Read as one, a CNN's three convolutions fused into one kernel were one large convolution: one entry
+    cost, the largest layer's efficiency for all (a Flax CNN at batch 1: expected 0.37 ms, ran 0.73 ms)."""
     name = loop_dot_class(estimate, row, kernel_class(estimate, row), hardware)
     n = repeats(estimate, row, name)
     if name.split("@", 1)[0] == "rnn":

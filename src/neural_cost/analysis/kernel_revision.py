@@ -5,8 +5,9 @@ from __future__ import annotations
 #: Raised whenever the kernel classes or a micro-benchmark grid change: a calibration cached by another
 #: revision is made again, and one brought from it is flagged. 43: a pointwise class's memory curve on the
 #: axis its own points predict better, the level's bandwidth or main memory's (``ClassModel.memory_axis``);
-#: its points carry both times.
-KERNEL_MODEL_REVISION = 43
+#: its points carry both times. 44: convolutions of fewer than 256 output positions ``conv:thin``
+#: (``conv_views.THIN``), and ten such layers in every framework's grid.
+KERNEL_MODEL_REVISION = 44
 #: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off
 #: oneDNN's channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out
 #: of them, .3 three weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed
@@ -15,8 +16,9 @@ KERNEL_MODEL_REVISION = 43
 #: steps too, its per-step curve read without its cost per call, ``Point.call_seconds``; 43.2: attention read
 #: per query head, ``kernel_classes.repeats``, and six shapes more in its grid; 43.3: the cost of an evicted
 #: operand measured, ``_torch/evicted.py``; TensorFlow's 43.1: its pointwise ops that may write over their input,
-#: ``elementwise:forwarded``, timed so); raising the shared one still makes every framework's calibration again.
-REVISIONS: dict[str, int] = {"torch": 3, "tensorflow": 1}
+#: ``elementwise:forwarded``, timed so; all in 44); raising the shared one still makes every framework's calibration
+#: again.
+REVISIONS: dict[str, int] = {}
 
 
 def revision(framework: str) -> str:

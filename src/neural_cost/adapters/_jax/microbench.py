@@ -95,7 +95,7 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     if quick:  # NHWC ones
         convs = convs[::4]
     else:
-        convs += [("NHWC", *conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)]
+        convs += [("NHWC", *conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS, *grid.THIN_CONVS)]
         convs += [("NHWC", *c) for c in grid.STRIDED_CONVS]
     for layout, n, c_in, c_out, size, k, stride in convs:
         if layout == "NHWC":

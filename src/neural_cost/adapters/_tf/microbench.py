@@ -63,6 +63,7 @@ _CONVS = (
     (2, 32, 64, 28, 5),
     *grid.LARGE_CONVS,
     *grid.STEM_CONVS,
+    *grid.THIN_CONVS,
 )
 
 

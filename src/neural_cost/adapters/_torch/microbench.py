@@ -114,7 +114,7 @@ def _convs(quick: bool) -> Iterator[MicroProgram]:
         (1, 16, 16, 16, 3, 1), (1, 32, 32, 8, 3, 1), (2, 8, 8, 32, 3, 1), (1, 64, 64, 8, 1, 1),
         (8, 16, 16, 16, 3, 1), (1, 128, 128, 4, 3, 1), (2, 64, 64, 28, 3, 1), (16, 3, 16, 64, 3, 1),
         (1, 256, 256, 14, 3, 1), (2, 3, 48, 112, 3, 1),
-    ] + [(*conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS)]  # fmt: skip
+    ] + [(*conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS, *grid.THIN_CONVS)]  # fmt: skip
     convs += [*grid.STRIDED_CONVS, *_UNALIGNED, *_POINTWISE_CONVS]
     for n, c_in, c_out, size, k, stride in convs[: 3 if quick else None]:
         weight, bias = _rand(c_out, c_in, k, k), _rand(c_out)
