@@ -64,7 +64,7 @@ LARGE_CONVS = (
 
 #: Convolutions of fewer than 256 output positions (``conv_views.THIN``; batch, in channels, out channels, size,
 #: kernel) every framework runs at stride 1 (none in the quick grid): a ResNet's last stages at batch 1–16, 3 × 3 to
-#: 14 × 14 maps, 16–196 rows, 0.6–9.4 MB of weights. None is a held-out model's layer.
+#: 14 × 14 maps, 16–196 rows, 0.15–9.4 MB of weights. None is a held-out model's layer.
 THIN_CONVS = ((1, 512, 512, 7, 3), (4, 512, 512, 3, 3), (2, 256, 256, 7, 3), (8, 512, 2048, 3, 1),
               (1, 2048, 512, 7, 1), (4, 256, 256, 6, 3), (1, 128, 128, 14, 3), (2, 64, 64, 8, 3),
               (1, 1024, 1024, 4, 1), (16, 128, 128, 3, 3))  # fmt: skip

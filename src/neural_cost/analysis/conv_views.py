@@ -91,8 +91,8 @@ POINTWISE = "pointwise"
 #: oneDNN convolutions here (alone, 20 runs each) ran a 1×1 1024 → 1024 layer on 4 × 3 × 3 maps (36 rows, 75 MFLOP)
 #: at 42 GFLOP/s where a 256 → 256 one on 64 × 3 × 3 (576 rows, 75 MFLOP) ran at 96, and 3×3 512 → 512 layers at
 #: 68–105 GFLOP/s on 32–72 rows against 195–238 on 196–784; PyTorch's at 166–238 against 293–324. In a Keras
-#: ResNet50 on 96-pixel images the conv curves read such layers at 0.2–0.5× their time. Of K and N (``NARROW``) at
-#: least 64, whose weights are what dominates (a narrow one's are small: it keeps its class), strided or unaligned
+#: ResNet50 on 96-pixel images the conv curves read its 36-row layers at 0.12–0.5× their time. Of K and N
+#: (``NARROW``) at least 64, whose weights dominate (a narrow one's are small: it keeps its class), strided or unaligned
 #: too; PyTorch's 1×1 ones of stride 1 stay ``conv:pointwise`` (their grid has them on 1×1 to 14×14 maps).
 THIN = 256
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more

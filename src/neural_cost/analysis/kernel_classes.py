@@ -7,11 +7,11 @@ polynomial per element that the FLOP count calls one: at the same roofline time 
 than an add) — ``transcendental:tanh`` for one call of a function the grids time alone (``FUNCTIONS``), which falls back
 to the family's curve; a convolution whose input channels × taps or output channels (per group) are under 64 is
 ``conv:narrow`` (``conv_views.NARROW``), another of stride 1 ``conv:wide``, a strided one ``conv:strided`` or
-``conv:subsampled`` (``STRIDED``), one of under 256 output positions ``conv:thin`` (``THIN``), each ``:pooled`` when its
-kernel pools its result (``POOLED``: it reads its plain class without a curve of its own); all fall back to the family's
-``conv``, which a transposed or input-dilated convolution reads (a depthwise layer's input gradient is
-``depthwise_conv:stride1``, a strided one's ``:dilated``). A
-pointwise kernel that reads a dynamic slice through two or more slices (a GRU's gates) is ``elementwise:sliced`` or
+``conv:subsampled`` (``STRIDED``), a wide one of under 256 output positions ``conv:thin`` (``THIN``), each ``:pooled``
+when its kernel pools its result (``POOLED``: it reads its plain class without a curve of its own); all fall back to the
+family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise layer's input gradient is
+``depthwise_conv:stride1``, a strided one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or
+more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
 ``:generic`` (``GENERIC``); a batch norm ``norm:batch``, a layer norm ``norm:layer`` (``NORM_MEMBERS``; the family
 ``norm``). A product of two matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``),
