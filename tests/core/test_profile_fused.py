@@ -2,8 +2,9 @@
 
 import pytest
 
+from neural_cost.analysis.rows import share_fused
 from neural_cost.core.errors import RecordError
-from neural_cost.core.profile import MeasuredKernel, Profile, share_fused
+from neural_cost.core.profile import MeasuredKernel, Profile
 
 
 def _profile(fused):

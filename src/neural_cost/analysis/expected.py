@@ -23,7 +23,6 @@ from typing import Any
 
 from ..core.errors import RecordError
 from ..core.estimate import CostEstimate
-from ..core.profile import share_fused
 from ..core.units import format_seconds
 from ..hardware.kernel_model import KernelCalibration
 from ..hardware.spec import HardwareSpec
@@ -41,7 +40,7 @@ from .kernel_extras import (
 )
 from .kernel_revision import revision
 from .kernels import UNMAPPED, KernelTime, kernel_rows
-from .rows import split_by_bounds
+from .rows import share_fused, split_by_bounds
 from .usual_loops import loops_as_usual
 
 #: The distribution each framework's version is read from (without importing it).

@@ -105,9 +105,12 @@ def _per_run(profile: Profile, kernel: int, executions: int) -> float | None:
 
 
 def _fused(profile: Profile, kernels: set[int]) -> bool:
-    """Whether the profiler timed some of ``kernels`` as one op: a fused op's event is split
-    evenly over the kernels it ran (``_tf/profile.py``), so two of them have events of equal
+    """Whether the profiler timed some of ``kernels`` as one op: the profile says so (``Profile.fused``), or a fused
+    op's event split evenly over the kernels it ran (``_tf/profile.py``) shows, two of them with events of equal
     length back to back on one thread — which kernels timed apart never have."""
+
+    if any(kernels.intersection(group) for group in profile.fused):  # an adapter that says so (TensorFlow's)
+        return True
 
     def key(thread: int, at: float, length: float) -> tuple[int, int, int]:
         return thread, round(at * 1e12), round(length * 1e12)  # picoseconds

@@ -159,3 +159,17 @@ def split_by_bounds(records: Sequence[int], bounds: Mapping[int, float]) -> list
         (record, weight / total if total > 0 else 1 / len(records))
         for record, weight in zip(records, weights, strict=True)
     ]
+
+
+def share_fused(
+    measured: Mapping[int, float], fused: Sequence[Sequence[int]], weights: Mapping[int, float]
+) -> dict[int, float]:
+    """``measured`` (seconds per kernel) with the time of each group of kernels the profiler timed as one op
+    (``Profile.fused``) shared among them by ``split_by_bounds`` over ``weights`` (each one's bound or expected time),
+    so each reads the group's ratio to that yardstick; a group with a kernel not measured keeps the profiler's split."""
+    result = dict(measured)
+    for group in fused:
+        if all(k in measured for k in group):
+            total = sum(measured[k] for k in group)
+            result.update((k, total * part) for k, part in split_by_bounds(group, weights))
+    return result

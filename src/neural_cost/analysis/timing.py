@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.estimate import CostEstimate
-from ..core.profile import Profile, share_fused
+from ..core.profile import Profile
 from ..costs.estimate import scope_of
 from .kernels import KernelTime
-from .rows import RowTime, split_by_bounds
+from .rows import RowTime, share_fused, split_by_bounds
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,6 @@ __all__ = [
     "ProfileEvent",
     "count_mismatch_note",
     "runs_merged",
-    "share_fused",
     "stalled_note",
     "union_seconds",
 ]
@@ -129,7 +128,7 @@ class Profile:
     events: tuple[ProfileEvent, ...] = ()
     #: Kernels the profiler timed as one op (a Grappler or oneDNN fusion: a convolution with its bias add and ReLU),
     #: by kernel index: the op's events are split evenly among them; the analyses share its time among them in
-    #: proportion to each one's bound, or expected time (``share_fused``), so each reads the op's ratio to it.
+    #: proportion to each one's bound, or expected time (``analysis.rows.share_fused``), so each reads the op's ratio.
     fused: tuple[tuple[int, ...], ...] = ()
     #: Each kernel's time in each run (``run_seconds``), made from ``events``.
     _by_run: dict[int, tuple[float, ...]] = field(init=False, repr=False, compare=False)
@@ -254,23 +253,6 @@ def _groups(value: Any) -> tuple[tuple[int, ...], ...]:
         seen |= set(members)
         groups.append(members)
     return tuple(groups)
-
-
-def share_fused(
-    measured: Mapping[int, float], fused: tuple[tuple[int, ...], ...], weights: Mapping[int, float]
-) -> dict[int, float]:
-    """``measured`` (seconds per kernel) with each fused group's time shared among its kernels in proportion to
-    ``weights`` (each one's bound or expected time), so that each reads the group's ratio to that yardstick; a
-    group with a kernel not measured, or no weight above zero, keeps the profiler's split."""
-    result = dict(measured)
-    for group in fused:
-        total_weight = sum(max(weights.get(k, 0.0), 0.0) for k in group)
-        if total_weight <= 0 or any(k not in measured for k in group):
-            continue
-        total = sum(measured[k] for k in group)
-        for k in group:
-            result[k] = total * max(weights.get(k, 0.0), 0.0) / total_weight
-    return result
 
 
 def _by_run(

@@ -164,17 +164,17 @@ class KernelLog:
         hlo: tuple[str, ...] = (),
     ) -> None:
         per_run = sum(r.cost.read_bytes + r.cost.write_bytes for r in records)
-        if any(r.count != count for r in records):  # not so today; keep the totals equal if it ever is
-            per_run, count = sum((r.cost.read_bytes + r.cost.write_bytes) * r.count for r in records), 1
         sizes = _sizes(op) if op is not None else None
-        local = str(op.name).rsplit("/", 1)[-1] if op is not None else kind
         footprint = sizes[1] if sizes else per_run
         if op is not None and (past := _moved_past(op)) is not None:
-            try:  # the reduced result, read and written (an argmax's: dropped, nothing moved)
+            try:  # the reduced result, read and written each execution (an argmax's: dropped, nothing moved)
                 per_run = footprint = 0 if past.type in _ARGS else 2 * _nbytes(past.outputs[0])
                 self.moved.append(f"{op.name} after {past.name}")
             except Exception:  # a reduced result of no static size: its records' bytes, as before
                 pass
+        elif any(r.count != count for r in records):  # not so today; keep the totals equal if it ever is
+            per_run, count = sum((r.cost.read_bytes + r.cost.write_bytes) * r.count for r in records), 1
+        local = str(op.name).rsplit("/", 1)[-1] if op is not None else kind
         self.pending.append(Pending(kind, scope, local, list(records), count, per_run, footprint, hlo, op))
 
     def unmodeled(self, op: Any, scope: str | None, count: int) -> None:
