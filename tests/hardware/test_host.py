@@ -3,6 +3,9 @@
 Fixtures (tests/hardware/fixtures/):
 - cpuinfo_xeon_icelake_avx512_vm.txt: recorded verbatim on the 2-vCPU Ice Lake Xeon VM this
   was written on (AVX-512 + VNNI, no AMX, no cpufreq: only `cpu MHz`).
+- cpuinfo_xeon_emerald_rapids_masked_vm.txt: recorded verbatim on a 2-vCPU Firecracker guest
+  (family 6 model 207, an Emerald Rapids part) whose hypervisor hides AMX, AVX512_BF16 and
+  AVX512_FP16 from the flags: the flags, not the model number, decide the rates.
 - cpuinfo_i9_9900k_avx2.txt: a Core i9-9900K (8 cores, 16 threads, 3.6 GHz, AVX2+FMA) in the
   kernel's layout, trimmed to the lines the parser reads (plus a few neighbours).
 - cpuinfo_sapphire_rapids_amx.txt: a 2-core Sapphire Rapids VM (AMX, AVX512_BF16, VNNI) in
@@ -37,6 +40,7 @@ def fixture(name: str) -> str:
 
 AVX2 = fixture("cpuinfo_i9_9900k_avx2.txt")
 ICELAKE = fixture("cpuinfo_xeon_icelake_avx512_vm.txt")
+EMERALD_MASKED = fixture("cpuinfo_xeon_emerald_rapids_masked_vm.txt")
 SAPPHIRE = fixture("cpuinfo_sapphire_rapids_amx.txt")
 AARCH64 = fixture("cpuinfo_aarch64_neoverse_v2.txt")
 MEMINFO = "MemTotal:       24684092 kB\nMemFree:        23547560 kB\n"
@@ -177,6 +181,17 @@ def test_avx512_vm_peaks() -> None:
     assert not spec.has_peak("bfloat16")  # Ice Lake has no AVX512_BF16
     assert spec.memory_capacity is None  # a passed cpuinfo never reads this machine's meminfo
     assert spec.source.startswith("formula: 2 cores × 2.79 GHz × 64 FP32 FLOP/cycle (AVX-512, 2 FMA); ")
+
+
+def test_masked_emerald_rapids_vm_peaks_from_its_flags() -> None:
+    spec, details = host_cpu_spec(EMERALD_MASKED, memory_bandwidth=44e9)
+    assert details.physical_cores == 2  # core ids 0 and 1 on physical id 0
+    assert details.clock_hz == 2.3e9  # cpu MHz 2300.000 × 10⁶, no cpufreq passed
+    # A model-207 part has AMX on bare metal; this guest's flags list none of amx_*, avx512_bf16:
+    assert dict(details.flops_per_cycle) == {"float32": 64, "float64": 32, "int8": 256}
+    assert spec.peak_flops == 294.4e9  # 2 × 2.3e9 × 64
+    assert spec.peak("int8") == 1177.6e9  # 2 × 2.3e9 × 256 (AVX512_VNNI)
+    assert not spec.has_peak("bfloat16")
 
 
 def test_sapphire_rapids_amx_peaks() -> None:
