@@ -299,7 +299,7 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
     second layer's efficiency for the 3-channel stem too. It is read as two parts, each a contraction
     and the records after it, each off its own class's curve; the stem's part pools its result
     (``:pooled``: YNNPACK runs such a block on both cores), and reads its plain class without a
-    curve of its own. The second, 64 → 64 on 2 × 4² maps (32 positions), is ``conv:thin``."""
+    curve of its own. The second, 64 → 64 on 2 × 4² maps (32 positions), is ``conv:small_map``."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     from neural_cost.adapters import adapter_for
@@ -325,17 +325,18 @@ def test_a_kernel_running_several_contractions_is_read_once_per_contraction():
 
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if convs(r) == 2)
     found = parts(estimate, row, SPEC)
-    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:thin"]
+    assert [part.kernel_class for part in found] == ["conv:narrow:pooled", "conv:small_map"]
     # FLOPs at SPEC's 1e12 FLOP/s: the stem 2·8·8 positions × 64 outputs × 27 taps × 2 = 442,368,
     # its epilogue × 0.5, + 1, relu over 8,192 elements (3 × 8,192) and the pool's 3 comparisons for
     # each of 2,048 outputs; the second 2·4·4 × 64 × 576 taps × 2 = 2,359,296, alone.
     assert found[0].compute_seconds == pytest.approx((442_368 + 3 * 8_192 + 3 * 2_048) / 1e12)
     assert found[1].compute_seconds == pytest.approx(2_359_296 / 1e12)
     assert sum(part.memory_seconds for part in found) == pytest.approx(row.memory_seconds)
-    # Flat curves, conv:narrow 1 µs and conv:thin 2 µs: 3 µs; read as one conv:thin it was 2 µs.
-    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0), "conv:thin": _flat("conv:thin", -5.69897)})
+    # Flat curves, conv:narrow 1 µs and conv:small_map 2 µs: 3 µs; read as one conv:small_map it was 2 µs.
+    calibration = _calibration({"conv:narrow": _flat("conv:narrow", -6.0),
+                                "conv:small_map": _flat("conv:small_map", -5.69897)})  # fmt: skip
     expected = next(r for r in expected_time(estimate, calibration, machine={}).rows if r.name == row.name)
-    assert (expected.kernel_class, expected.seconds) == ("conv:thin:pooled", pytest.approx(3e-6, rel=1e-5))
+    assert (expected.kernel_class, expected.seconds) == ("conv:small_map:pooled", pytest.approx(3e-6, rel=1e-5))
     note = next(n for n in expected_time(estimate, calibration, machine={}).notes if "another class's" in n)
     assert "conv:narrow:pooled (1) off conv:narrow" in note
     # with a pooled curve of its own (1.5 µs flat): 1.5 + 2 = 3.5 µs, nothing borrowed
@@ -628,8 +629,9 @@ def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
 def test_a_convolution_xla_runs_as_a_lone_instruction_is_generic():
     """A "same" 3×3 convolution of 64 → 64 channels: on an 8×8 input XLA:CPU (the pinned jax 0.10.2)
     runs it as a YNNPACK fusion (``conv:wide``); on a 2×2 input, smaller than its window, as a lone
-    ``convolution`` instruction (``conv:thin:generic``, 16 positions: 2–55 GFLOP/s here, where YNNPACK's ran at
-    40–150), which a calibration without such points reads off ``conv:thin``, named; no family member."""
+    ``convolution`` instruction (``conv:small_map:generic``, 16 positions on 2² maps: 2–55 GFLOP/s here, where
+    YNNPACK's ran at 40–150), which a calibration without such points reads off ``conv:small_map``, named; no family
+    member."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
@@ -648,11 +650,12 @@ def test_a_convolution_xla_runs_as_a_lone_instruction_is_generic():
         rows = [row for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
         found[side] = [(estimate.kernels[row.index].kind, kernel_class(estimate, row)) for row in rows]
     # beside the lone convolution, a fusion that lays out its operand (a copy)
-    assert found == {8: [("fusion", "conv:wide")], 2: [("convolution", "conv:thin:generic"), ("fusion", "copy")]}
-    assert family("conv:thin:generic") is None
-    calibration = fit_calibration("jax", SPEC, [Point("conv:thin", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4)])
-    assert class_model(calibration, "conv:thin:generic") is calibration.classes["conv:thin"]
-    assert borrowed_class(calibration, "conv:thin:generic") == "conv:thin"
+    assert found == {8: [("fusion", "conv:wide")], 2: [("convolution", "conv:small_map:generic"), ("fusion", "copy")]}
+    assert family("conv:small_map:generic") is None
+    points = [Point("conv:small_map", 1e-4 * k, 1e-5 * k, 2e-4 * k) for k in (1, 2, 4)]
+    calibration = fit_calibration("jax", SPEC, points)
+    assert class_model(calibration, "conv:small_map:generic") is calibration.classes["conv:small_map"]
+    assert borrowed_class(calibration, "conv:small_map:generic") == "conv:small_map"
 
 
 def test_only_a_pool_after_the_convolution_makes_it_pooled():

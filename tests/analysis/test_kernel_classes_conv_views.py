@@ -387,14 +387,16 @@ def test_pytorch_convolutions_it_runs_without_onednn_keep_their_width():
 
 def test_a_convolution_of_under_256_output_positions_is_thin():
     """``conv_views.THIN``: output positions are batch × output map. PyTorch, padding k // 2: a 3×3 512→512 layer on
-    4 × 3² maps (36 positions) is thin and on 4 × 8² (256) wide; a 64 → 64 3×3 stride-2 layer from 2 × 16² (8² out:
+    4 × 3² maps (36 positions) is thin, on maps of at most 4 × 4 ``conv:small_map`` (``SMALL_MAP``), on 1 × 5² (25)
+    ``conv:thin``, and on 4 × 8² (256) wide; a 64 → 64 3×3 stride-2 layer from 2 × 16² (8² out:
     128) thin, from 2 × 24² (12²: 288) strided; a 64 → 72 one on 2 × 8² (off oneDNN's blocks, K 576, N 72) thin.
     Kept, on 2 × 8²: a 32→32 layer (narrow: its weights are small) and a 24→24 one (unaligned, N 24); a 1×1
     stride-1 layer on 4 × 3² (PyTorch's ``conv:pointwise``), a 3-channel stem on 1 × 8² (``conv:shallow``), a
-    depthwise layer on 1 × 8². TensorFlow's and JAX's 1×1 1024 → 1024 on 4 × 3² is thin, on 4 × 8² wide."""
+    depthwise layer on 1 × 8². TensorFlow's and JAX's 1×1 1024 → 1024 on 4 × 3² is thin (``conv:small_map``), on
+    4 × 5² (100) ``conv:thin``, on 4 × 8² wide."""
     from neural_cost.adapters import _microgrid as grid
     from neural_cost.adapters import adapter_for
-    from neural_cost.analysis.conv_views import THIN
+    from neural_cost.analysis.conv_views import SMALL_MAP, THIN
 
     adapter = adapter_for("torch")
 
@@ -403,15 +405,17 @@ def test_a_convolution_of_under_256_output_positions_is_thin():
         fn = lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=k // 2, groups=groups)  # noqa: E731
         return _classes(adapter, fn, x, w)
 
-    assert THIN == 256
-    assert forward(4, 512, 512, 3) == forward(2, 64, 64, 16, stride=2) == forward(2, 64, 72, 8) == ["conv:thin"]
+    assert THIN == 256 and SMALL_MAP == 4
+    assert forward(4, 512, 512, 3) == forward(4, 512, 512, 4) == forward(15, 64, 64, 4) == ["conv:small_map"]
+    assert forward(1, 512, 512, 5) == forward(2, 64, 64, 16, stride=2) == forward(2, 64, 72, 8) == ["conv:thin"]
+    assert forward(16, 64, 64, 4) == ["conv:wide"]  # 256 positions: not thin, whatever its maps
     assert forward(2, 32, 32, 8) == ["conv:narrow"] and forward(2, 24, 24, 8) == ["conv:unaligned"]
     assert forward(4, 512, 512, 8) == ["conv:wide"] and forward(2, 64, 64, 24, stride=2) == ["conv:strided"]
     assert forward(4, 512, 512, 3, k=1) == ["conv:pointwise"]
     assert forward(1, 3, 16, 8) == ["conv:shallow"] and forward(1, 32, 32, 8, groups=32) == ["depthwise_conv:stride1"]
 
     tf = pytest.importorskip("tensorflow")
-    for size, expected in ((3, "conv:thin"), (8, "conv:wide")):
+    for size, expected in ((3, "conv:small_map"), (5, "conv:thin"), (8, "conv:wide")):
         x, w = tf.ones((4, size, size, 1024)), tf.ones((1, 1, 1024, 1024))
         found = _classes(adapter_for("tensorflow"), tf.function(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME")), x, w)
         assert found == [expected]
@@ -421,15 +425,19 @@ def test_a_convolution_of_under_256_output_positions_is_thin():
     def conv(x, w):
         return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
+    assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:small_map"]
+    x = jax.numpy.ones((4, 5, 5, 1024))
     assert _classes(adapter_for("jax", cross_check=True), jax.jit(conv), x, w) == ["conv:thin"]
     # the grid's thin layers are thin in every framework (PyTorch's 1×1 ones stay pointwise), no held-out layer is
-    assert all(n * size * size < THIN for n, _, _, size, _ in grid.THIN_CONVS) and len(grid.THIN_CONVS) == 10
+    assert all(n * size * size < THIN for n, _, _, size, _ in grid.THIN_CONVS) and len(grid.THIN_CONVS) == 14
+    assert sum(size <= SMALL_MAP for *_, size, _ in grid.THIN_CONVS) == 8
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
-    """Each full grid runs ``_microgrid.THIN_CONVS`` (10) at stride 1: all ``conv:thin`` but two of PyTorch's three
-    1×1 ones, ``conv:pointwise`` (the third it runs without oneDNN, ``conv_views.native``); none in the quick grid."""
+    """Each full grid runs ``_microgrid.THIN_CONVS`` (14) at stride 1: six ``conv:thin`` and eight ``conv:small_map``
+    (3² and 4² maps), but four of PyTorch's five 1×1 ones are ``conv:pointwise`` (two on larger maps, two on small
+    ones; the fifth, 1 × 1024 × 4², it runs without oneDNN, ``conv_views.native``); none in the quick grid."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import _microgrid as grid
@@ -445,10 +453,13 @@ def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
         return [p for p in named if any(p.name.endswith(s) or f"{s} " in p.name for s in shapes)]
 
     programs = thin(False)
-    assert len(programs) == 10 and not thin(True)
+    assert len(programs) == 14 and not thin(True)
     classes = []
     for program in programs:
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         classes += [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
-    pointwise = 2 if framework == "torch" else 0  # 1×1024×4² (16,384 elements) runs without oneDNN: thin
-    assert sorted(classes) == sorted(["conv:thin"] * (10 - pointwise) + ["conv:pointwise"] * pointwise)
+    # PyTorch's 1×1 layers: 1×2048×7² and 8×512×3², 2×1024×3², 3×256×4² run through oneDNN (pointwise); 1×1024×4²
+    # (16,384 elements) without it: small_map
+    pointwise = (1, 3) if framework == "torch" else (0, 0)  # (thin, small_map) layers that are pointwise
+    expected = ["conv:thin"] * (6 - pointwise[0]) + ["conv:small_map"] * (8 - pointwise[1])
+    assert sorted(classes) == sorted(expected + ["conv:pointwise"] * sum(pointwise))

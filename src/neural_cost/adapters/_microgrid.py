@@ -64,10 +64,12 @@ LARGE_CONVS = (
 
 #: Convolutions of fewer than 256 output positions (``conv_views.THIN``; batch, in channels, out channels, size,
 #: kernel) every framework runs at stride 1 (none in the quick grid): a ResNet's last stages at batch 1–16, 3 × 3 to
-#: 14 × 14 maps, 16–196 rows, 0.15–9.4 MB of weights. None is a held-out model's layer.
+#: 14 × 14 maps, 16–196 rows, 0.15–9.4 MB of weights; eight on maps of 3² and 4² (``conv_views.SMALL_MAP``), the last
+#: four 18–108 rows of 30–460 µs of roofline time. None is a held-out model's layer.
 THIN_CONVS = ((1, 512, 512, 7, 3), (4, 512, 512, 3, 3), (2, 256, 256, 7, 3), (8, 512, 2048, 3, 1),
               (1, 2048, 512, 7, 1), (4, 256, 256, 6, 3), (1, 128, 128, 14, 3), (2, 64, 64, 8, 3),
-              (1, 1024, 1024, 4, 1), (16, 128, 128, 3, 3))  # fmt: skip
+              (1, 1024, 1024, 4, 1), (16, 128, 128, 3, 3), (2, 1024, 256, 3, 1), (6, 384, 384, 3, 3),
+              (12, 256, 256, 3, 3), (3, 256, 1024, 4, 1))  # fmt: skip
 
 #: 3-channel 3×3 stems (K 27: ``conv:shallow`` below 64 outputs, ``conv_views.SHALLOW``) every framework
 #: runs after its large ones (none in the quick grid), 0.26–0.5 ms of roofline for the largest three:

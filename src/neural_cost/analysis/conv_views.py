@@ -21,6 +21,7 @@ __all__ = [
     "NATIVE_ELEMENTS",
     "POINTWISE",
     "SHALLOW",
+    "SMALL_MAP",
     "STRIDED",
     "THIN",
     "UNALIGNED",
@@ -95,6 +96,12 @@ POINTWISE = "pointwise"
 #: (``NARROW``) at least 64, whose weights dominate (a narrow one's are small: it keeps its class), strided or unaligned
 #: too; PyTorch's 1×1 ones of stride 1 stay ``conv:pointwise`` (their grid has them on 1×1 to 14×14 maps).
 THIN = 256
+#: A thin convolution (``THIN``) whose output maps are at most this many positions along every spatial axis is
+#: ``conv:small_map``. At the same roofline time, TensorFlow 2.21 ran a 3×3 512 → 512 layer on 4 × 3² maps at 5.3×
+#: its compute time and a 256 → 256 one on 4 × 6² at 2.6×: its grid's four thin layers on 3² and 4² maps at 3.3–5.3×,
+#: its six on 6² to 14² at 1.8–2.6× (a 30-µs one aside); PyTorch's at 1.5–2.2× against 1.2–1.8×, JAX's at 1.7–3.0×
+#: against 1.5–2.7× (one calibration each, this CPU). One thin curve read a Keras ResNet50's 3² layers at 0.25–0.55×.
+SMALL_MAP = 4
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
 #: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
@@ -115,14 +122,17 @@ def width(estimate: CostEstimate, kernel: Kernel) -> str:
 
 def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     """``width`` of one convolution record of ``estimate``'s framework (``torch_view`` for PyTorch's), ``thin`` for
-    a wide, strided or unaligned one of K and N at least ``NARROW`` and fewer than ``THIN`` output positions."""
+    a wide, strided or unaligned one of K and N at least ``NARROW`` and fewer than ``THIN`` output positions,
+    ``small_map`` for such a one whose output maps are at most ``SMALL_MAP`` along every axis."""
     view = conv_width(cost)
     view = torch_view(cost, view) if estimate.framework == "torch" else view
     if view not in ("wide", "unaligned", *STRIDED) or len(output := cost.operation.output) < 3:
         return view
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
     wide = min(math.prod(weight[1:]), weight[0] // groups) >= NARROW
-    return "thin" if wide and output[0] * math.prod(output[2:]) < THIN else view
+    if not wide or output[0] * math.prod(output[2:]) >= THIN:
+        return view
+    return "small_map" if max(output[2:]) <= SMALL_MAP else "thin"
 
 
 def torch_view(cost: OperationCost, view: str) -> str:

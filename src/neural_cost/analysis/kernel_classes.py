@@ -7,7 +7,8 @@ polynomial per element that the FLOP count calls one: at the same roofline time 
 than an add) — ``transcendental:tanh`` for one call of a function the grids time alone (``FUNCTIONS``), which falls back
 to the family's curve; a convolution whose input channels × taps or output channels (per group) are under 64 is
 ``conv:narrow`` (``conv_views.NARROW``), another of stride 1 ``conv:wide``, a strided one ``conv:strided`` or
-``conv:subsampled`` (``STRIDED``), a wide one of under 256 output positions ``conv:thin`` (``THIN``), each ``:pooled``
+``conv:subsampled`` (``STRIDED``), a wide one of under 256 output positions ``conv:thin`` (``THIN``; ``conv:small_map``
+on maps of at most 4 × 4, ``SMALL_MAP``), each ``:pooled``
 when its kernel pools its result (``POOLED``: it reads its plain class without a curve of its own); all fall back to the
 family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise layer's input gradient is
 ``depthwise_conv:stride1``, a strided one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or

@@ -6,8 +6,9 @@ from __future__ import annotations
 #: revision is made again, and one brought from it is flagged. 43: a pointwise class's memory curve on the
 #: axis its own points predict better, the level's bandwidth or main memory's (``ClassModel.memory_axis``);
 #: its points carry both times. 44: convolutions of fewer than 256 output positions ``conv:thin``
-#: (``conv_views.THIN``), and ten such layers in every framework's grid.
-KERNEL_MODEL_REVISION = 44
+#: (``conv_views.THIN``), and ten such layers in every framework's grid. 45: those on maps of at most 4 × 4
+#: ``conv:small_map`` (``conv_views.SMALL_MAP``), and four more in every grid.
+KERNEL_MODEL_REVISION = 45
 #: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off
 #: oneDNN's channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out
 #: of them, .3 three weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed
