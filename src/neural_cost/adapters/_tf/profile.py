@@ -52,7 +52,7 @@ import dataclasses
 import re
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -90,6 +90,13 @@ def _has_op(graph: Any, name: str) -> bool:
     return True
 
 
+#: The runner, graph run and placed kernels of the programs profiled last, by concrete function, inputs and kernels
+#: (the function kept, so its id stays its own): a kernel calibration profiles each program once a pass, and a
+#: fresh runner traced, instantiated and its graph collected, the program walked again, was half a small one's profile.
+_PREPARED: OrderedDict[tuple[Any, ...], tuple[Any, Any, list[Pending], Any, str]] = OrderedDict()
+_PREPARED_KEPT = 1024
+
+
 def profile_concrete(
     concrete: Any,
     inputs: Sequence[Any],
@@ -111,11 +118,24 @@ def profile_concrete(
         raise AdapterError("TensorFlowAdapter.profile: the trace has no kernels to join the profiler's events to")
     tensors = [value if isinstance(value, tf.Tensor) else tf.convert_to_tensor(value) for value in inputs]
     xla = trace.kernel_source == XLA_SOURCE
-    placed = [] if xla else _placed(walker, concrete, clean, trace.kernels)
-    # a function of its own calling it: its first run instantiates it, and hands over the graph run
-    runner: Any = concrete if xla else tf.function(lambda *args: concrete(*args)).get_concrete_function(*tensors)
+    key = (id(concrete), xla, tuple((tuple(t.shape), t.dtype.name) for t in tensors),
+           tuple((k.name, k.kind, k.executions) for k in trace.kernels))  # fmt: skip
+    known = _PREPARED.get(key)
     try:
-        graph, why = _warm(runner, tensors, finish, collect=not xla)
+        if known is None:
+            placed = [] if xla else _placed(walker, concrete, clean, trace.kernels)
+            # a function of its own calling it: its first run instantiates it, and hands over the graph run
+            runner: Any = (
+                concrete if xla else tf.function(lambda *args: concrete(*args)).get_concrete_function(*tensors)
+            )
+            graph, why = _warm(runner, tensors, finish, collect=not xla)
+            _PREPARED[key] = known = (concrete, runner, placed, graph, why)
+            while len(_PREPARED) > _PREPARED_KEPT:
+                _PREPARED.popitem(last=False)
+        else:
+            _PREPARED.move_to_end(key)
+            _, runner, placed, graph, why = known
+            _warm(runner, tensors, finish, collect=False)
         keep_warm(lambda: finish(runner(*tensors)))  # analyze's warm_seconds: the threads awake
         events, wall, devices = _record(runner, tensors, finish, runs)
     finally:
