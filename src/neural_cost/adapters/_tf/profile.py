@@ -48,12 +48,14 @@ count differs from ``executions × runs``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import tempfile
 import time
-from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import tensorflow as tf
@@ -69,7 +71,7 @@ from .walker import CALLS, Walker
 from .xla import XLA_SOURCE
 from .xplane import Event, read_events
 
-__all__ = ["profile_concrete", "runtime_key"]
+__all__ = ["keeping", "kept", "profile_concrete", "runtime_key"]
 
 _LOOP = re.compile(r"/(?:body|cond)/_\d+/")
 _BRANCH = re.compile(r"/(?:then|else|branch\d+)/_\d+/")
@@ -90,11 +92,26 @@ def _has_op(graph: Any, name: str) -> bool:
     return True
 
 
-#: The runner, graph run and placed kernels of the programs profiled last, by concrete function, inputs and kernels
-#: (the function kept, so its id stays its own): a kernel calibration profiles each program once a pass, and a
-#: fresh runner traced, instantiated and its graph collected, the program walked again, was half a small one's profile.
-_PREPARED: OrderedDict[tuple[Any, ...], tuple[Any, Any, list[Pending], Any, str]] = OrderedDict()
-_PREPARED_KEPT = 1024
+#: While a calibration goes round its programs (``keeping``): what ``profile`` built for a program (its runner, the
+#: graph run, its kernels' graph ops: a fresh runner traced and instantiated, the program walked again, was half a
+#: small one's profile) and ``benchmark``'s wrapper of a tf.function, by the function's id (kept with it, so that id
+#: stays its own). None outside: a user's model is not held after its analysis.
+_KEPT: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("neural_cost_tf_kept", default=None)
+
+
+@contextlib.contextmanager
+def keeping() -> Iterator[None]:
+    """Inside the block, ``profile`` and ``benchmark`` reuse what they built for the same function (``_KEPT``)."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def kept() -> dict[tuple[Any, ...], Any] | None:
+    """The block's store (``keeping``), None outside one."""
+    return _KEPT.get()
 
 
 def profile_concrete(
@@ -118,9 +135,10 @@ def profile_concrete(
         raise AdapterError("TensorFlowAdapter.profile: the trace has no kernels to join the profiler's events to")
     tensors = [value if isinstance(value, tf.Tensor) else tf.convert_to_tensor(value) for value in inputs]
     xla = trace.kernel_source == XLA_SOURCE
-    key = (id(concrete), xla, tuple((tuple(t.shape), t.dtype.name) for t in tensors),
+    store = _KEPT.get()
+    key = ("profile", id(concrete), xla, tuple((tuple(t.shape), t.dtype.name) for t in tensors),
            tuple((k.name, k.kind, k.executions) for k in trace.kernels))  # fmt: skip
-    known = _PREPARED.get(key)
+    known = None if store is None else store.get(key)
     try:
         if known is None:
             placed = [] if xla else _placed(walker, concrete, clean, trace.kernels)
@@ -129,11 +147,9 @@ def profile_concrete(
                 concrete if xla else tf.function(lambda *args: concrete(*args)).get_concrete_function(*tensors)
             )
             graph, why = _warm(runner, tensors, finish, collect=not xla)
-            _PREPARED[key] = known = (concrete, runner, placed, graph, why)
-            while len(_PREPARED) > _PREPARED_KEPT:
-                _PREPARED.popitem(last=False)
+            if store is not None:
+                store[key] = (concrete, runner, placed, graph, why)
         else:
-            _PREPARED.move_to_end(key)
             _, runner, placed, graph, why = known
             _warm(runner, tensors, finish, collect=False)
         keep_warm(lambda: finish(runner(*tensors)))  # analyze's warm_seconds: the threads awake
