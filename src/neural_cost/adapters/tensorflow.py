@@ -270,9 +270,9 @@ class TensorFlowAdapter(FrameworkAdapter):
 
     def keeping_compiled(self, count: int) -> AbstractContextManager[None]:
         """Inside the block, ``benchmark`` keeps its wrapper of a tf.function and ``profile`` its runner, the graph
-        run and the kernels' graph ops, and reuse them for the same function (``_tf.profile.keeping``): a fresh
-        wrapper traced and instantiated each pass was a fifth of a calibration (3 min 11 s → 2 min 23 s on a 2-core
-        VM). Everything kept goes when the block ends; ``count`` is not needed."""
+        run and the kernels' graph ops, and reuse them for the same function (``_tf.profile.keeping``): fresh ones
+        traced and instantiated each pass took a calibration's grid 165 s where it takes 119–127 s with them kept
+        (a 2-core VM). Everything kept goes when the block ends; ``count`` is not needed."""
         return keeping()
 
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:

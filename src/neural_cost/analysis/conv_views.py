@@ -100,7 +100,7 @@ THIN = 256
 #: ``conv:small_map``. At the same roofline time, TensorFlow 2.21 ran a 3×3 512 → 512 layer on 4 × 3² maps at 5.3×
 #: its compute time and a 256 → 256 one on 4 × 6² at 2.6×: its grid's four thin layers on 3² and 4² maps at 3.3–5.3×,
 #: its six on 6² to 14² at 1.8–2.6× (a 30-µs one aside); PyTorch's at 1.5–2.2× against 1.2–1.8×, JAX's at 1.7–3.0×
-#: against 1.5–2.7× (one calibration each, this CPU). One thin curve read a Keras ResNet50's 3² layers at 0.25–0.55×.
+#: against 1.5–2.7× (one calibration each, this CPU). One thin curve read a Keras ResNet50's 3² layers at 0.24–0.55×.
 SMALL_MAP = 4
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
