@@ -160,6 +160,25 @@ def _matmul(draw: Any) -> Case:
     return Case("matmul", (lhs, rhs), out, dtype, expected=plain((lhs, rhs), out, dtype, 2 * math.prod(out) * k))
 
 
+@strategy("grouped_matmul")
+@st.composite
+def _grouped_matmul(draw: Any) -> Case:
+    """PyTorch's four ``_grouped_mm`` layouts: rows, columns or the contracted dim split among G groups, or a batch."""
+    g, m, k, n, dtype = draw(dim), draw(dim), draw(dim), draw(dim), draw(dtypes)
+    split = draw(st.sampled_from(["rows", "columns", "contracted", "batch"]))
+    lhs, rhs, out, attrs = {
+        "rows": ((m, k), (g, k, n), (m, n), {}),
+        "columns": ((g, m, k), (k, n), (m, n), {"group_dims": ((0,), ()),
+                                                "dimension_numbers": (((2,), (0,)), ((), ()))}),
+        "contracted": ((m, k), (k, n), (g, m, n), {"group_dims": ((), ()), "ragged_contracting": True,
+                                                   "dimension_numbers": (((1,), (0,)), ((), ()))}),
+        "batch": ((g, m, k), (g, k, n), (g, m, n), {"group_dims": ((), ()),
+                                                    "dimension_numbers": (((2,), (1,)), ((0,), (0,)))}),
+    }[split]  # fmt: skip
+    flops = 2 * m * k * n * (g if split == "batch" else 1)  # each index of the split dim in one group
+    return Case("grouped_matmul", (lhs, rhs), out, dtype, attrs, expected=plain((lhs, rhs), out, dtype, flops))
+
+
 def causal_row_keys_by_loop(q_len: int, k_len: int, alignment: str, blocks: tuple[int, int] | None) -> list[int]:
     """The keys each query row executes."""
     offset = k_len - q_len if alignment == "bottom_right" else 0

@@ -148,6 +148,13 @@ NEW_KIND_EXAMPLES.update(
             144,  # 4 * 36 = 144
             144,  # 4 * 36 = 144
         ),
+        "grouped_matmul": (
+            # 6 tokens (M) of 4 features (K) through 3 experts' (4 → 5) weights, the experts' sizes (3,) as int32
+            Operation("moe", "grouped_matmul", ((6, 4), (3, 4, 5), (3,)), (6, 5), input_dtypes=(F32, F32, "int32")),
+            240,  # 2 · M · K · N = 2 · 6 · 4 · 5 = 240: each token through one expert
+            348,  # 4 · (24 + 60) + 4 · 3 = 336 + 12 = 348: every expert's weights, the sizes
+            120,  # 4 · 30 = 120
+        ),
         "callback": (
             Operation("cb", "callback", ((4, 4),), (4,)),
             0,  # FLOPs unknown: not counted, and noted

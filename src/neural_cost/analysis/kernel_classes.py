@@ -62,7 +62,7 @@ from .rows import compute_seconds
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
 CLASS_OF_KIND: Mapping[str, str] = {
     "attention": "attention", "attention_backward": "attention",
-    "conv": "conv",
+    "conv": "conv", "grouped_matmul": "matmul",
     "matmul": "matmul", "linear": "matmul", "decomposition": "matmul", "fft": "matmul", "cdist": "matmul",
     "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm", "groupnorm": "norm", "norm_backward": "norm_backward",
     "softmax": "softmax", "safe_softmax": "softmax", "softmax_backward": "softmax",
@@ -111,7 +111,7 @@ def _suffixed(estimate: CostEstimate, row: KernelTime, base: str) -> str:
 #: Record kinds that are contractions. A kernel that runs several (a library's fused subgraph:
 #: XLA's ``ynn_fusion`` of a CNN's convolutions, pools and norms) runs them one after another,
 #: each with its own entry cost and at its own size's efficiency (``parts``).
-CONTRACTIONS = frozenset({"conv", "matmul", "linear"})
+CONTRACTIONS = frozenset({"conv", "matmul", "linear", "grouped_matmul"})
 
 
 #: Classes whose kernels may run several contractions, each read as a part (``parts``).

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .gap import GapReport
 
 #: Kinds whose FLOPs run on a device's matrix units: the dtype they run at picks the peak.
-MATRIX_KINDS = frozenset({"matmul", "linear", "conv", "attention", "attention_backward"})
+MATRIX_KINDS = frozenset({"matmul", "linear", "grouped_matmul", "conv", "attention", "attention_backward"})
 PARTITIONED_CLOSED_FORM = (
     "no closed-form check: a partitioned program's records are one device's share (its attention cut with "
     "them), while the parameters and the batch are global"

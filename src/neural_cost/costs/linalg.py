@@ -109,6 +109,63 @@ def matmul(op: Operation, *, dimension_numbers: DimensionNumbers | None = None) 
     return default_cost(op, 2 * math.prod(out) * contracted)
 
 
+GroupDims = Annotated[
+    tuple[Dims, Dims],
+    Expect("(lhs group dims, rhs group dims): the dims that index the groups, tuples of ints, no part of the product"),
+]
+
+
+def _without(shape: Shape, group: Dims) -> tuple[Shape, dict[int, int]]:
+    """``shape`` less its ``group`` dims, and where each kept dim went."""
+    kept = [d for d in range(len(shape)) if d not in group]
+    return tuple(shape[d] for d in kept), {d: i for i, d in enumerate(kept)}
+
+
+@cost_rule(
+    "grouped_matmul",
+    "a product per group (a mixture of experts' experts: lax.ragged_dot, PyTorch's _grouped_mm), lhs, rhs[, group "
+    "sizes or offsets (..., G)]: attrs['group_dims'] (lhs dims, rhs dims; default the rhs's first) index the groups "
+    "and are no part of the product, which is lax.dot_general's attrs['dimension_numbers'] over the other dims "
+    "(default (M, K) · (K, N)); attrs['ragged_contracting']: the contracted dim is split among the groups, one output "
+    "per group (a leading G); 2 · output elements (less that G) · contracted size — every index of the ragged dim in "
+    "one group, as a router that assigns every token makes them (groups that cover less do less work)",
+)
+def grouped_matmul(
+    op: Operation,
+    *,
+    dimension_numbers: DimensionNumbers = (((1,), (1,)), ((), ())),
+    group_dims: GroupDims = ((), (0,)),
+    ragged_contracting: bool = False,
+) -> OpCost:
+    expect_inputs(op, 2, 3, "lhs, rhs, group sizes or offsets")
+    lhs, rhs = op.inputs[:2]
+    (lc, rc), (lb, rb) = dimension_numbers
+    named = ((lg := group_dims[0], lhs, lc + lb, "lhs"), (rg := group_dims[1], rhs, rc + rb, "rhs"))
+    for group, shape, used, side in named:
+        if any(not 0 <= d < len(shape) for d in group) or len(set(group)) != len(group) or set(group) & set(used):
+            raise ShapeError(
+                f"{where(op)}: group_dims {group_dims} must name distinct {side} dims of {shape} that are neither "
+                f"contracted nor batch dims"
+            )
+    groups = op.output[0] if ragged_contracting and op.output else None
+    sizes = {shape[d] for group, shape, _, _ in named for d in group} | (
+        {op.inputs[2][-1]} if len(op.inputs) == 3 and op.inputs[2] else set()
+    )
+    if groups is not None:
+        sizes.add(groups)
+    if len(sizes) > 1:
+        raise ShapeError(f"{where(op)}: the group counts disagree: {sorted(sizes)} (group dims, group sizes, output)")
+    (lhs_dense, lmap), (rhs_dense, rmap) = _without(lhs, lg), _without(rhs, rg)
+    renumbered = (
+        (tuple(lmap[d] for d in lc), tuple(rmap[d] for d in rc)),
+        (tuple(lmap[d] for d in lb), tuple(rmap[d] for d in rb)),
+    )
+    out, contracted = _dot_general(op, lhs_dense, rhs_dense, renumbered)
+    leading = (groups,) if groups is not None else ()
+    expect_output(op, (*leading, *out), "a leading group dim (ragged_contracting), batch dims, lhs free, rhs free")
+    return default_cost(op, 2 * math.prod(out) * contracted)
+
+
 CausalAlignment = Literal["top_left", "bottom_right"]
 CAUSAL_ALIGNMENTS: tuple[str, ...] = get_args(CausalAlignment)
 

@@ -147,6 +147,28 @@ def test_mlp_dot_kernels_carry_the_dot_general_records():
     assert_partition(trace, result)
 
 
+def moe_layer(x, w, sizes):
+    router = x @ jnp.ones((x.shape[1], 3))  # a dot of its own, beside the experts'
+    return lax.ragged_dot(x, w, sizes) + router.sum()
+
+
+def test_xla_cpu_runs_a_ragged_dot_densely_and_the_kernel_carries_its_record():
+    """XLA:CPU lowers ``lax.ragged_dot`` to a dot of every group over a masked copy of x (its op_name says
+    ``dot_general``): the kernel carries the ``grouped_matmul`` record, and computes G times its FLOPs."""
+    args = (
+        jax.ShapeDtypeStruct((16, 8), jnp.float32),
+        jax.ShapeDtypeStruct((3, 8, 6), jnp.float32),
+        jax.ShapeDtypeStruct((3,), jnp.int32),
+    )
+    _compiled, trace, result = kernels_of(moe_layer, args)
+    (ragged,) = [i for i, op in enumerate(trace.operations) if op.kind == "grouped_matmul"]
+    (kernel,) = [kernel for kernel in result.kernels if ragged in kernel.operations]
+    assert trace.operations[ragged].cost.flops == 1_536  # 2 · 16 · 8 · 6
+    assert kernel.compiled_flops == 3 * 1_536  # the dense form: 2 · 16 · (3 · 8) · 6 = 4,608
+    router = next(i for i, op in enumerate(trace.operations) if op.name == "dot_general")
+    assert router not in kernel.operations
+
+
 def elman(h, xs, wx, wh):
     def step(h, x):
         return jnp.tanh(x @ wx + h @ wh), None  # two dots on one line, both (8, 512)

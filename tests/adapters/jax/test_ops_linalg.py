@@ -114,3 +114,21 @@ def test_debug_prints_and_callbacks_count_the_bytes_they_send():
         (op,) = [op for op in trace.operations if op.kind == "callback"]
         assert (op.cost.flops, op.cost.read_bytes, op.cost.write_bytes) == (0, 48, 0)
         assert op.cost.notes[0].startswith("FLOPs unknown: host callback")
+
+
+def test_ragged_dot_and_its_gradients_are_grouped_products():
+    """A mixture of experts' ``lax.ragged_dot``: 16 tokens of 8 features (M, K) through 3 experts' 8 → 6 weights,
+    the experts taking 4, 5 and 7 tokens. Each token goes through one expert: 2 · M · K · N = 2 · 16 · 8 · 6 = 1,536
+    FLOPs, and as much for each gradient (the weights': one (8, 6) output per expert, the contracted tokens split)."""
+    x, w, sizes = jnp.ones((16, 8)), jnp.ones((3, 8, 6)), jnp.array([4, 5, 7], jnp.int32)
+    (forward,) = records(jax.lax.ragged_dot, x, w, sizes, kind="grouped_matmul")
+    assert forward.inputs == ((16, 8), (3, 8, 6), (3,)) and forward.output == (16, 6)
+    assert forward.cost.flops == 1_536
+    assert forward.cost.read_bytes == 4 * (128 + 144 + 3)  # x, every expert's weights, the sizes (int32)
+    grad = jax.grad(lambda x, w: jax.lax.ragged_dot(x, w, sizes).sum(), argnums=(0, 1))
+    products = records(grad, x, w, kind="grouped_matmul")
+    assert sorted((op.output, op.cost.flops) for op in products) == [
+        ((3, 8, 6), 1_536),  # the weights' gradient: 2 · K · N · M over the 16 tokens, one (8, 6) per expert
+        ((16, 6), 1_536),  # the forward product
+        ((16, 8), 1_536),  # the input's gradient: 2 · M · N · K
+    ]

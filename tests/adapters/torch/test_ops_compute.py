@@ -159,6 +159,25 @@ def test_fp8_scaled_mm_charges_the_product_to_fp8_and_dequantises_after():
     assert dequant.cost.flops_by_dtype == {"bfloat16": 2 * 16 * 64}  # scale_a and scale_b per output element
 
 
+def test_grouped_mm_counts_each_row_column_or_contracted_index_once_in_its_group():
+    """``_grouped_mm``'s four layouts on the CPU (float32; ATen wants 16-byte strides), checked against the
+    per-group products they compute (FlopCounterMode has no formula for it: 0)."""
+    offs = torch.tensor([4, 16], dtype=torch.int32)  # two groups: indices 0–3 and 4–15 of the split dim
+    a, w = torch.randn(16, 8), torch.randn(2, 8, 8)
+    call, (rows,) = only(lambda: torch._grouped_mm(a, w, offs), "_grouped_mm")
+    assert torch.allclose(call.out[4:], a[4:] @ w[1]) and flop_counter(call) == 0
+    assert rows.kind == "grouped_matmul" and rows.output == (16, 8)
+    assert rows.cost.flops == 2048  # 2 · M · K · N = 2 · 16 · 8 · 8: 4 rows through group 0, 12 through group 1
+    assert rows.cost.read_bytes == 4 * (128 + 128) + 4 * 2 and rows.cost.write_bytes == 4 * 128  # offs: 2 int32
+    _, (columns,) = only(lambda: torch._grouped_mm(torch.randn(2, 16, 8), torch.randn(8, 16), offs), "_grouped_mm")
+    assert columns.output == (16, 16) and columns.cost.flops == 4096  # 2 · M · K · N_total = 2 · 16 · 8 · 16
+    call, (contracted,) = only(lambda: torch._grouped_mm(torch.randn(16, 16), torch.randn(16, 8), offs), "_grouped_mm")
+    assert contracted.output == (2, 16, 8) == tuple(call.out.shape)
+    assert contracted.cost.flops == 4096  # 2 · M · K_total · N = 2 · 16 · 16 · 8: one output per group
+    _, (batch,) = only(lambda: torch._grouped_mm(torch.randn(2, 16, 8), torch.randn(2, 8, 8)), "_grouped_mm")
+    assert batch.output == (2, 16, 8) and batch.cost.flops == 4096  # a bmm: 2 · G · M · K · N = 2 · 2 · 16 · 8 · 8
+
+
 # --- convolution ------------------------------------------------------------------------
 
 

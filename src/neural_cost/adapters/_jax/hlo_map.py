@@ -94,8 +94,9 @@ _LOOKAHEAD = 64
 CONTRACTION_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",)}
 CONTRACTIONS = frozenset(name for names in CONTRACTION_OPCODES.values() for name in names)
 _BRANCH = re.compile(r"^branch_\d+_fun$")
-#: Primitives whose HLO carries another name: ``argmax`` lowers to a variadic ``reduce``.
-_LOWERED_AS = {"reduce": ("argmax", "argmin")}
+#: Primitives whose HLO carries another name: ``argmax`` lowers to a variadic ``reduce``; ``ragged_dot_general``,
+#: on XLA:CPU, to a ``dot_general`` of every group over a masked copy of its operand (G times its work).
+_LOWERED_AS = {"reduce": ("argmax", "argmin"), "dot_general": ("ragged_dot_general",)}
 #: Opcodes that only carry an equation's key along (the broadcast of a ``mul``'s constant).
 MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-element", "tuple", "reshape", "iota"})
 

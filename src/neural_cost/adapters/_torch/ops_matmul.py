@@ -1,5 +1,5 @@
 """Table entries for PyTorch's matrix products: mm/bmm/mv/dot/matmul, addmm/baddbmm/addmv/
-addbmm, linear and _scaled_mm.
+addbmm, linear, _scaled_mm and _grouped_mm.
 
 Each builder turns one executed aten call into records of existing kinds, permuting
 PyTorch's layouts into the ones the rules expect; the FLOP and byte arithmetic stays in
@@ -96,3 +96,25 @@ def _scaled_mm(call: AtenCall, ctx: TorchContext) -> Ops:
         _spec(ctx, out),
     )
     return [product, scale]
+
+
+@lowers("_grouped_mm")
+def _grouped_mm(call: AtenCall, ctx: TorchContext) -> Ops:
+    """(mat_a, mat_b, offs, bias, out_dtype): a ``grouped_matmul`` record (``transformers``' mixtures of experts
+    call it with every token's rows sorted by expert), ``offs`` (G,) the groups' cumulative ends. By the
+    operands' ranks (ATen's shape rule): (M, K) · (G, K, N) → (M, N), rows split among the groups; (G, M, K) ·
+    (K, N) → (M, N), columns split; (M, K) · (K, N) → (G, M, N), the contracted dim split; (G, M, K) ·
+    (G, K, N) → (G, M, N), a batched product. (PyTorch 2.13 refuses a bias: "not supported yet".)"""
+    a = _arguments(call)
+    lhs, rhs, offs = a["self"], a["mat2"], a.get("offs")
+    two_d = (lhs.dim() == 2, rhs.dim() == 2)
+    contract = ((1,), (1,)) if two_d == (True, False) else ((lhs.dim() - 1,), (rhs.dim() - 2,))
+    layouts: dict[tuple[bool, bool], dict[str, Any]] = {
+        (True, False): {"dimension_numbers": (contract, ((), ())), "group_dims": ((), (0,))},
+        (False, True): {"dimension_numbers": (contract, ((), ())), "group_dims": ((0,), ())},
+        (True, True): {"dimension_numbers": (contract, ((), ())), "group_dims": ((), ()), "ragged_contracting": True},
+        (False, False): {"dimension_numbers": (contract, ((0,), (0,))), "group_dims": ((), ())},
+    }
+    attrs = layouts[two_d]
+    inputs = [lhs, rhs] + ([offs] if _is_tensor(offs) else [])
+    return [ctx.op(call, "grouped_matmul", inputs, call.out, attrs=attrs)]
