@@ -179,6 +179,16 @@ def _grouped_matmul(draw: Any) -> Case:
     return Case("grouped_matmul", (lhs, rhs), out, dtype, attrs, expected=plain((lhs, rhs), out, dtype, flops))
 
 
+@strategy("histogram")
+@st.composite
+def _histogram(draw: Any) -> Case:
+    x, bins, dtype, from_data = draw(shapes(0, 3)), draw(pos), draw(dtypes), draw(st.booleans())
+    n = math.prod(x)
+    flops = 6 * n + (2 * max(n - 1, 0) if from_data else 0)  # range tests, bin, add; the data's min and max
+    expected = Expected(flops, 0, (2 if from_data else 1) * nbytes(x, dtype), nbytes((bins,), dtype))
+    return Case("histogram", (x,), (bins,), dtype, {"range_from_data": from_data}, expected=expected)
+
+
 def causal_row_keys_by_loop(q_len: int, k_len: int, alignment: str, blocks: tuple[int, int] | None) -> list[int]:
     """The keys each query row executes."""
     offset = k_len - q_len if alignment == "bottom_right" else 0

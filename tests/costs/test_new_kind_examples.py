@@ -155,6 +155,13 @@ NEW_KIND_EXAMPLES.update(
             348,  # 4 · (24 + 60) + 4 · 3 = 336 + 12 = 348: every expert's weights, the sizes
             120,  # 4 · 30 = 120
         ),
+        "histogram": (
+            # 30 values into 4 bins over their own range (histc's default min = max = 0), counts as float32
+            Operation("h", "histogram", ((10, 3),), (4,), attrs={"range_from_data": True}),
+            238,  # 6 · 30 (range tests, bin index, add) + 2 · 29 (the data's min and max) = 180 + 58 = 238
+            240,  # 4 · 30 read twice: once for the range, once to count = 240
+            16,  # 4 · 4 = 16
+        ),
         "callback": (
             Operation("cb", "callback", ((4, 4),), (4,)),
             0,  # FLOPs unknown: not counted, and noted

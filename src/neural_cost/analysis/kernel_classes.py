@@ -68,7 +68,7 @@ CLASS_OF_KIND: Mapping[str, str] = {
     "softmax": "softmax", "safe_softmax": "softmax", "softmax_backward": "softmax",
     "pooling": "pool", "pooling_backward": "pool", "pooling_gradient": "pool", "adaptive_pooling": "pool",
     "reduce": "reduce", "cumulative": "reduce", "foreach_reduce": "reduce", "nll_loss": "reduce",
-    "nll_loss_backward": "reduce", "sort": "reduce",
+    "nll_loss_backward": "reduce", "sort": "reduce", "histogram": "reduce",
     "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather", "grid_sample": "gather",
     "interpolate": "gather", "interpolate_backward": "gather",
     "elementwise": "elementwise", "foreach_elementwise": "elementwise", "rng": "random",

@@ -113,6 +113,22 @@ def membership(op: Operation, *, tests: Positive | None = None) -> OpCost:
     return default_cost(op, membership_comparisons(math.prod(elements), m))
 
 
+@cost_rule(
+    "histogram",
+    "x (n elements) counted into B equal bins (the output): per element 2 compares against the range, its bin "
+    "(subtract, multiply, divide) and 1 add = 6 (ATen's histc); attrs['range_from_data']: the range is x's own "
+    "min and max, 2(n−1) compares and a second read of x first",
+)
+def histogram(op: Operation, *, range_from_data: bool = False) -> OpCost:
+    expect_inputs(op, 1, 1, "x")
+    if len(op.output) != 1:
+        raise ShapeError(f"{where(op)}: a histogram's output is its bins, (B,); got {op.output}")
+    n = math.prod(op.inputs[0])
+    flops = 6 * n + (2 * max(n - 1, 0) if range_from_data else 0)
+    reads = read_inputs(op) * (2 if range_from_data else 1)
+    return OpCost({op.compute_dtype: flops} if flops else {}, reads, op.output_bytes)
+
+
 # Integer operations per block of random bits, derived from each generator's round function.
 RNG_GENERATORS: dict[str, tuple[int, int, str]] = {
     # name: (bits per block, integer ops per block, derivation)

@@ -241,6 +241,7 @@ def test_movement_elementwise_and_random():
             tf.math.pow(x, 3.0),
             tf.cumsum(x, axis=1),
             tf.tensor_scatter_nd_add(x, [[0], [2]], tf.ones((2, 5))),
+            tf.histogram_fixed_width(x, [-1.0, 1.0], nbins=6),
         )
 
     lowered, missing = lower(fn, tf.TensorSpec((4, 5)))
@@ -262,6 +263,8 @@ def test_movement_elementwise_and_random():
     # a constant exponent 3 runs as x·Square(x) once Grappler rewrites it: 2 per element, as in PyTorch and JAX
     assert (power.cost.flops, power.cost.transcendentals, power.attrs["op"]) == (40, 0, "cube")
     assert single(lowered, "Cumsum").cost.flops == 16  # 4 rows · (5 - 1)
+    histogram = single(lowered, "HistogramFixedWidth")  # 6 per value (2 clamps, the bin's 3, 1 add), range given
+    assert (histogram.cost.flops, histogram.cost.read_bytes, histogram.cost.write_bytes) == (120, 80, 24)  # int32 bins
     scatter = single(lowered, "TensorScatterAdd")
     assert scatter.cost.flops == 10 and scatter.cost.write_bytes == 40  # 2 rows of 5 touched
 

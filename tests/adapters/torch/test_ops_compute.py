@@ -884,3 +884,15 @@ def test_weight_norm_forward_and_backward_are_elementwise_over_the_weight():
     forward, backward = found["_weight_norm_interface"], found["_weight_norm_interface_backward"]
     assert (forward.operation.inputs, forward.operation.output) == (((16, 8, 5), (1, 1, 5)), (16, 8, 5))
     assert (forward.flops, backward.flops) == (1_920, 3_200)
+
+
+def test_histc_counts_each_value_into_its_bin_and_finds_the_range_first_when_asked():
+    """``histc``, what Mixtral's experts count their tokens with: 6 FLOPs a value (2 range compares, the bin's
+    subtract, multiply and divide, 1 add), and with min = max (the default) the data's own range first."""
+    x = torch.randn(10, 3)
+    _, (own,) = only(lambda: torch.histc(x, bins=4), "histc")
+    assert own.kind == "histogram" and own.output == (4,) and own.attrs["range_from_data"]
+    assert own.cost.flops == 238  # 6 · 30 + 2 · 29 (min and max) = 238
+    assert own.cost.read_bytes == 240 and own.cost.write_bytes == 16  # x read twice: 2 · 4 · 30; 4 · 4 bins
+    _, (given,) = only(lambda: torch.histc(x, bins=5, min=-1, max=1), "histc")
+    assert given.cost.flops == 180 and given.cost.read_bytes == 120  # 6 · 30; x read once

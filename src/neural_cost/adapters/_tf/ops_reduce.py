@@ -62,6 +62,13 @@ def _top_k(op: Any, ctx: TfContext) -> Sequence[Operation]:
     return [ctx.op(op, "sort", op.inputs[:1], attrs={"axis": -1, "k": values[-1]}, extra_outputs=op.outputs[1:2])]
 
 
+@lowers("HistogramFixedWidth")
+def _histogram(op: Any, ctx: TfContext) -> Sequence[Operation]:
+    """``tf.histogram_fixed_width(values, value_range, nbins)``: a ``histogram`` record over the values, each
+    clamped into its bin (2 compares, as ATen's range test counts) — the range is given, not the data's."""
+    return [ctx.op(op, "histogram", op.inputs[:1])]
+
+
 @lowers("BiasAddGrad")
 def _bias_add_grad(op: Any, ctx: TfContext) -> Sequence[Operation]:
     grad = ctx.shape(op.inputs[0])

@@ -1,5 +1,5 @@
 """Table entries for PyTorch's data movement: concatenation, copies, pads, selects, sorts,
-scans and the materialised backward of views.
+histograms, scans and the materialised backward of views.
 
 Each builder turns one executed aten call into records of existing kinds, permuting
 PyTorch's layouts into the ones the rules expect; the FLOP and byte arithmetic stays in
@@ -177,6 +177,16 @@ def _isin(call: AtenCall, ctx: TorchContext) -> Ops:
         attrs["compute_dtype"] = ctx.dtype(test)
         inputs = [(), test]
     return [ctx.op(call, "membership", inputs, out, attrs=attrs)]
+
+
+@lowers("histc")
+def _histc(call: AtenCall, ctx: TorchContext) -> Ops:
+    """``histc(x, bins, min, max)``: a ``histogram`` record, x counted into ``bins`` equal bins — a mixture of
+    experts' tokens per expert (``transformers``' Mixtral). With min = max (the default 0, 0) the range is x's
+    own min and max (``range_from_data``)."""
+    a = _arguments(call)
+    attrs = {"range_from_data": bool(a.get("min", 0) == a.get("max", 0))}
+    return [ctx.op(call, "histogram", [a["self"]], call.out, attrs=attrs)]
 
 
 @lowers("argmax", "argmin")
