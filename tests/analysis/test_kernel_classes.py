@@ -672,3 +672,26 @@ def test_only_a_pool_after_the_convolution_makes_it_pooled():
     assert _pooled("conv:narrow", costs("pooling", "conv", "elementwise")) == "conv:narrow"
     assert _pooled("conv:wide", costs("conv")) == "conv:wide"
     assert _pooled("conv_backward:wide", costs("conv", "pooling")) == "conv_backward:wide"
+
+
+def test_a_pytorch_mixture_of_experts_product_reads_its_rows_per_expert():
+    """``_grouped_mm`` of M tokens through G experts' weights (``grouped_matmul``) runs one product an expert on
+    the CPU: 1,016 tokens through 4 experts is 254 rows an expert, ``thin_matmul``; 1,024 through 4 is 256 rows,
+    ``matmul`` (``THIN_MATMUL``). Its weight gradient's layout, (M, K) · (M, N) → (G, K, N), stays ``matmul``."""
+    from neural_cost.adapters import adapter_for
+
+    def experts(tokens):
+        return torch._grouped_mm(tokens, torch.randn(4, 64, 64), torch.tensor([256, 512, 768, len(tokens)]).int())
+
+    for tokens, kind in ((1016, "thin_matmul"), (1024, "matmul")):
+        estimate = estimate_trace(adapter_for("torch").trace(experts, (torch.randn(tokens, 64),)))
+        (row,) = [row for row in kernel_rows(estimate, SPEC)[0] if "grouped" in row.name]
+        assert kernel_class(estimate, row) == kind, tokens
+    weights = estimate_trace(
+        adapter_for("torch").trace(
+            lambda x, dy: torch._grouped_mm(x.t(), dy, torch.tensor([4, 8, 12, 16]).int()),
+            (torch.randn(16, 64), torch.randn(16, 64)),
+        )
+    )
+    (row,) = [row for row in kernel_rows(weights, SPEC)[0] if "grouped" in row.name]
+    assert kernel_class(weights, row) == "matmul"

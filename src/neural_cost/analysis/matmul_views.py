@@ -20,7 +20,9 @@ from .utilization import is_backward
 #: (``kernel_classes.FALLBACK_CLASSES``). A batched product (attention scores), a matrix-vector one, or an XLA dot
 #: whose result does not end in the right operand's free dimension is ``matmul``.
 WIDE_MATMUL = 4096
-#: A PyTorch product of two matrices with fewer rows than this (M, the result's first dim) is ``thin_matmul``.
+#: A PyTorch product of two matrices with fewer rows than this (M, the result's first dim; a mixture of experts'
+#: grouped product of M tokens through G experts: M ÷ G, as ATen's CPU kernel runs one product a group) is
+#: ``thin_matmul``.
 #: MKL's sgemm ran such products far below the rate it reached with more rows, at every weight shape the grid
 #: has (32 → 64 to 512 → 8192, wide results among them): at 1.6× their compute bound with 1,024–4,096 rows,
 #: 1.6–1.8× at 512, 1.7–2.1× at 200 (the 4096- and 8192-wide ones 2.0–2.1×), 2.0–2.9× at 64 (on this project's AMD
@@ -40,8 +42,19 @@ def matmul_class(cost: OperationCost, framework: str | None = None, executions: 
     at least ``WIDE_MATMUL`` wide; ``matmul`` for any other."""
     op = cost.operation
     two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
-    if cost.kind not in ("matmul", "linear") or not two_d:
+    rows = op.output[0] if two_d else 0
+    if cost.kind == "grouped_matmul" and framework == "torch" and _tokens_by_expert(cost):
+        rows = op.output[0] // op.inputs[1][0]  # ATen's CPU kernel: one product a group, its rows
+    elif cost.kind not in ("matmul", "linear") or not two_d:
         return "matmul"
-    if framework == "torch" and executions <= 1 and not is_backward(op, framework) and op.output[0] < THIN_MATMUL:
+    if framework == "torch" and executions <= 1 and not is_backward(op, framework) and rows < THIN_MATMUL:
         return "thin_matmul"
     return "wide_matmul" if op.output[-1] >= WIDE_MATMUL else "matmul"
+
+
+def _tokens_by_expert(cost: OperationCost) -> bool:
+    """Whether a ``grouped_matmul`` record is a mixture of experts' forward product, (M, K) tokens through
+    (G, K, N) weights: its rows per group, M ÷ G on average (the routing is data), pick its view."""
+    op = cost.operation
+    shapes = [len(shape) for shape in op.inputs[:2]]
+    return shapes == [2, 3] and op.attrs.get("group_dims", ((), (0,))) == ((), (0,)) and op.inputs[1][0] > 0
