@@ -293,7 +293,8 @@ def test_flax_convnet_gradient_maps_nearly_all_flops_to_named_kernels():
 @pytest.mark.parametrize(
     ("op_name", "expected"),
     [
-        ("jit(f)/jit(main)/layer1/dot_general", ("layer1", ("dot_general", "main", "f"))),
+        # a dot holds ragged_dot_general's key too: XLA:CPU lowers a ragged dot to a dense one of that name
+        ("jit(f)/jit(main)/layer1/dot_general", ("layer1", ("dot_general", "ragged_dot_general", "main", "f"))),
         ("jit(f)/transpose(jvp(layer1))/mul", ("layer1", ("mul", "f"))),
         ("jit(f)/jvp()/sin", (None, ("sin", "f"))),
         ("jit(g)/while/body/closed_call/cell/sin", ("cell", ("sin", "g"))),

@@ -126,17 +126,18 @@ def test_lstm_layer_is_one_kernel_moving_its_operands_once():
 
 def test_unmodeled_call_is_a_kernel_with_no_records():
     def model(x):
-        return torch.histc(x * 2.0, bins=4)
+        return torch.kthvalue(x * 2.0, 2)
 
     trace = ADAPTER.trace(model, torch.rand(2, 8))
-    assert dict(trace.coverage.unmodeled) == {"aten.histc": 1}
-    mul, histc = trace.kernels
+    assert dict(trace.coverage.unmodeled) == {"aten.kthvalue": 1}
+    mul, kth = trace.kernels
     assert (mul.kind, mul.operations) == ("aten.mul.Tensor", (0,))
-    assert (histc.name, histc.kind, histc.operations) == ("histc", "aten.histc.default", ())
-    assert histc.traffic_bytes == 2 * 8 * 4 + 4 * 4  # reads the (2,8) float32 product, writes 4 bins
-    assert histc.footprint_bytes == 64 + 16
+    assert (kth.name, kth.kind, kth.operations) == ("kthvalue", "aten.kthvalue.default", ())
+    # reads the (2,8) float32 product, writes a value (float32) and an index (int64) per row: 64 + 8 + 16
+    assert kth.traffic_bytes == 2 * 8 * 4 + 2 * 4 + 2 * 8
+    assert kth.footprint_bytes == 64 + 24
     estimate = estimate_trace(trace)
-    assert estimate.compiled_bytes == estimate.bytes + 80  # the unmodeled call's bytes are known
+    assert estimate.compiled_bytes == estimate.bytes + 88  # the unmodeled call's bytes are known
 
 
 def test_views_are_not_kernels():

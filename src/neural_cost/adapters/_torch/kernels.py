@@ -20,7 +20,7 @@ traffic equals its unfused traffic), except:
   weights re-read at every step as its records count them;
 - an unmodeled call (no table entry, or a builder that could not read it) is a kernel with
   no records, its traffic its operand bytes: the bytes it moves are known when its FLOPs are not;
-  its ``unmodeled`` names the call as coverage does (``aten.histc``, ``mylib.slow``), so that
+  its ``unmodeled`` names the call as coverage does (``aten.kthvalue``, ``mylib.slow``), so that
   its measured time counts against time coverage.
 
 Every call executes once (eager runs its loops for real); a record's own ``count`` (a
@@ -184,7 +184,7 @@ class KernelLog:
 
 
 def _label(func: Any) -> str:
-    """How coverage names an unmodeled call (``aten.histc``, ``mylib.slow``): the recorder's label."""
+    """How coverage names an unmodeled call (``aten.kthvalue``, ``mylib.slow``): the recorder's label."""
     return f"{getattr(func, 'namespace', 'aten')}.{func.overloadpacket.__name__}"
 
 
