@@ -67,7 +67,7 @@ def test_an_inference_batch_norm_and_a_layer_norm_are_members_of_the_norm_family
     """An inference batch norm (a scale and shift per element) is ``norm:batch``, a layer norm
     (two reductions a row first) ``norm:layer``: each its own curve when calibrated, else the
     family's ``norm``, named in the note; an RMS norm record is the family's own."""
-    from neural_cost.analysis.kernel_classes import _norm_class
+    from neural_cost.analysis.norm_views import norm_class as _norm_class
     from neural_cost.core.records import Operation
 
     torch.manual_seed(0)

@@ -206,6 +206,10 @@ def head_split(size: int) -> tuple[int, int, int]:
     return max(2, size // 512), 8, 64
 
 
+#: Layer norms (rows × width): PyTorch's backward ones, TensorFlow's Keras layers (``norm:layer``).
+LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512), (256, 2048), (1024, 512))
+
+
 #: A loop program's twin runs this many times fewer trips (``MicroProgram.shorter``): the two wall
 #: times apart are the loop's own time, profiler-free.
 SHORTER = 8

@@ -14,31 +14,31 @@ family's ``conv``, which a transposed or input-dilated convolution reads (a dept
 ``depthwise_conv:stride1``, a strided one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or
 more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
-``:generic`` (``GENERIC``); a batch norm ``norm:batch``, a layer norm ``norm:layer`` (``NORM_MEMBERS``; the family
-``norm``). A product of two matrices 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``),
-and a PyTorch one of fewer than 256 rows ``thin_matmul`` (``THIN_MATMUL``); each reads ``matmul``'s curve without one of
-its own; attention is read once per query head, off 16-row blocks ``unaligned_attention`` (``attention_views``); a
-TensorFlow graph op that may write over its input ``elementwise:forwarded``. A kernel that runs a whole recurrent layer
-in one call (PyTorch's ``aten::lstm``) is its own class, ``rnn``: its records are what it computes, not how long it
-takes. A kernel that runs none of our records is ``conv`` or ``matmul`` when it computes a contraction XLA made at its
-compiled work, ``copy``, ``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by
-(``recordless_kind``), else ``other``: scored at its bound, noted. A kernel that runs more than once per run (a compiled
-loop's body) is its class ``@loop`` (``matmul@loop``, its members ``loop_dots.py``'s): its executions follow one another
-inside one launch, without the entry cost a standalone program's kernel pays; without a curve a memory-bound one
-(``LOOP_POINTWISE``: a copy, gather, reduction...) reads the loop's pointwise curve (``elementwise@loop``), else the
-standalone pointwise curve, and any other falls back to its class. A TensorFlow kernel XLA compiled (a ``jit_compile``
-function's) is its class ``@xla`` (``XLA``): it reads the XLA classes first, then the graph op's (``read_class``). A
-training step's own kernels are classes of their own (``TRAINING_CLASSES``): a convolution's backward (both gradients in
-one call), a batch norm that computes its batch's statistics, a norm's backward — at the same roofline time each runs
-slower than its forward class (a training-mode batch norm 6× an inference one in a ResNet step); a calibration without
-them reads them off the forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or
-``conv_backward:wide`` by the forward convolution's view (a 32-channel layer's ran at 0.67 of its roofline where the
-grid's wide ones ran at 0.9–1.1), and a strided layer's, forward or backward, ``:strided`` or ``:subsampled``
-(``STRIDED``), a depthwise one's ``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A kernel that only
-draws random numbers (a dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that
-work's class: PyTorch's CPU generator runs one element at a time on one core, 2–6 ns an element where an add takes a
-fraction of one; without a curve of its own it reads the pointwise ops' (``FALLBACK_CLASSES``).
-"""
+``:generic`` (``GENERIC``); a batch norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops
+``norm:batch:keras``), a layer norm ``norm:layer`` (``norm_views``; the family ``norm``). A product of two matrices
+4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), and a PyTorch one of fewer than 256
+rows ``thin_matmul`` (``THIN_MATMUL``); each reads ``matmul``'s curve without one of its own; attention is read once
+per query head, off 16-row blocks ``unaligned_attention`` (``attention_views``); a TensorFlow graph op that may write
+over its input ``elementwise:forwarded``. A kernel that runs a whole recurrent layer in one call (PyTorch's
+``aten::lstm``) is its own class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
+none of our records is ``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,
+``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by (``recordless_kind``), else ``other``:
+scored at its bound, noted. A kernel that runs more than once per run (a compiled loop's body) is its class ``@loop``
+(``matmul@loop``, its members ``loop_dots.py``'s): its executions follow one another inside one launch, without the
+entry cost a standalone program's kernel pays; without a curve a memory-bound one (``LOOP_POINTWISE``: a copy, gather,
+reduction...) reads the loop's pointwise curve (``elementwise@loop``), else the standalone pointwise curve, and any
+other falls back to its class. A TensorFlow kernel XLA compiled (a ``jit_compile`` function's) is its class ``@xla``
+(``XLA``): it reads the XLA classes first, then the graph op's (``read_class``). A training step's own kernels are
+classes of their own (``TRAINING_CLASSES``): a convolution's backward (both gradients in one call), a batch norm that
+computes its batch's statistics, a norm's backward — at the same roofline time each runs slower than its forward class
+(a training-mode batch norm 6× an inference one in a ResNet step); a calibration without them reads them off the
+forward class's curve, noted. A convolution's backward is ``conv_backward:narrow`` or ``conv_backward:wide`` by the
+forward convolution's view (a 32-channel layer's ran at 0.67 of its roofline where the grid's wide ones ran at
+0.9–1.1), and a strided layer's, forward or backward, ``:strided`` or ``:subsampled`` (``STRIDED``), a depthwise one's
+``depthwise_conv_backward:stride1`` or ``:strided`` (``DEPTHWISE``). A kernel that only draws random numbers (a
+dropout's ``bernoulli_``) is ``random`` — drawn inside a fusion with other work, it is that work's class: PyTorch's CPU
+generator runs one element at a time on one core, 2–6 ns an element where an add takes a fraction of one; without a
+curve of its own it reads the pointwise ops' (``FALLBACK_CLASSES``)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
 from ..core.kernels import FORWARDS_INPUT, SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
-from ..core.records import Operation
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, family, main_memory_candidate
 from ..hardware.spec import HardwareSpec
 from .attention_views import UNALIGNED, attention_class, query_heads
@@ -57,6 +56,7 @@ from .conv_views import backward_width, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
 from .loop_dots import LOOP_DOTS, loop_dot_class
 from .matmul_views import matmul_class
+from .norm_views import norm_class
 from .rows import compute_seconds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -385,25 +385,13 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "attention":  # its sequences on the flash kernel's blocks or off them
         return attention_class([estimate.by_operation[i].operation for i in kernel.operations])
     if name == "norm":  # its norm records' member
-        return _norm_class([c.operation for c in map(estimate.by_operation.__getitem__, kernel.operations)
-                            if CLASS_OF_KIND.get(c.kind) == "norm"])  # fmt: skip
+        return norm_class([c.operation for c in map(estimate.by_operation.__getitem__, kernel.operations)
+                           if CLASS_OF_KIND.get(c.kind) == "norm"], kernel.kind or "")  # fmt: skip
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
         # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
         function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
         return _sliced(kernel, f"transcendental:{function}" if function in FUNCTIONS else "transcendental")
     return _sliced(kernel, name)
-
-
-#: A norm kernel's member by its records' kind (one curve read a ResNet's batch norms at 3×: docs/expected.md).
-NORM_MEMBERS: Mapping[str, str] = {"batchnorm": "norm:batch", "layernorm": "norm:layer"}
-
-
-def _norm_class(records: list[Operation]) -> str:
-    """``norm_training``, else the ``NORM_MEMBERS`` member its norm records share, else ``norm``."""
-    if any(r.kind == "batchnorm" and r.attrs.get("training") for r in records):
-        return "norm_training"
-    members = {NORM_MEMBERS.get(r.kind, "norm") for r in records}
-    return members.pop() if len(members) == 1 else "norm"
 
 
 def _sliced(kernel: Kernel, name: str) -> str:

@@ -17,9 +17,10 @@ KERNEL_MODEL_REVISION = 45
 #: steps too, its per-step curve read without its cost per call, ``Point.call_seconds``; 43.2: attention read
 #: per query head, ``kernel_classes.repeats``, and six shapes more in its grid; 43.3: the cost of an evicted
 #: operand measured, ``_torch/evicted.py``; TensorFlow's 43.1: its pointwise ops that may write over their input,
-#: ``elementwise:forwarded``, timed so; all in 44); raising the shared one still makes every framework's calibration
+#: ``elementwise:forwarded``, timed so; all in 44; TensorFlow's 45.1: Keras models of one batch norm or layer norm
+#: layer, ``norm:batch:keras`` and ``norm:layer``); raising the shared one still makes every framework's calibration
 #: again.
-REVISIONS: dict[str, int] = {}
+REVISIONS: dict[str, int] = {"tensorflow": 1}
 
 
 def revision(framework: str) -> str:

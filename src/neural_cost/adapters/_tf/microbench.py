@@ -6,11 +6,13 @@ Keras model runs, from a few microseconds to tens of milliseconds on a small CPU
 over rows 1..4096 and widths 32..3072 (alone and with ``BiasAdd``), ``BatchMatMulV2``,
 ``Conv2D`` (NHWC), pointwise ops from 10³ to 10⁷ elements, ``Sum``/``Mean``/``Max`` over the
 last axis, ``Softmax``, ``FusedBatchNormV3`` for inference, ``MaxPool``/``AvgPool``,
-``Transpose``, ``GatherV2`` (an embedding lookup), and a Keras ``Dense`` and ``Conv2D`` layer
-call; and loops (``_loops``): an LSTM-style cell and a residual ReLU layer in a
+``Transpose``, ``GatherV2`` (an embedding lookup), a Keras ``Dense`` and ``Conv2D`` layer
+call, and Keras models of one ``BatchNormalization`` or ``LayerNormalization`` layer (the kernel
+the adapter folds each into); and loops (``_loops``): an LSTM-style cell and a residual ReLU layer in a
 ``tf.while_loop``, whose ops run once a step (their classes ``@loop``), each with a twin at an
 eighth of its steps. Inputs are fixed random tensors; ``quick`` keeps every class at a few sizes
-(for tests). Every program is a tf.function of its own. Then ``jit_compile`` functions (``_xla``): XLA's
+(for tests). Every program is a tf.function of its own (a norm layer's, its Keras model). Then
+``jit_compile`` functions (``_xla``): XLA's
 fusions, dots and convolutions, whose kernels are classes of their own (``matmul@xla``: a
 TensorFlow function compiled by XLA does not run the graph ops the rest of the grid times), and
 depthwise convolutions, which XLA:CPU runs 5–60 times slower than the graph op.
@@ -144,6 +146,24 @@ def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
             lambda x, s, o, m, v: tf.compat.v1.nn.fused_batch_norm(x, s, o, m, v, is_training=False)[0],
             rand(n, hw, hw, c), rand(c, k=1), rand(c, k=2), mean, var,
         )  # fmt: skip
+    # Keras 3's layers, as a model runs them (its adapter folds each into one kernel, ``_tf/composites.py``): a batch
+    # norm is a multiply and an add over the map, not the fused op (``norm:batch:keras``), and a layer norm its
+    # moments and four passes (``norm:layer``; TensorFlow has no op of its own for one)
+    for n, hw, c in () if quick else _MAPS:
+        yield MicroProgram(f"keras BatchNormalization {n}x{hw}x{hw}x{c}", _keras_norm(
+            tf.keras.layers.BatchNormalization(), (n, hw, hw, c)), (rand(n, hw, hw, c),))  # fmt: skip
+    for rows, width in () if quick else grid.LAYER_NORM_ROWS:
+        yield MicroProgram(f"keras LayerNormalization {rows}x{width}", _keras_norm(
+            tf.keras.layers.LayerNormalization(), (rows, width)), (rand(rows, width),))  # fmt: skip
+
+
+def _keras_norm(layer: Any, shape: tuple[int, ...]) -> Any:
+    """A Keras model of one norm ``layer`` over inputs of ``shape``, its statistics and parameters not 0 or 1."""
+    inputs = tf.keras.Input(shape[1:], batch_size=shape[0])
+    model = tf.keras.Model(inputs, layer(inputs))
+    for i, weight in enumerate(layer.weights):  # γ, β (and a batch norm's moving mean and variance: positive)
+        weight.assign(tf.abs(tf.random.stateless_normal(weight.shape, seed=(i, 7))) + 0.5)
+    return model
 
 
 def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:

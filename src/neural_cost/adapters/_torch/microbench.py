@@ -201,7 +201,7 @@ def _pointwise(quick: bool) -> Iterator[MicroProgram]:
 
 
 #: Inference batch norms ``(batch, channels, size)``, 16 kB to 6.4 MB of input: ``norm:batch``'s own
-#: curve (``kernel_classes.NORM_MEMBERS``), which a CNN's batch norms read instead of the layer norms'.
+#: curve (``norm_views.NORM_MEMBERS``), which a CNN's batch norms read instead of the layer norms'.
 _BATCH_NORMS = ((1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 56), (8, 256, 14), (16, 32, 48),
                 (1, 512, 7))  # fmt: skip
 
@@ -317,11 +317,11 @@ _BACKWARD_CONVS = (
 #: gradients asked: thirteen of the forward grid's (``_microgrid.DEPTHWISE_CONVS``), six of stride 1
 #: and its seven of stride 2 (``depthwise_conv_backward:stride1`` and ``:strided``).
 _BACKWARD_DEPTHWISE = tuple(conv for i, conv in enumerate(grid.DEPTHWISE_CONVS) if i not in (2, 8))
-#: Feature maps (batch, channels, side) of the training-mode batch norms; rows × width of the layer norms.
+#: Feature maps (batch, channels, side) of the training-mode batch norms (rows × width of the layer norms:
+#: ``grid.LAYER_NORM_ROWS``).
 _NORM_MAPS = (
     (1, 16, 16), (4, 64, 28), (8, 64, 56), (16, 128, 28), (2, 32, 112), (4, 32, 56), (16, 64, 28), (2, 256, 14),
 )  # fmt: skip
-_LAYER_NORM_ROWS = ((64, 256), (512, 768), (2048, 256), (4096, 1024), (16, 512), (256, 2048), (1024, 512))
 
 
 class _Held:
@@ -411,7 +411,7 @@ def _training(quick: bool) -> Iterator[MicroProgram]:
                 g, x, w, m, v, sm, si, True, 1e-5, [True, True, True])), 2),
             (_rand(n, c, hw, hw), x, w, mean, var, saved_mean, saved_invstd),
         )  # fmt: skip
-    for rows, width in _LAYER_NORM_ROWS[: 1 if quick else None]:
+    for rows, width in grid.LAYER_NORM_ROWS[: 1 if quick else None]:
         x, w, b = _rand(rows, width), _rand(width), _rand(width)
         _, mean, rstd = aten.native_layer_norm(x, [width], w, b, 1e-5)
         yield MicroProgram(
