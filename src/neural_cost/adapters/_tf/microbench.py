@@ -158,9 +158,11 @@ def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 
 def _keras_norm(layer: Any, shape: tuple[int, ...]) -> Any:
-    """A Keras model of one norm ``layer`` over inputs of ``shape``, its statistics and parameters not 0 or 1."""
+    """A Keras model of one norm ``layer`` over inputs of ``shape`` after a ReLU, its statistics and parameters not
+    0 or 1: it normalizes an intermediate, as in a model, whose buffer its first op may write over (a product by a
+    constant, Grappler folds into the layer's own)."""
     inputs = tf.keras.Input(shape[1:], batch_size=shape[0])
-    model = tf.keras.Model(inputs, layer(inputs))
+    model = tf.keras.Model(inputs, layer(tf.keras.layers.ReLU()(inputs)))
     for i, weight in enumerate(layer.weights):  # γ, β (and a batch norm's moving mean and variance: positive)
         weight.assign(tf.abs(tf.random.stateless_normal(weight.shape, seed=(i, 7))) + 0.5)
     return model
