@@ -57,17 +57,18 @@ def test_without_a_curve_of_its_own_a_keras_batch_norm_reads_norm_batch():
 
 
 def test_the_grid_times_keras_norm_layers_as_models_of_one_layer():
-    """Each of the batch norm maps the fused op is timed on, and the layer norms' rows × widths, as a Keras model
+    """Each of the batch norm maps the fused op is timed on, and the layer norms' rows × widths (PyTorch's backward
+    ones and three of 0.4–0.5 MB), as a Keras model
     whose layer normalizes an intermediate (its input after a ReLU); none in the quick grid."""
     from neural_cost.adapters import _microgrid as grid
-    from neural_cost.adapters._tf.microbench import _MAPS
+    from neural_cost.adapters._tf.microbench import _LAYER_NORMS, _MAPS
 
     programs = {p.name: p for p in ADAPTER.microbenchmarks(False) if p.name.startswith("keras ") and "Norm" in p.name}
     assert sorted(programs) == sorted(
         [f"keras BatchNormalization {n}x{hw}x{hw}x{c}" for n, hw, c in _MAPS]
-        + [f"keras LayerNormalization {rows}x{width}" for rows, width in grid.LAYER_NORM_ROWS]
+        + [f"keras LayerNormalization {rows}x{width}" for rows, width in (*grid.LAYER_NORM_ROWS, *_LAYER_NORMS)]
     )
-    assert len(programs) == 12 + 7
+    assert len(programs) == 12 + 7 + 3
     assert not [p for p in ADAPTER.microbenchmarks(True) if p.name.startswith("keras ") and "Norm" in p.name]
     program = programs["keras BatchNormalization 4x32x32x64"]
     assert isinstance(program.fn, keras.Model)

@@ -152,9 +152,16 @@ def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     for n, hw, c in () if quick else _MAPS:
         yield MicroProgram(f"keras BatchNormalization {n}x{hw}x{hw}x{c}", _keras_norm(
             tf.keras.layers.BatchNormalization(), (n, hw, hw, c)), (rand(n, hw, hw, c),))  # fmt: skip
-    for rows, width in () if quick else grid.LAYER_NORM_ROWS:
+    for rows, width in () if quick else (*grid.LAYER_NORM_ROWS, *_LAYER_NORMS):
         yield MicroProgram(f"keras LayerNormalization {rows}x{width}", _keras_norm(
             tf.keras.layers.LayerNormalization(), (rows, width)), (rand(rows, width),))  # fmt: skip
+
+
+#: Layer norms (rows × width) TensorFlow's grid times beside ``grid.LAYER_NORM_ROWS``: 0.4–0.5 MB, between their 64 kB
+#: and 1.5 MB. Keras's layer is eleven graph ops whose time grows with the elements, where the roofline jumps as a
+#: layer's footprint leaves the L2 (512 rows of 256: 5.3 µs of roofline; 512 × 768: 58 µs); without them a Keras
+#: transformer's 512 × 256 layer norms were expected at 311 µs and ran 590–670 (the machine 1.38× slow).
+_LAYER_NORMS = ((512, 256), (128, 768), (256, 384))
 
 
 def _keras_norm(layer: Any, shape: tuple[int, ...]) -> Any:
