@@ -57,18 +57,19 @@ def test_without_a_curve_of_its_own_a_keras_batch_norm_reads_norm_batch():
 
 
 def test_the_grid_times_keras_norm_layers_as_models_of_one_layer():
-    """Each of the batch norm maps the fused op is timed on, and the layer norms' rows × widths (PyTorch's backward
-    ones and three of 0.4–0.5 MB), as a Keras model
-    whose layer normalizes an intermediate (its input after a ReLU); none in the quick grid."""
+    """Seven of the batch norm maps the fused op is timed on (one of each size), and the layer norms' rows × widths
+    (PyTorch's backward ones and three of 0.4–0.5 MB), as a Keras model whose layer normalizes an intermediate (its
+    input after a ReLU); none in the quick grid."""
     from neural_cost.adapters import _microgrid as grid
-    from neural_cost.adapters._tf.microbench import _LAYER_NORMS, _MAPS
+    from neural_cost.adapters._tf.microbench import _KERAS_MAPS, _LAYER_NORMS, _MAPS
 
     programs = {p.name: p for p in ADAPTER.microbenchmarks(False) if p.name.startswith("keras ") and "Norm" in p.name}
     assert sorted(programs) == sorted(
-        [f"keras BatchNormalization {n}x{hw}x{hw}x{c}" for n, hw, c in _MAPS]
+        [f"keras BatchNormalization {n}x{hw}x{hw}x{c}" for n, hw, c in _KERAS_MAPS]
         + [f"keras LayerNormalization {rows}x{width}" for rows, width in (*grid.LAYER_NORM_ROWS, *_LAYER_NORMS)]
     )
-    assert len(programs) == 12 + 7 + 3
+    assert len(programs) == 7 + 7 + 3 and set(_KERAS_MAPS) < set(_MAPS)
+    assert len({n * hw * hw * c for n, hw, c in _KERAS_MAPS}) == 7  # one map of each size
     assert not [p for p in ADAPTER.microbenchmarks(True) if p.name.startswith("keras ") and "Norm" in p.name]
     program = programs["keras BatchNormalization 4x32x32x64"]
     assert isinstance(program.fn, keras.Model)

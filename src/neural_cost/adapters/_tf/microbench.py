@@ -149,7 +149,7 @@ def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     # Keras 3's layers, as a model runs them (its adapter folds each into one kernel, ``_tf/composites.py``): a batch
     # norm is a multiply and an add over the map, not the fused op (``norm:batch:keras``), and a layer norm its
     # moments and four passes (``norm:layer``; TensorFlow has no op of its own for one)
-    for n, hw, c in () if quick else _MAPS:
+    for n, hw, c in () if quick else _KERAS_MAPS:
         yield MicroProgram(f"keras BatchNormalization {n}x{hw}x{hw}x{c}", _keras_norm(
             tf.keras.layers.BatchNormalization(), (n, hw, hw, c)), (rand(n, hw, hw, c),))  # fmt: skip
     for rows, width in () if quick else (*grid.LAYER_NORM_ROWS, *_LAYER_NORMS):
@@ -157,6 +157,9 @@ def _reductions_norms(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
             tf.keras.layers.LayerNormalization(), (rows, width)), (rand(rows, width),))  # fmt: skip
 
 
+#: The maps of ``_MAPS`` a Keras batch norm is timed on: one of each size (16 kB to 26 MB), the 3-channel stem's left
+#: out (a Keras model is about 0.7 s of a calibration's pass to trace and profile; TensorFlow's is held under 3 min).
+_KERAS_MAPS = tuple(m for m in _MAPS if m not in ((16, 28, 128), (32, 14, 256), (2, 112, 32), (2, 64, 32), (1, 224, 3)))
 #: Layer norms (rows × width) TensorFlow's grid times beside ``grid.LAYER_NORM_ROWS``: 0.4–0.5 MB, between their 64 kB
 #: and 1.5 MB. Keras's layer is eleven graph ops whose time grows with the elements, where the roofline jumps as a
 #: layer's footprint leaves the L2 (512 rows of 256: 5.3 µs of roofline; 512 × 768: 58 µs); without them a Keras
