@@ -351,8 +351,7 @@ def _boolean(value: Any, name: str) -> bool:
     raise ValueError(f"{name}={value!r} is not true or false")
 
 
-#: Qualifiers of another way to run (``conv:wide:pooled``, ``transcendental:sliced``, ``norm:batch:keras``): no
-#: family member.
+#: Qualifiers of another way to run (``conv:wide:pooled``, ``norm:batch:keras``): no family member.
 WAYS = frozenset({"pooled", "sliced", "generic", "forwarded", "keras"})
 
 
