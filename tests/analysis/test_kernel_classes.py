@@ -603,6 +603,65 @@ def test_a_pytorch_product_of_fewer_than_256_rows_is_thin_matmul_read_off_matmul
     assert "matmul" in classes and "thin_matmul" not in classes
 
 
+def test_a_jax_dot_with_batch_dimensions_is_batched_matmul_read_off_matmul_without_one():
+    """In a jitted JAX program an attention's scores, ``einsum("bqhd,bkhd->bhqk")`` of (2, 8, 4, 16) twice — a
+    ``dot_general`` with batch dims b and h, 2 · 4 = 8 products — are ``batched_matmul`` (``BATCHED_MATMUL``); x @ w of
+    (2, 8, 64) × (64, 64) (its 2 and 8 free dims, no batch dim), a batched dot of one batch entry, and a batched dot
+    in a scan's body (``matmul@loop``'s member, ``loop_dots``) stay ``matmul``. Read with a calibration of ``matmul``
+    flat at 1 µs only, the batched kernel reads 1 µs and a note says so; with ``batched_matmul`` flat at 3 µs, 3 µs."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.matmul_views import BATCHED_MATMUL
+    from neural_cost.analysis.workload import trace_workload
+
+    def program(q, k, x, w, a, b):
+        def step(c, _):
+            return jnp.tanh(jnp.einsum("bij,bjk->bik", c, b)), None
+
+        looped, _ = jax.lax.scan(step, a, None, length=3)
+        return jnp.einsum("bqhd,bkhd->bhqk", q, k), x @ w, jnp.einsum("bij,bjk->bik", a[:1], b[:1]), looped
+
+    ones = jnp.ones
+    args = (
+        ones((2, 8, 4, 16)),
+        ones((2, 8, 4, 16)),
+        ones((2, 8, 64)),
+        ones((64, 64)),
+        ones((3, 8, 8)),
+        ones((3, 8, 8)),
+    )
+    adapter, fn = adapter_for("jax"), jax.jit(program)
+    adapter.benchmark(fn, *args, warmup=1, repeats=1)  # compiles: the trace reads its kernels
+    estimate = estimate_trace(trace_workload(adapter, fn, args, {}))
+    products = {}
+    for row in kernel_rows(estimate, SPEC)[0]:
+        records = (
+            [estimate.by_operation[i] for i in estimate.kernels[row.index].operations] if row.index is not None else []
+        )
+        for cost in records:
+            if cost.kind == "matmul":
+                products[cost.operation.inputs[0]] = (row.name, kernel_class(estimate, row))
+    assert {shape: kind for shape, (_, kind) in products.items()} == {
+        (2, 8, 4, 16): BATCHED_MATMUL, (2, 8, 64): "matmul", (1, 8, 8): "matmul", (3, 8, 8): "matmul@loop",
+    }  # fmt: skip
+    batched = products[2, 8, 4, 16][0]
+
+    def calibration(classes):
+        return KernelCalibration(
+            "jax", SPEC, classes, machine={}, versions=installed_versions("jax"), date="2026-12-06"
+        )
+
+    expected = expected_time(estimate, calibration({"matmul": _flat("matmul", -6.0)}), machine={})
+    assert next(row.seconds for row in expected.rows if row.name == batched) == pytest.approx(1e-6)
+    assert any("batched_matmul (1) off matmul" in note for note in expected.notes)
+    both = {"matmul": _flat("matmul", -6.0), BATCHED_MATMUL: _flat(BATCHED_MATMUL, -5.522879)}  # 10^-5.522879 = 3 µs
+    expected = expected_time(estimate, calibration(both), machine={})
+    assert next(row.seconds for row in expected.rows if row.name == batched) == pytest.approx(3e-6, rel=1e-5)
+    assert not any("batched_matmul (1) off" in note for note in expected.notes)
+
+
 def test_the_jax_grid_times_a_pooled_convolution_as_its_own_class():
     """JAX's conv → relu → 2×2 max pool programs: XLA:CPU fuses a 64 → 128-channel block into one
     ``ynn_fusion`` (``conv:wide:pooled``); a 3 → 16-channel one it leaves a lone HLO convolution

@@ -40,7 +40,7 @@ def _module(body: list[str]) -> str:
             "ENTRY %main () -> f32[8,64] {",
             "  %xs = f32[32,8,192]{2,1,0} constant({...})",
             "  %t = s32[] constant(3)",
-            "  ROOT %gates = f32[8,64]{1,0} fusion(%xs, %t), kind=kLoop, calls=%fused",
+            "  ROOT %fusion.7 = f32[8,64]{1,0} fusion(%xs, %t), kind=kLoop, calls=%fused",
             "}",
             "",
         ]
@@ -50,7 +50,7 @@ def _module(body: list[str]) -> str:
 def _traits(body: list[str]) -> set[str]:
     module = parse_hlo(_module(body))
     entry = {i.name: i for i in module.computations["main"]}
-    return kernel_work(module, entry["gates"], entry).traits
+    return kernel_work(module, entry["fusion.7"], entry).traits
 
 
 def test_a_dynamic_slice_read_through_two_slices_is_a_trait_of_its_kernel():

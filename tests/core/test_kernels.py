@@ -5,7 +5,7 @@ import json
 import pytest
 
 from neural_cost.core import Kernel, RecordError
-from neural_cost.core.kernels import recordless_kind
+from neural_cost.core.kernels import BODY, SLICED_DYNAMIC_SLICE, recordless_kind
 
 
 def roundtrip(record):
@@ -88,3 +88,14 @@ def test_kernel_executions_may_be_zero():
 )
 def test_a_kernel_without_records_is_read_off_the_opcodes_xla_names_it_by(name, kind, expected):
     assert recordless_kind(Kernel(name, (), kind=kind)) == expected
+
+
+def test_a_librarys_fusion_without_records_is_read_off_its_bodys_kind():
+    """A ``ynn_fusion`` (its name says nothing) with a ``body:reduce`` trait (``BODY``: what the adapter read from its
+    fused computation's opcodes) is ``reduce``; without one, None; a fusion whose name says what it does is read off
+    its name, whatever its trait."""
+    assert recordless_kind(Kernel("ynn_fusion.47", (), kind="fusion", compiled_traits=(BODY + "reduce",))) == "reduce"
+    assert recordless_kind(Kernel("ynn_fusion.47", (), kind="fusion", compiled_traits=(SLICED_DYNAMIC_SLICE,))) is None
+    assert recordless_kind(Kernel("transpose_copy_fusion", (), kind="fusion", compiled_traits=(BODY + "reduce",))) == (
+        "copy"
+    )

@@ -17,9 +17,10 @@ more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``:generic`` (``GENERIC``); a batch norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops
 ``norm:batch:keras``), a layer norm ``norm:layer`` (``norm_views``; the family ``norm``). A product of two matrices
 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), and a PyTorch one of fewer than 256
-rows ``thin_matmul`` (``THIN_MATMUL``); each reads ``matmul``'s curve without one of its own; attention is read once
-per query head, off 16-row blocks ``unaligned_attention`` (``attention_views``); a TensorFlow graph op that may write
-over its input ``elementwise:forwarded``. A kernel that runs a whole recurrent layer in one call (PyTorch's
+rows ``thin_matmul`` (``THIN_MATMUL``), a JAX dot with batch dimensions ``batched_matmul`` (``BATCHED_MATMUL``); each
+reads ``matmul``'s curve without one of its own; attention is read once per query head, off 16-row blocks
+``unaligned_attention`` (``attention_views``); a TensorFlow graph op that may write over its input
+``elementwise:forwarded``. A kernel that runs a whole recurrent layer in one call (PyTorch's
 ``aten::lstm``) is its own class, ``rnn``: its records are what it computes, not how long it takes. A kernel that runs
 none of our records is ``conv`` or ``matmul`` when it computes a contraction XLA made at its compiled work, ``copy``,
 ``reduce``, ``elementwise`` or ``transcendental`` by the opcodes XLA names it by (``recordless_kind``), else ``other``:
@@ -115,7 +116,7 @@ CONTRACTIONS = frozenset({"conv", "matmul", "linear", "grouped_matmul"})
 
 
 #: Classes whose kernels may run several contractions, each read as a part (``parts``).
-_SPLIT = frozenset({"conv", "matmul", "wide_matmul", "thin_matmul", "depthwise_conv"})
+_SPLIT = frozenset({"conv", "matmul", "wide_matmul", "thin_matmul", "batched_matmul", "depthwise_conv"})
 
 #: A convolution whose kernel pools its result (a window reduction after it in the same kernel: XLA:CPU's
 #: ``ynn_fusion`` of a CNN block, conv → norm → relu → max pool) is its class ``:pooled`` (``conv:wide:pooled``): JAX
@@ -237,7 +238,7 @@ TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training":
 #: and a depthwise backward off the depthwise forward's, the nearer kernel (not ``conv_backward``).
 FALLBACK_CLASSES: Mapping[str, str] = {
     **TRAINING_CLASSES, "random": "elementwise", "depthwise_conv": "conv", "depthwise_conv_backward": "depthwise_conv",
-    "wide_matmul": "matmul", "thin_matmul": "matmul", UNALIGNED: "attention",
+    "wide_matmul": "matmul", "thin_matmul": "matmul", "batched_matmul": "matmul", UNALIGNED: "attention",
 }  # fmt: skip
 
 

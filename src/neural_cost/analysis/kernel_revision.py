@@ -18,9 +18,10 @@ KERNEL_MODEL_REVISION = 45
 #: per query head, ``kernel_classes.repeats``, and six shapes more in its grid; 43.3: the cost of an evicted
 #: operand measured, ``_torch/evicted.py``; TensorFlow's 43.1: its pointwise ops that may write over their input,
 #: ``elementwise:forwarded``, timed so; all in 44; TensorFlow's 45.1: Keras models of one batch norm or layer norm
-#: layer, ``norm:batch:keras`` and ``norm:layer``); raising the shared one still makes every framework's calibration
+#: layer, ``norm:batch:keras`` and ``norm:layer``; JAX's 45.1: its dots with batch dimensions ``batched_matmul``,
+#: ``matmul_views.BATCHED_MATMUL``); raising the shared one still makes every framework's calibration
 #: again.
-REVISIONS: dict[str, int] = {"tensorflow": 1}
+REVISIONS: dict[str, int] = {"tensorflow": 1, "jax": 1}
 
 
 def revision(framework: str) -> str:

@@ -2,10 +2,13 @@
 shapes a library runs at another rate than a curve over roofline time reads — ``wide_matmul`` (a vocabulary
 projection) and PyTorch's ``thin_matmul`` (few rows). Neither is a member of ``matmul``: their points would bend
 the curve every other product reads; without a curve of their own they read ``matmul``'s, noted
-(``kernel_classes.FALLBACK_CLASSES``).
+(``kernel_classes.FALLBACK_CLASSES``). A JAX dot with batch dimensions (attention's scores and their product by the
+values) is ``batched_matmul`` (``batched``).
 """
 
 from __future__ import annotations
+
+import math
 
 from ..core.estimate import OperationCost
 from .utilization import is_backward
@@ -34,13 +37,26 @@ WIDE_MATMUL = 4096
 #: ``matmul``. XLA's dots lose less with few rows (JAX's grid: 0.82× the bound at 64 rows × 768 → 3072,
 #: 0.69–0.73× at 256 rows and more), so JAX's and TensorFlow's products stay ``matmul`` too.
 THIN_MATMUL = 256
+#: A JAX ``dot_general`` with batch dimensions (their product above 1: attention's scores and its product by the values,
+#: one small product a head) run once a run is ``batched_matmul``. XLA:CPU 0.10.2 ran such dots at 2–6× their compute
+#: bound where its plain dots of the same roofline time ran at 1.0–1.4× (JAX's grid on an Intel VM: the attention
+#: programs' dots 8 × 8 heads × 256² × 64 at 3.9–6.2× and 4096 × 256 → 256 at 1.01×, both 1.70 ms of roofline; its
+#: batched dots of 16 × 128² × 64 and 32 × 256² × 64 at 2.1×, 8 × 512³ at 1.08×). On one curve the batched points set
+#: its knot at 1.7 ms to 4.2×: a mixture of experts' two 2.1 GFLOP dense dots were expected at 7.2 ms and ran in about
+#: 4, and a Flax encoder's batched attention dots at 2–4× their expectation. PyTorch's ``bmm`` ran at its linears'
+#: rate (1.02–1.12×) and TensorFlow's ``BatchMatMulV2`` near its ``MatMul``'s, so their products stay ``matmul``; so
+#: does a dot in a loop (``loop_dots``).
+BATCHED_MATMUL = "batched_matmul"
 
 
 def matmul_class(cost: OperationCost, framework: str | None = None, executions: int = 1) -> str:
-    """For a 2-D matmul record (both operands and the result matrices): ``thin_matmul`` for a PyTorch forward one
+    """For a JAX dot with batch dimensions run once a run, ``batched_matmul`` (``batched``). For a 2-D matmul
+    record (both operands and the result matrices): ``thin_matmul`` for a PyTorch forward one
     with fewer than ``THIN_MATMUL`` rows run once a run (``executions``), else ``wide_matmul`` for one whose result is
     at least ``WIDE_MATMUL`` wide; ``matmul`` for any other."""
     op = cost.operation
+    if framework == "jax" and executions <= 1 and cost.kind == "matmul" and batched(cost):
+        return BATCHED_MATMUL
     two_d = len(op.output) == 2 and len(op.inputs) >= 2 and all(len(shape) == 2 for shape in op.inputs[:2])
     rows = op.output[0] if two_d else 0
     if cost.kind == "grouped_matmul" and framework == "torch" and _tokens_by_expert(cost):
@@ -58,3 +74,15 @@ def _tokens_by_expert(cost: OperationCost) -> bool:
     op = cost.operation
     shapes = [len(shape) for shape in op.inputs[:2]]
     return shapes == [2, 3] and op.attrs.get("group_dims", ((), (0,))) == ((), (0,)) and op.inputs[1][0] > 0
+
+
+def batched(cost: OperationCost) -> bool:
+    """Whether a record is a ``dot_general`` with batch dimensions whose product is above 1 (its attrs'
+    ``dimension_numbers``): many small products, one a batch entry."""
+    numbers = cost.operation.attrs.get("dimension_numbers")
+    if not numbers:
+        return False
+    batch = numbers[1][0]
+    lhs = cost.operation.inputs[0] if cost.operation.inputs else ()
+    sizes = [lhs[d] for d in batch if 0 <= d < len(lhs)]
+    return bool(sizes) and len(sizes) == len(batch) and math.prod(sizes) > 1

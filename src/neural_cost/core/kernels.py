@@ -29,6 +29,7 @@ from .errors import RecordError
 from .shapes import check_name
 
 __all__ = [
+    "BODY",
     "COLD_RESULTS_FROM",
     "COMPILED_EXCESS",
     "FORWARDS_INPUT",
@@ -36,6 +37,8 @@ __all__ = [
     "Kernel",
     "check_kernels",
     "computes_beyond",
+    "named_opcodes",
+    "opcodes_kind",
     "recordless_kind",
 ]
 
@@ -55,6 +58,10 @@ SLICED_DYNAMIC_SLICE = "sliced_dynamic_slice"
 #: TensorFlow's kernels forward instead of allocating. On a 2-core VM a Relu over 8.4 MB took 380 µs so and 742 µs
 #: writing a new buffer (on a persistent input, as a calibration's program had it).
 FORWARDS_INPUT = "forwards_input"
+#: The prefix of a ``compiled_traits`` entry that names what a library's fusion does when its name does not say
+#: (XLA:CPU's ``ynn_fusion``): ``body:reduce``, the kind its fused computation's opcodes make (``opcodes_kind``). A
+#: softmax's sum that XLA:CPU 0.10.2 gave YNNPACK was such a fusion, scored at its bound as ``other``.
+BODY = "body:"
 #: A kernel calibration's pointwise programs write results of at least this many bytes to memory no recent
 #: kernel touched (the PyTorch grid's ring of results): their curves hold that cost, so an expected time adds a
 #: result its cache no longer holds (``Kernel.reuse``) only under this size (``analysis/kernel_extras.py``).
@@ -291,27 +298,37 @@ def recordless_kind(kernel: Kernel) -> str | None:
     it), ``"transcendental"`` or ``"elementwise"`` when they compute one value an element (a
     ``select`` that keeps a gradient's diagonal, an optimizer's update XLA duplicated), the first
     when one evaluates a function (``exponential``, ``tanh``, ``rsqrt``: the records' transcendentals);
-    None when the name says none of these (``ynn_fusion``, a library's) or the kernel is no HLO
-    instruction (an aten call's kind is ``aten.add.Tensor``). The kind is read from the name, not
-    the body: XLA names a fusion after a few of its instructions (XLA:GPU after its roots' alone),
-    so a ``loop_add_fusion`` may also evaluate an ``exp``."""
+    for a fusion whose name says none of these (``ynn_fusion``, a library's) the kind its body's
+    opcodes make (a ``BODY`` trait); None when neither says, or the kernel is no HLO instruction
+    (an aten call's kind is ``aten.add.Tensor``). The kind is read from the name where it can be,
+    not the body: XLA names a fusion after a few of its instructions (XLA:GPU after its roots'
+    alone), so a ``loop_add_fusion`` may also evaluate an ``exp``."""
     if kernel.kind is None or "." in kernel.kind:
         return None
-    if kernel.kind != "fusion":
-        opcodes = {kernel.kind.replace("-", "_")}
-    else:
-        stem = kernel.name.split(".", 1)[0].replace("-", "_")
-        for word in _NOT_OPCODES:  # whole words only: a name is opcodes joined by "_"
-            stem = f"_{stem}_".replace(f"_{word}_", "_").strip("_")
-        opcodes, rest = set(), f"_{stem}_"
-        for spelled in sorted(_MOVES | _REDUCES | _POINTWISE, key=len, reverse=True):  # longest first
-            while f"_{spelled}_" in rest:  # reduce_window before reduce, dynamic_slice before slice
-                opcodes.add(spelled)
-                rest = rest.replace(f"_{spelled}_", "_", 1)
-        if rest.strip("_"):  # a word that is no opcode read here (ynn, a custom call's): no kind
-            return None
-    known = _MOVES | _REDUCES | _POINTWISE
-    if not opcodes or not opcodes <= known:
+    opcodes = {kernel.kind.replace("-", "_")} if kernel.kind != "fusion" else named_opcodes(kernel.name)
+    if opcodes is None:  # a library's fusion: its body's kind, when the adapter read one
+        return next((trait[len(BODY) :] for trait in kernel.compiled_traits if trait.startswith(BODY)), None)
+    return opcodes_kind(opcodes)
+
+
+def named_opcodes(name: str) -> set[str] | None:
+    """The opcodes a fusion's name is made of (``transpose_copy_fusion.3``: transpose and copy); None when a
+    word of it is no opcode read here (``ynn_fusion``, a library's)."""
+    stem = name.split(".", 1)[0].replace("-", "_")
+    for word in _NOT_OPCODES:  # whole words only: a name is opcodes joined by "_"
+        stem = f"_{stem}_".replace(f"_{word}_", "_").strip("_")
+    opcodes, rest = set(), f"_{stem}_"
+    for spelled in sorted(_MOVES | _REDUCES | _POINTWISE, key=len, reverse=True):  # longest first
+        while f"_{spelled}_" in rest:  # reduce_window before reduce, dynamic_slice before slice
+            opcodes.add(spelled)
+            rest = rest.replace(f"_{spelled}_", "_", 1)
+    return None if rest.strip("_") else opcodes
+
+
+def opcodes_kind(opcodes: set[str]) -> str | None:
+    """The kind a kernel of these opcodes (XLA's, ``_`` for ``-``) is read as (``recordless_kind``); None when one
+    of them is none read here (a ``dot``) or there are none."""
+    if not opcodes or not opcodes <= _MOVES | _REDUCES | _POINTWISE:
         return None
     if opcodes <= _MOVES:
         return "copy"

@@ -14,6 +14,7 @@ from neural_cost.adapters import JaxAdapter  # noqa: E402
 from neural_cost.adapters._jax.hlo import compiled_kernels  # noqa: E402
 from neural_cost.adapters._jax.hlo_text import parse_hlo  # noqa: E402
 from neural_cost.adapters._jax.hlo_work import contraction_flops, kernel_work  # noqa: E402
+from neural_cost.core.kernels import BODY  # noqa: E402
 
 MODULE = "\n".join(
     [
@@ -62,6 +63,60 @@ def test_contractions_are_counted_from_their_hlo_shapes():
     assert contraction_flops(entry["bmm"], entry) == ("bfloat16", 2 * 8 * 32 * 16 * 64)
     assert contraction_flops(entry["a"], entry) is None  # no contraction
     assert kernel_work(module, entry["out"], entry).flops_by_dtype == {}
+
+
+SOFTMAX_SUM = "\n".join(
+    [
+        "HloModule m, entry_computation_layout={()->f32[4,4,128]}",
+        "",
+        "%add (a: f32[], b: f32[]) -> f32[] {",
+        "  %a = f32[] parameter(0)",
+        "  %b = f32[] parameter(1)",
+        "  ROOT %sum = f32[] add(%a, %b)",
+        "}",
+        "",
+        "%inner (q0: f32[4,4,128,128]) -> f32[4,4,128,128] {",
+        "  %q0 = f32[4,4,128,128] parameter(0)",
+        "  ROOT %e = f32[4,4,128,128] exponential(%q0)",
+        "}",
+        "",
+        "%summed (p0: f32[4,4,128,128], p1: f32[]) -> f32[4,4,128] {",
+        "  %p0 = f32[4,4,128,128] parameter(0)",
+        "  %p1 = f32[] parameter(1)",
+        "  %x = f32[4,4,128,128] fusion(%p0), kind=kLoop, calls=%inner",
+        "  ROOT %r = f32[4,4,128] reduce(%x, %p1), dimensions={3}, to_apply=%add",
+        "}",
+        "",
+        "%dotted (d0: f32[8,16], d1: f32[16,8]) -> f32[8,8] {",
+        "  %d0 = f32[8,16] parameter(0)",
+        "  %d1 = f32[16,8] parameter(1)",
+        "  ROOT %d = f32[8,8] dot(%d0, %d1), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        "}",
+        "",
+        "ENTRY %main () -> f32[4,4,128] {",
+        "  %s = f32[4,4,128,128] constant({...})",
+        "  %zero = f32[] constant(0)",
+        "  %l = f32[8,16] constant({...})",
+        "  %m = f32[16,8] constant({...})",
+        "  %ynn_fusion.1 = f32[8,8] fusion(%l, %m), kind=kCustom, calls=%dotted",
+        "  %reduce_fusion = f32[4,4,128] fusion(%s, %zero), kind=kInput, calls=%summed",
+        "  ROOT %ynn_fusion = f32[4,4,128] fusion(%s, %zero), kind=kCustom, calls=%summed",
+        "}",
+        "",
+    ]
+)
+
+
+def test_a_librarys_fusion_is_read_off_its_bodys_opcodes_when_its_name_says_nothing():
+    """XLA:CPU's ``ynn_fusion`` of a softmax's sum (an exp fused in a nested fusion, then a reduce) reads
+    ``body:reduce`` (its opcodes exponential and reduce; the reduction's combiner is not read); one of a dot reads
+    none (a dot is no opcode the kind is read from); a fusion whose name says what it does (``reduce_fusion``) is
+    read off its name and gets no trait."""
+    module = parse_hlo(SOFTMAX_SUM)
+    entry = {i.name: i for i in module.computations["main"]}
+    assert kernel_work(module, entry["ynn_fusion"], entry).traits == {BODY + "reduce"}
+    assert kernel_work(module, entry["ynn_fusion.1"], entry).traits == set()
+    assert kernel_work(module, entry["reduce_fusion"], entry).traits == set()
 
 
 N, HW, C, D = 2, 8, 16, 32

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from ...core.kernels import SLICED_DYNAMIC_SLICE
+from ...core.kernels import BODY, SLICED_DYNAMIC_SLICE, named_opcodes, opcodes_kind
 from .hlo_text import ELEMENT_DTYPES, HloModule, Instruction, arrays
 
 __all__ = ["KernelWork", "contraction_flops", "kernel_work"]
@@ -86,7 +86,31 @@ def kernel_work(module: HloModule, kernel: Instruction, defined: dict[str, Instr
     _add(work, kernel, defined)
     if kernel.opcode == "fusion":
         _fused(module, kernel.calls("calls"), work, set())
+        if named_opcodes(kernel.name) is None:  # a library's fusion (ynn_fusion): what its body does, when it says
+            kind = opcodes_kind(_body_opcodes(module, kernel.calls("calls"), set()))
+            if kind is not None:
+                work.traits.add(BODY + kind)
     return work
+
+
+#: Opcodes that compute nothing: a fused computation's operands, constants and tuples.
+_INERT = frozenset({"parameter", "constant", "tuple", "get-tuple-element"})
+
+
+def _body_opcodes(module: HloModule, computations: tuple[str, ...], seen: set[str]) -> set[str]:
+    """The opcodes of fused computations (nested fusions' included; a reduction's combiner is not read), ``-``
+    spelled ``_`` as fusions' names spell them."""
+    found: set[str] = set()
+    for name in computations:
+        if name in seen:
+            continue
+        seen.add(name)
+        for instruction in module.computations.get(name, ()):
+            if instruction.opcode == "fusion":
+                found |= _body_opcodes(module, instruction.calls("calls"), seen)
+            elif instruction.opcode not in _INERT:
+                found.add(instruction.opcode.replace("-", "_"))
+    return found
 
 
 def _add(work: KernelWork, instruction: Instruction, defined: dict[str, Instruction]) -> None:
