@@ -38,12 +38,12 @@ WIDE_MATMUL = 4096
 #: 0.69–0.73× at 256 rows and more), so JAX's and TensorFlow's products stay ``matmul`` too.
 THIN_MATMUL = 256
 #: A JAX ``dot_general`` with batch dimensions (their product above 1: attention's scores and its product by the values,
-#: one small product a head) run once a run is ``batched_matmul``. XLA:CPU 0.10.2 ran such dots at 2–6× their compute
-#: bound where its plain dots of the same roofline time ran at 1.0–1.4× (JAX's grid on an Intel VM: the attention
-#: programs' dots 8 × 8 heads × 256² × 64 at 3.9–6.2× and 4096 × 256 → 256 at 1.01×, both 1.70 ms of roofline; its
-#: batched dots of 16 × 128² × 64 and 32 × 256² × 64 at 2.1×, 8 × 512³ at 1.08×). On one curve the batched points set
-#: its knot at 1.7 ms to 4.2×: a mixture of experts' two 2.1 GFLOP dense dots were expected at 7.2 ms and ran in about
-#: 4, and a Flax encoder's batched attention dots at 2–4× their expectation. PyTorch's ``bmm`` ran at its linears'
+#: one small product a head) run once a run is ``batched_matmul``. XLA:CPU 0.10.2 ran such dots at 1.1–6.2× their
+#: compute bound where its plain dots of the same roofline time ran at 1.0–1.4× (JAX's grid on an Intel VM: the
+#: attention programs' dots 8 × 8 heads × 256² × 64 at 3.9–6.2× and 4096 × 256 → 256 at 1.01×, both 1.70 ms of roofline;
+#: its batched dots of 16 × 128² × 64 and 32 × 256² × 64 at 2.1×, 8 × 512³ at 1.08×). On one curve the batched points
+#: set its knot at 1.7 ms to 4.2×: a mixture of experts' two 2.1 GFLOP dense dots were expected at 7.2 ms and ran in
+#: about 4, and a Flax encoder's batched attention dots at 2–4× their expectation. PyTorch's ``bmm`` ran at its linears'
 #: rate (1.02–1.12×) and TensorFlow's ``BatchMatMulV2`` near its ``MatMul``'s, so their products stay ``matmul``; so
 #: does a dot in a loop (``loop_dots``).
 BATCHED_MATMUL = "batched_matmul"
