@@ -50,7 +50,14 @@ def _positional(inputs: Any) -> tuple[Any, ...]:
     return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
 
 
-def _spec(value: Any, where: str) -> tf.TensorSpec:
+def _spec(value: Any, where: str) -> Any:
+    """A ``tf.TensorSpec`` of a tensor, or the same structure of them for a list, tuple or dict of tensors (a Keras
+    model of several inputs takes them so); ``where`` names the argument in an error."""
+    if isinstance(value, dict):
+        return {key: _spec(item, f"{where}[{key!r}]") for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_spec(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # a namedtuple's fields
     if isinstance(value, tf.TensorSpec):
         tensor: Any = value
     else:
@@ -66,6 +73,25 @@ def _spec(value: Any, where: str) -> tf.TensorSpec:
             f"(for example tf.zeros((batch, ...))) so every op has a static shape"
         )
     return tf.TensorSpec(tensor.shape, tensor.dtype)
+
+
+def _named(structure: Any, name: str) -> list[tuple[str, Any]]:
+    """The specs (or tensors) of an argument's structure, each named by its path: ``arg0``, ``arg0[1]``,
+    ``arg0['image']``; a value with no shape (None, a Python number) is left out."""
+    if isinstance(structure, dict):
+        return [found for key, item in structure.items() for found in _named(item, f"{name}[{key!r}]")]
+    if isinstance(structure, (list, tuple)):
+        return [found for i, item in enumerate(structure) for found in _named(item, f"{name}[{i}]")]
+    return [(name, structure)] if getattr(structure, "shape", None) is not None else []
+
+
+def _shapes(specs: Any) -> list[tuple[str, tuple[int, ...]]]:
+    """Each input's name (``_named``) and shape, for the arguments' specs."""
+    return [
+        (name, tuple(int(d) for d in spec.shape))
+        for i, arg in enumerate(specs)
+        for name, spec in _named(arg, f"arg{i}")
+    ]
 
 
 def _callable(model: Any, training: bool, kwargs: Mapping[str, Any]) -> Any:
@@ -124,7 +150,7 @@ class TensorFlowAdapter(FrameworkAdapter):
         except Exception as error:
             raise AdapterError(
                 f"TensorFlowAdapter.trace: tracing {_name_of(model)} for inputs "
-                f"{[tuple(s.shape) for s in specs]} failed ({type(error).__name__}): {error}"
+                f"{[shape for _, shape in _shapes(specs)]} failed ({type(error).__name__}): {error}"
             ) from error
         walker = Walker(self.trip_counts, self.default_trip_count, norm_layers(model), training)
         state = walker.run(concrete.graph)
@@ -156,7 +182,7 @@ class TensorFlowAdapter(FrameworkAdapter):
         return Trace(
             operations=operations,
             coverage=coverage,
-            input_shapes=tuple((f"arg{i}", tuple(int(d) for d in s.shape)) for i, s in enumerate(specs)),
+            input_shapes=tuple(_shapes(specs)),
             loop_assumptions=tuple(state.loops),
             framework="tensorflow",
             boundary=_boundary(concrete),
@@ -421,11 +447,11 @@ def _gpu_peak() -> int | None:
 
 def _boundary(concrete: Any) -> tuple[TensorSpec, ...]:
     specs = []
-    for i, tensor in enumerate(concrete.structured_input_signature[0] if concrete.structured_input_signature else ()):
-        if getattr(tensor, "shape", None) is None:  # a non-tensor argument (None, a Python value) moves no bytes
-            continue
-        shape: Shape = tuple(int(d) for d in tensor.shape)
-        specs.append(TensorSpec(f"arg{i}", shape, TfContext.dtype(tensor), "input"))
+    arguments = concrete.structured_input_signature[0] if concrete.structured_input_signature else ()
+    for i, argument in enumerate(arguments):  # a non-tensor argument (None, a Python value) moves no bytes
+        for name, tensor in _named(argument, f"arg{i}"):
+            shape: Shape = tuple(int(d) for d in tensor.shape)
+            specs.append(TensorSpec(name, shape, TfContext.dtype(tensor), "input"))
     for variable in concrete.variables:
         specs.append(
             TensorSpec(variable.name, tuple(int(d) for d in variable.shape), TfContext.dtype(variable), "parameter")

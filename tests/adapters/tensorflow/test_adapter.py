@@ -69,6 +69,35 @@ def test_bad_input_is_a_clear_error():
         ADAPTER.trace(model, (tf.TensorSpec((None, 8)),))
 
 
+def _two_inputs():
+    """A Keras model of two inputs, 16 and 8 features, concatenated into a 24 → 4 ``Dense``."""
+    image, extra = keras.Input((16,), name="image"), keras.Input((8,), name="extra")
+    out = keras.layers.Dense(4, name="head")(keras.layers.Concatenate()([image, extra]))
+    return keras.Model({"image": image, "extra": extra}, out), keras.Model([image, extra], out)
+
+
+def test_a_model_of_several_inputs_takes_them_as_a_list_or_a_dict():
+    """A list (or dict) of tensors is one argument of that structure, each tensor an input: never packed into one
+    tensor (``tf.convert_to_tensor`` of two (3, 16) tensors would stack them as (2, 3, 16); of (3, 16) and (3, 8) it
+    fails). Both traces count the head's 2 · 3 · 24 · 4 = 576 FLOPs, name each input by its path, and profile."""
+    by_name, by_position = _two_inputs()
+    image, extra = tf.ones((3, 16)), tf.ones((3, 8))
+    listed = ADAPTER.trace(by_position, ([image, extra],))
+    assert listed.input_shapes == (("arg0[0]", (3, 16)), ("arg0[1]", (3, 8)))
+    assert matmul_flops(listed) == 2 * 3 * 24 * 4 == 576
+    assert [(spec.name, spec.shape) for spec in listed.boundary if spec.role == "input"] == [
+        ("arg0[0]", (3, 16)),
+        ("arg0[1]", (3, 8)),
+    ]
+    named = ADAPTER.trace(by_name, ({"image": image, "extra": extra},))
+    assert dict(named.input_shapes) == {"arg0['extra']": (3, 8), "arg0['image']": (3, 16)}
+    assert matmul_flops(named) == 576
+    profile = ADAPTER.profile(by_position, ([image, extra],), trace=listed, runs=1)
+    assert profile.kernels and profile.kernel_seconds > 0
+    with pytest.raises(AdapterError, match=r"input 0\[1\] is not a tensor"):
+        ADAPTER.trace(by_position, ([image, object()],))
+
+
 def test_profile_model_counts_the_variables_as_parameters():
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16)])
     profile = profile_model(model, (tf.ones((2, 8)),), ADAPTER, training=True, optimizer_state_multiplier=2)

@@ -133,10 +133,12 @@ def profile_concrete(
         raise AdapterError(f"TensorFlowAdapter.profile: runs={runs!r}; pass a positive number of profiled runs")
     if not trace.kernels:
         raise AdapterError("TensorFlowAdapter.profile: the trace has no kernels to join the profiler's events to")
-    tensors = [value if isinstance(value, tf.Tensor) else tf.convert_to_tensor(value) for value in inputs]
+    # each argument as it was given: a tensor, or a list, tuple or dict of them (a Keras model of several inputs)
+    tensors = [tf.nest.map_structure(lambda v: v if isinstance(v, tf.Tensor) else tf.convert_to_tensor(v), value)
+               for value in inputs]  # fmt: skip
     xla = trace.kernel_source == XLA_SOURCE
     store = _KEPT.get()
-    key = ("profile", id(concrete), xla, tuple((tuple(t.shape), t.dtype.name) for t in tensors),
+    key = ("profile", id(concrete), xla, tuple((tuple(t.shape), t.dtype.name) for t in tf.nest.flatten(tensors)),
            tuple((k.name, k.kind, k.executions) for k in trace.kernels))  # fmt: skip
     known = None if store is None else store.get(key)
     try:
