@@ -61,22 +61,38 @@ class MicroProgram:
 
 
 def example_input_shapes(inputs: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """Shapes of the example inputs that have one (arrays and tensors), by position or name."""
+    """Shapes of the example inputs that have one (arrays and tensors), by position or name, inside lists, tuples
+    and dicts too, each named by its path (``named_leaves``)."""
+    shapes = []
+    for name, value in named_leaves(inputs):
+        try:
+            shapes.append((name, as_shape(tuple(value.shape), f"input {name} shape")))
+        except Exception:  # symbolic or unknown dims: not a concrete example shape
+            continue
+    return tuple(shapes)
+
+
+def named_leaves(inputs: Any) -> list[tuple[str, Any]]:
+    """The values with a shape among the inputs (a sequence of arguments, ``arg0``, ``arg1``...; or a mapping of
+    keyword arguments, by name), inside lists, tuples and dicts too, each named by its path as JAX's ``keystr``
+    writes one: ``arg0[1]``, ``arg0['image']``, ``mask['a']``. A value with no shape (None, a number) is left out."""
     if isinstance(inputs, Mapping):
-        items = list(inputs.items())
+        items = [(str(name), value) for name, value in inputs.items()]
     elif isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes)):
         items = [(f"arg{i}", value) for i, value in enumerate(inputs)]
     else:
         items = [("arg0", inputs)]
-    shapes = []
-    for name, value in items:
-        shape = getattr(value, "shape", None)
-        if shape is not None:
-            try:
-                shapes.append((str(name), as_shape(tuple(shape), f"input {name} shape")))
-            except Exception:  # symbolic or unknown dims: not a concrete example shape
-                continue
-    return tuple(shapes)
+    return [found for name, value in items for found in _leaves(value, name)]
+
+
+def _leaves(value: Any, name: str) -> list[tuple[str, Any]]:
+    if getattr(value, "shape", None) is not None:
+        return [(name, value)]
+    if isinstance(value, Mapping):
+        return [found for key, item in value.items() for found in _leaves(item, f"{name}[{key!r}]")]
+    if isinstance(value, (list, tuple)):
+        return [found for i, item in enumerate(value) for found in _leaves(item, f"{name}[{i}]")]
+    return []
 
 
 def reject_options(owner: str, options: Mapping[str, Any], known: str) -> None:

@@ -36,7 +36,7 @@ from ._tf.table import TfContext
 from ._tf.walker import Walker
 from ._tf.xla import FALLBACK, XLA_SOURCE, optimized_hlo, xla_kernels
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, MicroProgram, reject_options, require_modeled
+from .base import FrameworkAdapter, MicroProgram, example_input_shapes, named_leaves, reject_options, require_modeled
 
 del _tf
 
@@ -73,25 +73,6 @@ def _spec(value: Any, where: str) -> Any:
             f"(for example tf.zeros((batch, ...))) so every op has a static shape"
         )
     return tf.TensorSpec(tensor.shape, tensor.dtype)
-
-
-def _named(structure: Any, name: str) -> list[tuple[str, Any]]:
-    """The specs (or tensors) of an argument's structure, each named by its path: ``arg0``, ``arg0[1]``,
-    ``arg0['image']``; a value with no shape (None, a Python number) is left out."""
-    if isinstance(structure, dict):
-        return [found for key, item in structure.items() for found in _named(item, f"{name}[{key!r}]")]
-    if isinstance(structure, (list, tuple)):
-        return [found for i, item in enumerate(structure) for found in _named(item, f"{name}[{i}]")]
-    return [(name, structure)] if getattr(structure, "shape", None) is not None else []
-
-
-def _shapes(specs: Any) -> list[tuple[str, tuple[int, ...]]]:
-    """Each input's name (``_named``) and shape, for the arguments' specs."""
-    return [
-        (name, tuple(int(d) for d in spec.shape))
-        for i, arg in enumerate(specs)
-        for name, spec in _named(arg, f"arg{i}")
-    ]
 
 
 def _callable(model: Any, training: bool, kwargs: Mapping[str, Any]) -> Any:
@@ -150,7 +131,7 @@ class TensorFlowAdapter(FrameworkAdapter):
         except Exception as error:
             raise AdapterError(
                 f"TensorFlowAdapter.trace: tracing {_name_of(model)} for inputs "
-                f"{[shape for _, shape in _shapes(specs)]} failed ({type(error).__name__}): {error}"
+                f"{[shape for _, shape in example_input_shapes(specs)]} failed ({type(error).__name__}): {error}"
             ) from error
         walker = Walker(self.trip_counts, self.default_trip_count, norm_layers(model), training)
         state = walker.run(concrete.graph)
@@ -182,7 +163,7 @@ class TensorFlowAdapter(FrameworkAdapter):
         return Trace(
             operations=operations,
             coverage=coverage,
-            input_shapes=tuple(_shapes(specs)),
+            input_shapes=example_input_shapes(specs),
             loop_assumptions=tuple(state.loops),
             framework="tensorflow",
             boundary=_boundary(concrete),
@@ -448,10 +429,9 @@ def _gpu_peak() -> int | None:
 def _boundary(concrete: Any) -> tuple[TensorSpec, ...]:
     specs = []
     arguments = concrete.structured_input_signature[0] if concrete.structured_input_signature else ()
-    for i, argument in enumerate(arguments):  # a non-tensor argument (None, a Python value) moves no bytes
-        for name, tensor in _named(argument, f"arg{i}"):
-            shape: Shape = tuple(int(d) for d in tensor.shape)
-            specs.append(TensorSpec(name, shape, TfContext.dtype(tensor), "input"))
+    for name, tensor in named_leaves(arguments):  # a non-tensor argument (None, a Python value) moves no bytes
+        shape: Shape = tuple(int(d) for d in tensor.shape)
+        specs.append(TensorSpec(name, shape, TfContext.dtype(tensor), "input"))
     for variable in concrete.variables:
         specs.append(
             TensorSpec(variable.name, tuple(int(d) for d in variable.shape), TfContext.dtype(variable), "parameter")

@@ -51,7 +51,7 @@ from ._torch.profile import profile_eager
 from ._torch.recorder import Recorder, module_scopes, tensors_in
 from ._torch.table import TorchContext
 from ._walk import check_loop_options
-from .base import FrameworkAdapter, MicroProgram, reject_options, require_modeled
+from .base import FrameworkAdapter, MicroProgram, example_input_shapes, reject_options, require_modeled
 
 del _torch
 
@@ -157,10 +157,7 @@ class TorchAdapter(FrameworkAdapter):
         return Trace(
             operations=tuple(state.operations),
             coverage=coverage,
-            input_shapes=tuple(
-                [(f"arg{i}", _shape(a)) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-                + [(k, _shape(v)) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
-            ),
+            input_shapes=example_input_shapes(args) + example_input_shapes(kwargs),
             framework="torch",
             boundary=self._boundary(model, args, kwargs, output),
             notes=tuple(dict.fromkeys([*notes, *state.notes])),

@@ -103,6 +103,28 @@ def test_a_plain_function_of_tensors_works():
     assert flops(trace, kind="matmul") == 2 * 32 * 16 * 8  # 8,192
 
 
+def test_inputs_in_a_list_or_dict_are_each_named_by_their_path():
+    """A forward that takes its inputs as a list (or a dict) of tensors: the trace's inputs are each of them, named by
+    its path as JAX's adapter and TensorFlow's name theirs (``arg0[1]``, ``arg0['b']``); a keyword argument by its
+    key. The product counts 2 · 3 · 24 · 4 = 576 FLOPs either way."""
+
+    class Joined(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(24, 4)
+
+        def forward(self, xs, scale=None):
+            first, second = (xs["a"], xs["b"]) if isinstance(xs, dict) else xs
+            return self.head(torch.cat([first, second], -1)) * (1 if scale is None else scale)
+
+    a, b = torch.ones(3, 16), torch.ones(3, 8)
+    listed = ADAPTER.trace(Joined(), ([a, b],), {"scale": torch.ones(4)})
+    assert listed.input_shapes == (("arg0[0]", (3, 16)), ("arg0[1]", (3, 8)), ("scale", (4,)))
+    named = ADAPTER.trace(Joined(), ({"a": a, "b": b},))
+    assert named.input_shapes == (("arg0['a']", (3, 16)), ("arg0['b']", (3, 8)))
+    assert flops(listed, kind="matmul") == flops(named, kind="matmul") == 2 * 3 * 24 * 4 == 576
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(AdapterError, match="model=3 is not callable"):
         ADAPTER.trace(3, ())
