@@ -11,6 +11,8 @@ depthwise 3×3 convolutions ran at 5–20× their bound, where the narrow curve 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from neural_cost import estimate_trace
@@ -392,8 +394,10 @@ def test_a_convolution_of_under_256_output_positions_is_thin():
     128) thin, from 2 × 24² (12²: 288) strided; a 64 → 72 one on 2 × 8² (off oneDNN's blocks, K 576, N 72) thin.
     Kept, on 2 × 8²: a 32→32 layer (narrow: its weights are small) and a 24→24 one (unaligned, N 24); a 1×1
     stride-1 layer on 4 × 3² (PyTorch's ``conv:pointwise``), a 3-channel stem on 1 × 8² (``conv:shallow``), a
-    depthwise layer on 1 × 8². TensorFlow's and JAX's 1×1 1024 → 1024 on 4 × 3² is thin (``conv:small_map``), on
-    4 × 5² (100) ``conv:thin``, on 4 × 8² wide."""
+    depthwise layer on 1 × 8². JAX's 1×1 1024 → 1024 on 4 × 3² is thin (``conv:small_map``), on 4 × 5² (100)
+    ``conv:thin``; TensorFlow's graph op the same ``:1x1`` (``ONE_BY_ONE``: ``conv:small_map:1x1``, ``conv:thin:1x1``),
+    at stride 2 from 4 × 6² too, and its 3×3 one on 4 × 3² plain ``conv:small_map``; on 4 × 8² wide in both. A
+    ``jit_compile`` function's 1×1 layer is XLA's kernel, not oneDNN's: ``conv:small_map@xla``."""
     from neural_cost.adapters import _microgrid as grid
     from neural_cost.adapters import adapter_for
     from neural_cost.analysis.conv_views import SMALL_MAP, THIN
@@ -415,10 +419,19 @@ def test_a_convolution_of_under_256_output_positions_is_thin():
     assert forward(1, 3, 16, 8) == ["conv:shallow"] and forward(1, 32, 32, 8, groups=32) == ["depthwise_conv:stride1"]
 
     tf = pytest.importorskip("tensorflow")
-    for size, expected in ((3, "conv:small_map"), (5, "conv:thin"), (8, "conv:wide")):
+    for size, expected in ((3, "conv:small_map:1x1"), (5, "conv:thin:1x1"), (8, "conv:wide")):
         x, w = tf.ones((4, size, size, 1024)), tf.ones((1, 1, 1024, 1024))
         found = _classes(adapter_for("tensorflow"), tf.function(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME")), x, w)
         assert found == [expected]
+    x, w = tf.ones((4, 6, 6, 1024)), tf.ones((1, 1, 1024, 1024))
+    strided = tf.function(lambda x, w: tf.nn.conv2d(x, w, 2, "SAME"))  # 4 × 3² out: 36 positions
+    assert _classes(adapter_for("tensorflow"), strided, x, w) == ["conv:small_map:1x1"]
+    x, w = tf.ones((4, 3, 3, 512)), tf.ones((3, 3, 512, 512))
+    found = _classes(adapter_for("tensorflow"), tf.function(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME")), x, w)
+    assert found == ["conv:small_map"]
+    x, w = tf.ones((4, 3, 3, 1024)), tf.ones((1, 1, 1024, 1024))
+    compiled = tf.function(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"), jit_compile=True)
+    assert _classes(adapter_for("tensorflow"), compiled, x, w) == ["conv:small_map@xla"]
     jax = pytest.importorskip("jax")
     x, w = jax.numpy.ones((4, 3, 3, 1024)), jax.numpy.ones((1, 1, 1024, 1024))
 
@@ -436,8 +449,9 @@ def test_a_convolution_of_under_256_output_positions_is_thin():
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
     """Each full grid runs ``_microgrid.THIN_CONVS`` (14) at stride 1: six ``conv:thin`` and eight ``conv:small_map``
-    (3² and 4² maps), but four of PyTorch's five 1×1 ones are ``conv:pointwise`` (two on larger maps, two on small
-    ones; the fifth, 1 × 1024 × 4², it runs without oneDNN, ``conv_views.native``); none in the quick grid."""
+    (3² and 4² maps), but four of PyTorch's five 1×1 ones are ``conv:pointwise`` (one on a larger map, three on small
+    ones; the fifth, 1 × 1024 × 4², it runs without oneDNN, ``conv_views.native``) and TensorFlow's five are ``:1x1``;
+    none in the quick grid. TensorFlow's grid runs twelve thin 1×1 layers of its own."""
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     pytest.importorskip({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[framework])
     from neural_cost.adapters import _microgrid as grid
@@ -459,7 +473,21 @@ def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         classes += [kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
     # PyTorch's 1×1 layers: 1×2048×7² and 8×512×3², 2×1024×3², 3×256×4² run through oneDNN (pointwise); 1×1024×4²
-    # (16,384 elements) without it: small_map
-    pointwise = (1, 3) if framework == "torch" else (0, 0)  # (thin, small_map) layers that are pointwise
-    expected = ["conv:thin"] * (6 - pointwise[0]) + ["conv:small_map"] * (8 - pointwise[1])
-    assert sorted(classes) == sorted(expected + ["conv:pointwise"] * sum(pointwise))
+    # (16,384 elements) without it: small_map. TensorFlow's five are ``:1x1`` (one thin, four on small maps)
+    expected = {
+        "torch": {"conv:thin": 5, "conv:small_map": 5, "conv:pointwise": 4},
+        "jax": {"conv:thin": 6, "conv:small_map": 8},
+        "tensorflow": {"conv:thin": 5, "conv:thin:1x1": 1, "conv:small_map": 4, "conv:small_map:1x1": 4},
+    }[framework]
+    assert Counter(classes) == expected
+    if framework == "tensorflow":  # and twelve 1×1 ones of its own: seven thin, five on small maps
+        from neural_cost.adapters._tf.microbench import _THIN_POINTWISE
+
+        names = {f"Conv2D {n}x{size}x{size}x{c_in}->{c_out} k1" for n, c_in, c_out, size, _ in _THIN_POINTWISE}
+        own = [p for p in adapter.microbenchmarks(quick=False) if p.name in names]
+        assert len(own) == len(_THIN_POINTWISE) == 12
+        found = Counter()
+        for program in own:
+            estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
+            found.update(kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None)
+        assert found == {"conv:thin:1x1": 7, "conv:small_map:1x1": 5}

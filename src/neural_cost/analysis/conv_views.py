@@ -19,6 +19,7 @@ __all__ = [
     "DILATED",
     "NARROW",
     "NATIVE_ELEMENTS",
+    "ONE_BY_ONE",
     "POINTWISE",
     "SHALLOW",
     "SMALL_MAP",
@@ -102,6 +103,18 @@ THIN = 256
 #: its six on 6² to 14² at 1.8–2.6× (a 30-µs one aside); PyTorch's at 1.5–2.2× against 1.2–1.8×, JAX's at 1.7–3.0×
 #: against 1.5–2.7× (one calibration each, this CPU). One thin curve read a Keras ResNet50's 3² layers at 0.24–0.55×.
 SMALL_MAP = 4
+#: The qualifier of a TensorFlow graph's thin or small-map convolution (``THIN``, ``SMALL_MAP``) of a 1×1 kernel, of any
+#: stride (``conv:thin:1x1``, ``conv:small_map:1x1``): oneDNN runs it as a product of its few rows by the weights, at a
+#: rate set by its rows more than by its roofline time. TensorFlow 2.21 (Keras layers and ``tf.nn.conv2d`` alike, a
+#: tf.function call's 250 µs taken out) ran 1×1 layers of 36 rows at 37–80 GFLOP/s (3.9–8.5× their compute bound; 1–17
+#: MB of weights, 256 → 1024 to 2048 → 2048) and of 144 rows at 100–165 (1.9–3.2×), where the thin and small-map curves,
+#: of 3×3 layers (9 taps a row to share each weight), read them at 1.8× and 2.5–3.3×: a Keras Xception on 96-pixel
+#: images ran its 25 728 → 728 layers on 4 × 6² maps at 3.3× their bound (1.85× their expectation), a ResNet50 its 1×1
+#: small-map layers at 4–12×. Its grid's twelve such layers (beside the shared grid's five) read 1.2–3.0× on 5² to 14²
+#: maps and 2.5–9.2× on 2² to 4² (one calibration); off them the Xception's 728 → 728 layers read 1.29× their
+#: expectation. Without a curve of its own it reads its plain class's, noted (``kernel_model.WAYS``). A graph op only:
+#: XLA's kernels and other frameworks' keep their class.
+ONE_BY_ONE = "1x1"
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
 #: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
@@ -123,7 +136,8 @@ def width(estimate: CostEstimate, kernel: Kernel) -> str:
 def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     """``width`` of one convolution record of ``estimate``'s framework (``torch_view`` for PyTorch's), ``thin`` for
     a wide, strided or unaligned one of K and N at least ``NARROW`` and fewer than ``THIN`` output positions,
-    ``small_map`` for such a one whose output maps are at most ``SMALL_MAP`` along every axis."""
+    ``small_map`` for such a one whose output maps are at most ``SMALL_MAP`` along every axis, each ``:1x1`` for a
+    TensorFlow graph op's 1×1 one (``ONE_BY_ONE``)."""
     view = conv_width(cost)
     view = torch_view(cost, view) if estimate.framework == "torch" else view
     if view not in ("wide", "unaligned", *STRIDED) or len(output := cost.operation.output) < 3:
@@ -132,7 +146,9 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     wide = min(math.prod(weight[1:]), weight[0] // groups) >= NARROW
     if not wide or output[0] * math.prod(output[2:]) >= THIN:
         return view
-    return "small_map" if max(output[2:]) <= SMALL_MAP else "thin"
+    thin = "small_map" if max(output[2:]) <= SMALL_MAP else "thin"
+    graph = estimate.framework == "tensorflow" and not (estimate.kernel_source or "").startswith("XLA")
+    return f"{thin}:{ONE_BY_ONE}" if graph and math.prod(weight[2:]) == 1 else thin  # a graph op's 1×1 one
 
 
 def torch_view(cost: OperationCost, view: str) -> str:

@@ -9,19 +9,19 @@ from __future__ import annotations
 #: (``conv_views.THIN``), and ten such layers in every framework's grid. 45: those on maps of at most 4 × 4
 #: ``conv:small_map`` (``conv_views.SMALL_MAP``), and four more in every grid.
 KERNEL_MODEL_REVISION = 45
-#: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off
-#: oneDNN's channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out
-#: of them, .3 three weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed
-#: on cold inputs and results, six larger ones added, .5 its products of fewer than 256 rows ``thin_matmul``,
-#: .6 linears of 256 and 384 rows in its grid, all in 43; 43.1: each recurrent cell timed at a quarter of its
-#: steps too, its per-step curve read without its cost per call, ``Point.call_seconds``; 43.2: attention read
-#: per query head, ``kernel_classes.repeats``, and six shapes more in its grid; 43.3: the cost of an evicted
-#: operand measured, ``_torch/evicted.py``; TensorFlow's 43.1: its pointwise ops that may write over their input,
-#: ``elementwise:forwarded``, timed so; all in 44; TensorFlow's 45.1: Keras models of one batch norm or layer norm
-#: layer, ``norm:batch:keras`` and ``norm:layer``; JAX's 45.1: its dots with batch dimensions ``batched_matmul``,
-#: ``matmul_views.BATCHED_MATMUL``); raising the shared one still makes every framework's calibration
-#: again.
-REVISIONS: dict[str, int] = {"tensorflow": 1, "jax": 1}
+#: A framework's own change raises its own part, after the shared one (PyTorch's 42.6: .1 its convolutions off oneDNN's
+#: channel blocks and its 1×1 ones in classes of their own, .2 those it runs without oneDNN kept out of them, .3 three
+#: weight-heavy 1×1 layers on 1×1 maps in the pointwise grid, .4 its depthwise layers timed on cold inputs and results,
+#: six larger ones added, .5 its products of fewer than 256 rows ``thin_matmul``, .6 linears of 256 and 384 rows in its
+#: grid, all in 43; 43.1: each recurrent cell timed at a quarter of its steps too, its per-step curve read without its
+#: cost per call, ``Point.call_seconds``; 43.2: attention read per query head, ``kernel_classes.repeats``, and six
+#: shapes more in its grid; 43.3: the cost of an evicted operand measured, ``_torch/evicted.py``; TensorFlow's 43.1: its
+#: pointwise ops that may write over their input, ``elementwise:forwarded``, timed so; all in 44; TensorFlow's 45.1:
+#: Keras models of one batch norm or layer norm layer, ``norm:batch:keras`` and ``norm:layer``; 45.2: its graph's thin
+#: 1×1 convolutions ``conv:thin:1x1`` and ``conv:small_map:1x1``, ``conv_views.ONE_BY_ONE``, twelve in its grid; JAX's
+#: 45.1: its dots with batch dimensions ``batched_matmul``, ``matmul_views.BATCHED_MATMUL``); raising the shared one
+#: still makes every framework's calibration again.
+REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 1}
 
 
 def revision(framework: str) -> str:
