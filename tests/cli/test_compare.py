@@ -300,7 +300,10 @@ def test_a_keras_model_is_the_program_of_its_backend(monkeypatch):
 
 def test_keras_on_jax_from_the_command_line(tmp_path, capsys):
     """The user's file sets ``KERAS_BACKEND=jax`` before importing Keras (as Keras' guide does);
-    run in a fresh process so that this one's Keras (TensorFlow's) is not the one loaded."""
+    run in a fresh process so that this one's Keras (TensorFlow's) is not the one loaded. The model runs as Keras
+    runs it (``_jax/keras_model.py``): its variables are arguments, parameters of the program (the kernel, 8 × 4,
+    and the bias, 4: 144 bytes), not constants XLA folds (the zero bias's add would match no kernel), and the input
+    is named as the user passed it."""
     script = tmp_path / "keras_jax.py"
     script.write_text(
         "import os\nos.environ['KERAS_BACKEND'] = 'jax'\nimport keras\nimport numpy as np\n\n"
@@ -316,6 +319,11 @@ def test_keras_on_jax_from_the_command_line(tmp_path, capsys):
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["estimate"]["framework"] == "jax"
     assert report["estimate"]["flops"] == 2 * 2 * 8 * 4 + 2 * 4  # (2, 8) @ (8, 4): 2·M·K·N, the bias: M·N
+    estimate = report["estimate"]
+    assert estimate["input_shapes"] == [["arg0", [2, 8]]]
+    parameters = [spec for spec in estimate["boundary"] if spec["role"] == "parameter"]
+    assert sorted(tuple(spec["shape"]) for spec in parameters) == [(4,), (8, 4)]
+    assert not any("match no kernel" in note for note in estimate["notes"])
 
 
 def test_infer_framework_from_array_leaves():

@@ -41,6 +41,7 @@ from ._jax.boundary import boundary_of, global_shapes
 from ._jax.compiled import Executable, Executables, failed_cross_check
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
+from ._jax.keras_model import stateless, user_names
 from ._jax.profile import profile_executable
 from ._jax.program import read_kernels
 from ._jax.walker import Walker, scope_path
@@ -117,13 +118,13 @@ class JaxAdapter(FrameworkAdapter):
         """Trace ``model(*args, **kwargs)`` — any function of arrays — and lower every equation
         it executes. ``param_argnums`` names the positional arguments that are parameters."""
         reject_options("JaxAdapter.trace", options, "static_argnums, param_argnums")
-        fn = model
-        if not callable(fn):
-            raise AdapterError(f"JaxAdapter.trace: fn={fn!r} is not callable; pass the function to trace")
-        positional = _positional(args)
+        if not callable(model):
+            raise AdapterError(f"JaxAdapter.trace: fn={model!r} is not callable; pass the function to trace")
+        # a Keras model runs as Keras runs it: its variables are arguments (``_jax/keras_model.py``)
+        fn, positional, static, param_list = stateless(model, _positional(args), _static(static_argnums),
+                                                       _static(param_argnums))  # fmt: skip
         kwargs = dict(kwargs or {})
-        static = _static(static_argnums)
-        params = set(_static(param_argnums))
+        params = set(param_list)
         skip = set(static) | params
         norms: dict[str, NormCall | None] = {}
         try:
@@ -160,7 +161,7 @@ class JaxAdapter(FrameworkAdapter):
             # one device's records when the program is partitioned, then the partitioner's collectives
             operations=(program.records or operations) + program.operations,
             coverage=coverage,
-            input_shapes=_input_shapes(positional, kwargs, skip, returned),
+            input_shapes=(user_names if fn is not model else tuple)(_input_shapes(positional, kwargs, skip, returned)),
             loop_assumptions=tuple(state.loops),
             framework="jax",
             boundary=boundary_of(closed, dynamic, dynamic_index, kwargs, params, executable, program.devices),
@@ -205,11 +206,10 @@ class JaxAdapter(FrameworkAdapter):
         the arguments on the device, warm up, then time ``repeats`` runs, waiting on the
         outputs with ``block_until_ready`` inside each timed run."""
         reject_options("JaxAdapter.benchmark", options, "static_argnums")
-        fn = model
         kwargs = dict(kwargs or {})
-        if not callable(fn):
-            raise AdapterError(f"JaxAdapter.benchmark: fn={fn!r} is not callable; pass the function to time")
-        static = _static(static_argnums)
+        if not callable(model):
+            raise AdapterError(f"JaxAdapter.benchmark: fn={model!r} is not callable; pass the function to time")
+        fn, args, static, _ = stateless(model, tuple(args), _static(static_argnums), ())
         try:
             executable = self.executables.compile(fn, args, kwargs, static)
         except Exception as error:
@@ -253,9 +253,10 @@ class JaxAdapter(FrameworkAdapter):
         """``runs`` runs of the executable ``benchmark`` timed (compiled now if none is kept) under
         ``jax.profiler``, joined to ``trace.kernels`` (``_jax/profile.py``)."""
         reject_options("JaxAdapter.profile", options, "static_argnums, param_argnums")
-        positional, static, kwargs = _positional(args), _static(static_argnums), dict(kwargs or {})
+        fn, positional, static, _ = stateless(model, _positional(args), _static(static_argnums), ())
+        kwargs = dict(kwargs or {})
         dynamic = _on_device(tuple(a for i, a in enumerate(positional) if i not in static))
-        program = (model, positional, kwargs, static)
+        program = (fn, positional, kwargs, static)
         return profile_executable(self.executables, program, dynamic, _on_device(kwargs), trace=trace, runs=runs)
 
     def first_touch_seconds_per_byte(self) -> float | None:
