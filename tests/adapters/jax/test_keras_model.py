@@ -4,6 +4,9 @@ under ``KERAS_BACKEND=jax`` is run from the command line (``tests/cli/test_compa
 
 import types
 
+import pytest
+
+from neural_cost import AdapterError
 from neural_cost.adapters._jax.keras_model import VARIABLES, is_keras_model, stateless, user_names
 
 
@@ -45,3 +48,12 @@ def test_inputs_are_named_as_the_user_passed_them():
         ("arg1[0]", (2,)),
         ("mask", (4,)),
     )
+
+
+def test_a_keras_model_not_built_is_refused_with_what_to_do():
+    """Its variables would be drawn inside every timed run (as ``jax.jit(model)`` traced them before): an error
+    that says to build it first, never a report of its initializer."""
+    model, _ = _model()
+    model.built = False
+    with pytest.raises(AdapterError, match=r"Dense is a Keras model that is not built: .* call it once on an example"):
+        stateless(model, ("x",), (), ())

@@ -17,6 +17,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...core.errors import AdapterError
+
 #: The variables' arguments before the user's: trainable, then non-trainable.
 VARIABLES = 2
 _CALLS: weakref.WeakKeyDictionary[Any, Callable[..., Any]] = weakref.WeakKeyDictionary()
@@ -33,9 +35,16 @@ def stateless(
 ) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, ...], tuple[int, ...]]:
     """For a Keras model: the function Keras runs (one per model, so timing and tracing share its executable), the
     arguments with the variables' values first, and the static and parameter positions moved past them (the
-    variables are parameters). Any other model as it is."""
+    variables are parameters). Any other model as it is. A model not built yet is refused (``AdapterError``):
+    ``jax.jit(model)`` would draw its variables inside every run, and a report of that is no report of the model."""
     if not is_keras_model(model):
         return model, args, tuple(static), tuple(params)
+    if not getattr(model, "built", True):
+        raise AdapterError(
+            f"{type(model).__name__} is a Keras model that is not built: its variables would be created (drawn at "
+            f"random) inside every timed run; build it in build() first — call it once on an example input "
+            f"(model(x)) or model.build(input_shape) — and return it"
+        )
     call = _CALLS.get(model)
     if call is None:
 
