@@ -107,7 +107,7 @@ SMALL_MAP = 4
 #: stride (``conv:thin:1x1``, ``conv:small_map:1x1``): oneDNN runs it as a product of its few rows by the weights, at a
 #: rate set by its rows more than by its roofline time. TensorFlow 2.21 (Keras layers and ``tf.nn.conv2d`` alike, a
 #: tf.function call's 250 µs taken out) ran 1×1 layers of 36 rows at 37–80 GFLOP/s (3.9–8.5× their compute bound; 1–17
-#: MB of weights, 256 → 1024 to 2048 → 2048) and of 144 rows at 100–165 (1.9–3.2×), where the thin and small-map curves,
+#: MB of weights, 256 → 1024 to 2048 → 2048) and of 144 rows at 100–176 (1.8–3.2×), where the thin and small-map curves,
 #: of 3×3 layers (9 taps a row to share each weight), read them at 1.8× and 2.5–3.3×: a Keras Xception on 96-pixel
 #: images ran its 25 728 → 728 layers on 4 × 6² maps at 3.3× their bound (1.85× their expectation), a ResNet50 its 1×1
 #: small-map layers at 4–12×. Its grid's twelve such layers (beside the shared grid's five) read 1.2–3.0× on 5² to 14²
