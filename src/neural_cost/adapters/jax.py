@@ -41,7 +41,7 @@ from ._jax.boundary import boundary_of, global_shapes
 from ._jax.compiled import Executable, Executables, failed_cross_check
 from ._jax.compiled import parse_cost_analysis as parse_cost_analysis  # where callers have read it
 from ._jax.composites import NormCall, flax_norms
-from ._jax.keras_model import stateless, user_names
+from ._jax.keras_model import stateless
 from ._jax.profile import profile_executable
 from ._jax.program import read_kernels
 from ._jax.walker import Walker, scope_path
@@ -121,11 +121,10 @@ class JaxAdapter(FrameworkAdapter):
         if not callable(model):
             raise AdapterError(f"JaxAdapter.trace: fn={model!r} is not callable; pass the function to trace")
         # a Keras model runs as Keras runs it: its variables are arguments (``_jax/keras_model.py``)
-        fn, positional, static, param_list = stateless(model, _positional(args), _static(static_argnums),
-                                                       _static(param_argnums))  # fmt: skip
+        given, given_static, given_params = _positional(args), _static(static_argnums), _static(param_argnums)
+        fn, positional, static, param_list = stateless(model, given, given_static, given_params)
         kwargs = dict(kwargs or {})
         params = set(param_list)
-        skip = set(static) | params
         norms: dict[str, NormCall | None] = {}
         try:
             with flax_norms(norms, scope_path):
@@ -161,7 +160,7 @@ class JaxAdapter(FrameworkAdapter):
             # one device's records when the program is partitioned, then the partitioner's collectives
             operations=(program.records or operations) + program.operations,
             coverage=coverage,
-            input_shapes=(user_names if fn is not model else tuple)(_input_shapes(positional, kwargs, skip, returned)),
+            input_shapes=_input_shapes(given, kwargs, {*given_static, *given_params}, returned),  # as the user passed
             loop_assumptions=tuple(state.loops),
             framework="jax",
             boundary=boundary_of(closed, dynamic, dynamic_index, kwargs, params, executable, program.devices),

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from neural_cost import AdapterError
-from neural_cost.adapters._jax.keras_model import VARIABLES, is_keras_model, stateless, user_names
+from neural_cost.adapters._jax.keras_model import VARIABLES, is_keras_model, stateless
 
 
 def _model():
@@ -40,14 +40,6 @@ def test_a_keras_model_runs_with_its_variables_as_arguments():
     again, *_ = stateless(model, ("y",), static=(), params=(0,))
     assert again is fn and stateless(model, ("y",), (), (0,))[3] == (0, 1, 2)
     assert stateless(abs, ("x",), (0,), ()) == (abs, ("x",), (0,), ())
-
-
-def test_inputs_are_named_as_the_user_passed_them():
-    assert user_names([("arg2", (4, 8)), ("arg3[0]", (2,)), ("mask", (4,))]) == (
-        ("arg0", (4, 8)),
-        ("arg1[0]", (2,)),
-        ("mask", (4,)),
-    )
 
 
 def test_a_keras_model_not_built_is_refused_with_what_to_do():

@@ -7,12 +7,11 @@ with the variables as arguments it made 48 of at most 6), and the program ran in
 Keras's ``predict_on_batch`` and the same function with its variables as arguments took 59.6–59.9
 ms. Keras's own ``predict`` and ``fit`` steps call ``model.stateless_call(trainable, non_trainable,
 *inputs)`` with the variables' values as arguments; the adapter times and traces that function, the
-variables as parameters (``param_argnums``), and names the user's inputs as the user passed them.
+variables as parameters (``param_argnums``); the trace names the user's inputs as the user passed them.
 """
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,13 +55,3 @@ def stateless(
     values = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables])
     moved = tuple(i + VARIABLES for i in static), (0, 1, *(i + VARIABLES for i in params))
     return call, (*values, *args), *moved
-
-
-_ARG = re.compile(r"^arg(\d+)")
-
-
-def user_names(shapes: Sequence[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
-    """Input names as the user passed the inputs (``arg2[0]`` → ``arg0[0]``): the variables' arguments taken out."""
-    return tuple(
-        (_ARG.sub(lambda m: f"arg{int(m.group(1)) - VARIABLES}", name, count=1), shape) for name, shape in shapes
-    )

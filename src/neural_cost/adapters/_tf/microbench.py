@@ -56,7 +56,6 @@ def _matmuls(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         )
 
 
-#: The shared convolutions then TensorFlow's own (batch, in channels, out channels, size, kernel).
 #: 1×1 convolutions of stride 1 and fewer than 256 output positions (batch, in channels, out channels, size, kernel):
 #: ``conv:thin:1x1`` on 5² to 14² maps, 98–200 rows, 0.26–8.4 MB of weights; then ``conv:small_map:1x1`` on 2² to 4²,
 #: 32–144 rows, 0.6–9.4 MB (``conv_views.ONE_BY_ONE``), beside the shared grid's five. None is a held-out model's, nor a
@@ -65,6 +64,7 @@ _THIN_POINTWISE = ((2, 768, 768, 7, 1), (4, 384, 1536, 6, 1), (1, 512, 512, 12, 
                    (8, 320, 320, 5, 1), (1, 1536, 384, 14, 1), (2, 128, 512, 8, 1),
                    (4, 1536, 1536, 3, 1), (2, 640, 2560, 4, 1), (8, 1024, 256, 2, 1), (16, 384, 384, 3, 1),
                    (6, 2048, 512, 4, 1))  # fmt: skip
+#: The shared convolutions then TensorFlow's own (batch, in channels, out channels, size, kernel).
 _CONVS = (
     *grid.CONVS,
     (1, 16, 16, 8, 3),
