@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from neural_cost import estimate_trace
@@ -491,3 +492,53 @@ def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
             estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
             found.update(kernel_class(estimate, row) for row in kernel_rows(estimate, SPEC)[0] if row.index is not None)
         assert found == {"conv:thin:1x1": 7, "conv:small_map:1x1": 5}
+
+
+def test_a_jax_kernel_of_chained_thin_convolutions_is_conv_chained_read_whole():
+    """``conv_views.CHAINED``: XLA:CPU fuses two ResNet bottleneck blocks (256 → 64 → 256) on 16 × 3² maps (144
+    positions: thin) and the global mean and dense head after them into one kernel of six convolutions and a dot: ``conv:chained``, one part
+    whose roofline times are the kernel's. The same blocks without the head compile to a kernel per convolution, each
+    its view's class (``conv:small_map``). A kernel that pools stays parts
+    (``test_a_kernel_running_several_contractions_is_read_once_per_contraction``)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from neural_cost.adapters import adapter_for
+    from neural_cost.adapters._jax.microbench import _tail
+    from neural_cost.analysis.kernel_classes import parts
+
+    adapter, rng = adapter_for("jax", cross_check=True), np.random.default_rng(0)
+    c, mid = 256, 64
+    weights = []
+    for _ in range(2):
+        for k, c_in, c_out in ((1, c, mid), (3, mid, mid), (1, mid, c)):
+            weights += [jnp.asarray(rng.standard_normal((k, k, c_in, c_out), dtype=np.float32))]
+            weights += [jnp.asarray(rng.standard_normal(c_out, dtype=np.float32)) for _ in range(3)]
+    x = jnp.asarray(rng.standard_normal((16, 3, 3, c), dtype=np.float32))
+    head = jnp.asarray(rng.standard_normal((c, 1000), dtype=np.float32))
+
+    def rows(fn, *args):
+        estimate = estimate_trace(adapter.trace(jax.jit(fn), args))
+        return estimate, [row for row in kernel_rows(estimate, SPEC)[0] if row.index is not None]
+
+    estimate, found = rows(_tail, x, *weights, head)
+    chains = [row for row in found if kernel_class(estimate, row) == "conv:chained"]
+    assert len(chains) == 1
+    (part,) = parts(estimate, chains[0], SPEC)
+    assert (part.kernel_class, part.compute_seconds, part.memory_seconds) == (
+        "conv:chained", chains[0].compute_seconds, chains[0].memory_seconds)  # fmt: skip
+    convs = [estimate.by_operation[i].kind for i in estimate.kernels[chains[0].index].operations]
+    assert convs.count("conv") == 6 and convs.count("matmul") == 1
+
+    def blocks(x, *weights):  # the tail without its head
+        from neural_cost.adapters._jax.microbench import _conv
+
+        for i in range(0, len(weights), 12):
+            w1, b1, s1, t1, w2, b2, s2, t2, w3, b3, s3, t3 = weights[i : i + 12]
+            h = jax.nn.relu((_conv(x, w1, "NHWC") + b1) * s1 + t1)
+            h = jax.nn.relu((_conv(h, w2, "NHWC") + b2) * s2 + t2)
+            x = jax.nn.relu(x + (_conv(h, w3, "NHWC") + b3) * s3 + t3)
+        return x
+
+    estimate, found = rows(blocks, x, *weights)
+    classes = [kernel_class(estimate, row) for row in found]
+    assert classes.count("conv:small_map") == 6 and "conv:chained" not in classes

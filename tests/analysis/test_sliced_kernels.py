@@ -92,13 +92,13 @@ def test_a_sliced_class_is_no_family_member_and_reads_its_plain_class_without_a_
     plain points alone reads a sliced kernel off the plain curve, named as borrowed."""
     plain = [Point("transcendental@loop", 0.0, 1e-6 * k, 2e-6 * k) for k in (1, 2, 4)]
     sliced = [Point("transcendental:sliced@loop", 0.0, 1e-6 * k, 2e-5 * k) for k in (1, 2, 4)]
-    from neural_cost.analysis.conv_views import ONE_BY_ONE
+    from neural_cost.analysis.conv_views import CHAINED, ONE_BY_ONE
     from neural_cost.analysis.kernel_classes import FORWARDED, GENERIC, POOLED, SLICED
     from neural_cost.analysis.norm_views import KERAS
     from neural_cost.hardware.kernel_model import WAYS
 
     # one list of the ways, read by both
-    assert {POOLED, SLICED, GENERIC, FORWARDED, KERAS, f":{ONE_BY_ONE}"} == {f":{way}" for way in WAYS}
+    assert {POOLED, SLICED, GENERIC, FORWARDED, KERAS, f":{ONE_BY_ONE}", f":{CHAINED}"} == {f":{way}" for way in WAYS}
     assert family("transcendental:sliced") is None and family("elementwise:sliced@loop") is None
     both = fit_calibration("jax", SPEC, plain + sliced)
     assert set(both.classes) == {"transcendental@loop", "transcendental:sliced@loop"}
@@ -114,6 +114,13 @@ def test_a_sliced_class_is_no_family_member_and_reads_its_plain_class_without_a_
     assert family("conv:thin:1x1") is None and borrowed_class(thin, "conv:thin:1x1") == "conv:thin"
     wide = fit_calibration("tensorflow", SPEC, [Point("conv:wide", 1e-4 * k, 0.0, 2e-4 * k) for k in (1, 2, 4)])
     assert borrowed_class(wide, "conv:small_map:1x1") == "conv"  # conv:small_map, then the family's curve
+    # JAX's chained thin convolutions: no family member; the family's curve without their own
+    thin = [Point("conv:thin", 1e-4 * k, 0.0, 2e-4 * k) for k in (1, 2, 4)]
+    jax_both = fit_calibration("jax", SPEC, thin + [Point("conv:chained", 1e-4 * k, 0.0, 5e-4 * k) for k in (1, 2, 4)])
+    assert family("conv:chained") is None and borrowed_class(jax_both, "conv:chained") is None
+    assert jax_both.classes["conv"].points == 3  # the thin points only: the chained ones bend no family curve
+    assert jax_both.classes["conv:chained"].seconds(2e-4, 0.0) == pytest.approx(1e-3, rel=1e-6)  # 5 × its bound
+    assert borrowed_class(fit_calibration("jax", SPEC, thin), "conv:chained") == "conv"
 
 
 def test_the_jax_grids_gate_loops_are_sliced_kernels():

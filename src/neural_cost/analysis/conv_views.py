@@ -15,6 +15,7 @@ from ..core.records import Operation
 from ..costs.registry import spatial
 
 __all__ = [
+    "CHAINED",
     "DEPTHWISE",
     "DILATED",
     "NARROW",
@@ -27,6 +28,7 @@ __all__ = [
     "THIN",
     "UNALIGNED",
     "backward_width",
+    "chained",
     "conv_class",
     "conv_width",
     "native",
@@ -115,6 +117,17 @@ SMALL_MAP = 4
 #: expectation. Without a curve of its own it reads its plain class's, noted (``kernel_model.WAYS``). A graph op only:
 #: XLA's kernels and other frameworks' keep their class.
 ONE_BY_ONE = "1x1"
+#: The qualifier of a JAX kernel that runs two or more contractions, the heaviest a thin or small-map convolution
+#: (``THIN``, ``SMALL_MAP``): ``conv:chained``, read as a whole, not as one part per contraction (``chained``). Where a
+#: reduction and a dot follow the last block of a ResNet (a global mean, a dense head), XLA:CPU 0.10.2 pulls the
+#: blocks before them into one YNNPACK fusion (up to six convolutions and the head's dot), which ran its thin
+#: layers 1.7–2.5× slower than the same layers as lone fusions on a 2-core VM — two 2048 → 512 → 2048 bottleneck
+#: blocks on 4 × 3² maps took 26–29 ms with the head against 11–12 ms without it, on one core 53 against 23 ms; on
+#: 1 × 7² maps 25 against 10 — where blocks of 144 or 196 rows ran at 0.9–1.1× (this project's Keras ResNet50 on
+#: JAX, 96-pixel images at batch 4: its tail's fusion ran 23.5 ms where its parts read 5.0 ms off their classes).
+#: A kernel that pools (a CNN's blocks, ``kernel_classes.POOLED``) stays one part per convolution. Without a curve of its
+#: own it reads the ``conv`` family's, noted (``kernel_model.WAYS``).
+CHAINED = "chained"
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
 #: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
@@ -149,6 +162,15 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     thin = "small_map" if max(output[2:]) <= SMALL_MAP else "thin"
     graph = estimate.framework == "tensorflow" and not (estimate.kernel_source or "").startswith("XLA")
     return f"{thin}:{ONE_BY_ONE}" if graph and math.prod(weight[2:]) == 1 else thin  # a graph op's 1×1 one
+
+
+def chained(estimate: CostEstimate, kernel: Kernel, contractions: int, pools: bool) -> bool:
+    """Whether a kernel of ``contractions`` contraction records is ``conv:chained`` (``CHAINED``): a JAX program's,
+    of two or more, none of its records a pool (``pools``: a CNN's pooled blocks stay parts), whose heaviest
+    convolution is thin or on small maps."""
+    if estimate.framework != "jax" or contractions < 2 or pools:
+        return False
+    return width(estimate, kernel) in ("thin", "small_map")
 
 
 def torch_view(cost: OperationCost, view: str) -> str:

@@ -14,7 +14,8 @@ family's ``conv``, which a transposed or input-dilated convolution reads (a dept
 ``depthwise_conv:stride1``, a strided one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or
 more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
-``:generic`` (``GENERIC``); a batch norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops
+``:generic`` (``GENERIC``), a JAX kernel of two or more contractions whose heaviest is thin ``conv:chained`` (read as a
+whole, ``conv_views.CHAINED``); a batch norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops
 ``norm:batch:keras``), a layer norm ``norm:layer`` (``norm_views``; the family ``norm``). A product of two matrices
 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), and a PyTorch one of fewer than 256
 rows ``thin_matmul`` (``THIN_MATMUL``), a JAX dot with batch dimensions ``batched_matmul`` (``BATCHED_MATMUL``); each
@@ -53,7 +54,7 @@ from ..core.kernels import FORWARDS_INPUT, SLICED_DYNAMIC_SLICE, Kernel, recordl
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, family, main_memory_candidate
 from ..hardware.spec import HardwareSpec
 from .attention_views import UNALIGNED, attention_class, query_heads
-from .conv_views import backward_width, conv_class, record_view, width
+from .conv_views import CHAINED, backward_width, chained, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
 from .loop_dots import LOOP_DOTS, loop_dot_class
 from .matmul_views import matmul_class
@@ -179,12 +180,13 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
     """How a kernel's expected time is read off the curves: the whole kernel as one part of its class — a recurrent
     layer's as ``rnn:kept`` or ``rnn:streamed`` at its step's roofline time, the larger of its compute time and its
     memory time with streamed weights read again at every step (``_step_memory``) — except a conv or matmul kernel that
-    runs two or more contraction records, which is one part per contraction, each with the records that follow it up to
-    the next one (its epilogue; records before the first join the first), of that contraction's own class
-    (``conv:narrow`` for a 3-channel stem beside ``conv:wide`` layers). Each part gets the kernel's roofline compute
-    time in proportion to its records' (their FLOPs, each at its dtype's peak) and its memory time in proportion to
-    their bytes. Read as one, a CNN's three convolutions fused into one kernel were one large convolution: one entry
-    cost, the largest layer's efficiency for all (a Flax CNN at batch 1: expected 0.37 ms, ran 0.73 ms)."""
+    runs two or more contraction records (not ``conv:chained``, read as a whole), which is one part per contraction,
+    each with the records that follow it up to the next one (its epilogue; records before the first join the first),
+    of that contraction's own class (``conv:narrow`` for a 3-channel stem beside ``conv:wide`` layers). Each part
+    gets the kernel's roofline compute time in proportion to its records' (their FLOPs, each at its dtype's peak)
+    and its memory time in proportion to their bytes. Read as one, a CNN's three convolutions fused into one kernel
+    were one large convolution: one entry cost, the largest layer's efficiency for all (a Flax CNN at batch 1:
+    expected 0.37 ms, ran 0.73 ms)."""
     name = loop_dot_class(estimate, row, kernel_class(estimate, row), hardware)
     n = repeats(estimate, row, name)
     if name.split("@", 1)[0] == "rnn":
@@ -193,7 +195,7 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
     main = row.bandwidth / hardware.memory_bandwidth  # its memory time ÷ at main memory's bandwidth
     whole = (Part(name, row.compute_seconds, row.memory_seconds, n, row.memory_seconds * main),)
-    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in _SPLIT:
+    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in _SPLIT or CHAINED in name:
         return whole
     costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
     if sum(cost.kind in CONTRACTIONS for cost in costs) < 2:
@@ -378,7 +380,11 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         found = conv_class(width(estimate, kernel))
         return found if found.startswith("depthwise") else found + GENERIC
     if name == "conv":
-        return _pooled(conv_class(width(estimate, kernel)), [estimate.by_operation[i] for i in kernel.operations])
+        costs = [estimate.by_operation[i] for i in kernel.operations]
+        pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs)
+        if chained(estimate, kernel, sum(cost.kind in CONTRACTIONS for cost in costs), pools):
+            return conv_class(CHAINED)
+        return _pooled(conv_class(width(estimate, kernel)), costs)
     if name == "matmul":  # its heaviest matmul record's view
         costs = [estimate.by_operation[i] for i in kernel.operations]
         return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops),

@@ -7,9 +7,9 @@ is a reduce fusion and a loop fusion. The grid spans the kernel kinds XLA:CPU ma
 microseconds to tens of milliseconds on a small CPU: dots (``x @ w`` alone, and with a bias
 and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, convolutions
 (``lax.conv_general_dilated``, NHWC and NCHW; and fused with a relu and a 2×2 max pool, as a CNN
-block runs), loop fusions of elementwise chains from 10³ to
-10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer norm written
-in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
+block runs; two ResNet bottleneck blocks and a head, which XLA fuses into one), loop fusions of
+elementwise chains from 10³ to 10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer
+norm written in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
 (``lax.reduce_window``), ``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
 (a while loop: its kernels run once per trip), and of a GRU's gates over precomputed projections.
 Inputs are fixed random arrays; ``quick`` keeps every class at a few sizes (for tests). Every
@@ -121,6 +121,37 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         fn = _named(lambda x, w, g=c, k=k: _dilated(x, w, g, k), "conv")
         yield MicroProgram(f"conv depthwise input-dilated NHWC {n}x{c}x{size}x{size} k{k}", fn,
                            (rand(n, size, size, c), rand(k, k, 1, c, k=1)))  # fmt: skip
+
+
+def _tail(x: jax.Array, *weights: jax.Array) -> jax.Array:
+    """Bottleneck blocks (1×1, 3×3, 1×1 convolutions, each with a bias, a folded norm's scale and shift and a relu,
+    the block's input added back) then a global mean and a dense head, as a ResNet ends: XLA:CPU fuses the blocks
+    before the head into one YNNPACK fusion (``conv_views.CHAINED``)."""
+    for i in range(0, len(weights) - 1, 12):
+        w1, b1, s1, t1, w2, b2, s2, t2, w3, b3, s3, t3 = weights[i : i + 12]
+        h = jax.nn.relu((_conv(x, w1, "NHWC") + b1) * s1 + t1)
+        h = jax.nn.relu((_conv(h, w2, "NHWC") + b2) * s2 + t2)
+        x = jax.nn.relu(x + (_conv(h, w3, "NHWC") + b3) * s3 + t3)
+    head: jax.Array = jnp.mean(x, axis=(1, 2)) @ weights[-1]
+    return head
+
+
+#: ``(batch, side, channels, bottleneck channels)`` of two bottleneck blocks and a head (``_tail``): a ResNet50's
+#: last stage at batch 4 on 96-pixel images (4 × 3²) and at batch 1 on 224 (1 × 7²), and others of 9–144 rows.
+#: None is a held-out model's.
+_TAILS = ((4, 3, 2048, 512), (1, 7, 2048, 512), (2, 3, 2048, 512), (1, 3, 1024, 256), (8, 3, 512, 128),
+          (2, 7, 1024, 256), (16, 3, 256, 64), (4, 4, 1024, 256))  # fmt: skip
+
+
+def _tails(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for n, side, c, mid in _TAILS[: 0 if quick else None]:
+        weights = []
+        for block in range(2):
+            for k, c_in, c_out in ((1, c, mid), (3, mid, mid), (1, mid, c)):
+                weights += [rand(k, k, c_in, c_out, k=1 + block), *(rand(c_out, k=i + 3 * block) for i in (1, 2, 3))]
+        fn = _named(_tail, "tail")
+        yield MicroProgram(f"tail NHWC {n}x{c}x{side}x{side} {c}->{mid}->{c} x2 + head", fn,
+                           (rand(n, side, side, c), *weights, rand(c, 1000, k=1)))  # fmt: skip
 
 
 #: Elementwise chains: each one loop fusion (one kernel) reading one or two arrays.
@@ -328,6 +359,6 @@ def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the JAX calibration (the module docstring)."""
     rand = _Inputs(jax.device_put)
     programs: list[MicroProgram] = []
-    for family in (_dots, _convs, _elementwise, _reductions, _memory, _attention_scan, _gate_loops, _rng_loops):
+    for family in (_dots, _convs, _tails, _elementwise, _reductions, _memory, _attention_scan, _gate_loops, _rng_loops):
         programs += family(rand, quick)
     return programs
