@@ -18,6 +18,8 @@ __all__ = [
     "CHAINED",
     "DEPTHWISE",
     "DILATED",
+    "FEW",
+    "FEW_ROWS",
     "NARROW",
     "NATIVE_ELEMENTS",
     "ONE_BY_ONE",
@@ -28,7 +30,7 @@ __all__ = [
     "THIN",
     "UNALIGNED",
     "backward_width",
-    "chained",
+    "chain_class",
     "conv_class",
     "conv_width",
     "native",
@@ -118,16 +120,22 @@ SMALL_MAP = 4
 #: XLA's kernels and other frameworks' keep their class.
 ONE_BY_ONE = "1x1"
 #: The qualifier of a JAX kernel that runs two or more contractions, the heaviest a thin or small-map convolution
-#: (``THIN``, ``SMALL_MAP``): ``conv:chained``, read as a whole, not as one part per contraction (``chained``). Where a
-#: reduction and a dot follow the last block of a ResNet (a global mean, a dense head), XLA:CPU 0.10.2 pulls the
-#: blocks before them into one YNNPACK fusion (up to six convolutions and the head's dot), which ran its thin
-#: layers 1.7–2.5× slower than the same layers as lone fusions on a 2-core VM — two 2048 → 512 → 2048 bottleneck
-#: blocks on 4 × 3² maps took 26–29 ms with the head against 11–12 ms without it, on one core 53 against 23 ms; on
-#: 1 × 7² maps 25 against 10 — where blocks of 144 or 196 rows ran at 0.9–1.1× (this project's Keras ResNet50 on
-#: JAX, 96-pixel images at batch 4: its tail's fusion ran 23.5 ms where its parts read 5.0 ms off their classes).
-#: A kernel that pools (a CNN's blocks, ``kernel_classes.POOLED``) stays one part per convolution. Without a curve of its
-#: own it reads the ``conv`` family's, noted (``kernel_model.WAYS``).
+#: (``THIN``, ``SMALL_MAP``): ``conv:chained``, read as a whole, not as one part per contraction (``chain_class``).
+#: Where a global mean and a dense head follow a ResNet's last blocks, XLA:CPU 0.10.2 pulls the blocks before them into
+#: one YNNPACK fusion (up to six convolutions and the head's dot), which ran its layers far slower than the same layers
+#: as lone fusions on a 2-core VM: two 2048 → 512 → 2048 bottleneck blocks on 4 × 3² maps took 26–29 ms with the head
+#: against 11–12 ms without it (on one core 53 against 23 ms), on 1 × 7² maps 25 against 10 (a Keras ResNet50 on JAX,
+#: 96-pixel images at batch 4: its tail's fusion ran 23.5 ms where its parts read 5.0 ms off their classes). A kernel
+#: that pools (a CNN's blocks, ``kernel_classes.POOLED``) stays one part per convolution. Without a curve of its own it
+#: reads the ``conv`` family's, noted (``kernel_model.WAYS``).
 CHAINED = "chained"
+#: A chained kernel (``CHAINED``) whose heaviest convolution has fewer output positions than this is
+#: ``conv:chained:few`` (``FEW``): such chains ran 6.1–10.8× their compute bound (two blocks of 1024 → 256 → 1024 to
+#: 2048 → 512 → 2048 on 2 × 3² to 1 × 7² maps, 18–49 positions), those of 64–144 positions at 3.2–3.6× (256 → 64 to
+#: 1024 → 256 → 1024) — one curve of both, in roofline time, read its own held-out points at a median 45–50% off.
+#: Without a curve of its own it reads ``conv:chained``'s.
+FEW_ROWS = 64
+FEW = "few"
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
 #: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
@@ -141,9 +149,14 @@ def width(estimate: CostEstimate, kernel: Kernel) -> str:
     after the first, N = C_out ÷ groups — for PyTorch ``unaligned`` or ``pointwise`` where ``torch_view``
     says so. ``""`` where that view does not hold: a transposed convolution (its weight is laid out the
     other way) or an input-dilated or batch-grouped one (XLA's gradients)."""
-    cost = max((estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv"),
-               key=lambda c: c.flops, default=None)  # fmt: skip
+    cost = _heaviest(estimate, kernel)
     return "" if cost is None else record_view(estimate, cost)
+
+
+def _heaviest(estimate: CostEstimate, kernel: Kernel) -> OperationCost | None:
+    """The kernel's convolution record of the most FLOPs (None: it runs none)."""
+    convs = (estimate.by_operation[i] for i in kernel.operations if estimate.by_operation[i].kind == "conv")
+    return max(convs, key=lambda c: c.flops, default=None)
 
 
 def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
@@ -164,13 +177,18 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     return f"{thin}:{ONE_BY_ONE}" if graph and math.prod(weight[2:]) == 1 else thin  # a graph op's 1×1 one
 
 
-def chained(estimate: CostEstimate, kernel: Kernel, contractions: int, pools: bool) -> bool:
-    """Whether a kernel of ``contractions`` contraction records is ``conv:chained`` (``CHAINED``): a JAX program's,
-    of two or more, none of its records a pool (``pools``: a CNN's pooled blocks stay parts), whose heaviest
-    convolution is thin or on small maps."""
-    if estimate.framework != "jax" or contractions < 2 or pools:
-        return False
-    return width(estimate, kernel) in ("thin", "small_map")
+def chain_class(estimate: CostEstimate, kernel: Kernel, contractions: int, pools: bool) -> str | None:
+    """``conv:chained`` for a kernel of ``contractions`` contraction records that is one (``CHAINED``): a JAX
+    program's, of two or more, none of its records a pool (``pools``: a CNN's pooled blocks stay parts), whose
+    heaviest convolution is thin or on small maps — ``conv:chained:few`` where that one has fewer than ``FEW_ROWS``
+    output positions. None for another kernel."""
+    cost = _heaviest(estimate, kernel)
+    if estimate.framework != "jax" or contractions < 2 or pools or cost is None:
+        return None
+    if record_view(estimate, cost) not in ("thin", "small_map"):
+        return None
+    output = cost.operation.output
+    return f"conv:{CHAINED}:{FEW}" if output[0] * math.prod(output[2:]) < FEW_ROWS else f"conv:{CHAINED}"
 
 
 def torch_view(cost: OperationCost, view: str) -> str:

@@ -15,7 +15,8 @@ family's ``conv``, which a transposed or input-dilated convolution reads (a dept
 more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
 ``:generic`` (``GENERIC``), a JAX kernel of two or more contractions whose heaviest is thin ``conv:chained`` (read as a
-whole, ``conv_views.CHAINED``); a batch norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops
+whole, ``conv_views.CHAINED``; ``conv:chained:few`` under 64 positions); a batch norm ``norm:batch`` (a Keras layer
+TensorFlow runs as its graph ops
 ``norm:batch:keras``), a layer norm ``norm:layer`` (``norm_views``; the family ``norm``). A product of two matrices
 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), and a PyTorch one of fewer than 256
 rows ``thin_matmul`` (``THIN_MATMUL``), a JAX dot with batch dimensions ``batched_matmul`` (``BATCHED_MATMUL``); each
@@ -54,7 +55,7 @@ from ..core.kernels import FORWARDS_INPUT, SLICED_DYNAMIC_SLICE, Kernel, recordl
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, family, main_memory_candidate
 from ..hardware.spec import HardwareSpec
 from .attention_views import UNALIGNED, attention_class, query_heads
-from .conv_views import CHAINED, backward_width, chained, conv_class, record_view, width
+from .conv_views import CHAINED, backward_width, chain_class, conv_class, record_view, width
 from .kernels import UNMAPPED, KernelTime, Levels
 from .loop_dots import LOOP_DOTS, loop_dot_class
 from .matmul_views import matmul_class
@@ -382,8 +383,9 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "conv":
         costs = [estimate.by_operation[i] for i in kernel.operations]
         pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs)
-        if chained(estimate, kernel, sum(cost.kind in CONTRACTIONS for cost in costs), pools):
-            return conv_class(CHAINED)
+        chain = chain_class(estimate, kernel, sum(cost.kind in CONTRACTIONS for cost in costs), pools)
+        if chain is not None:
+            return chain
         return _pooled(conv_class(width(estimate, kernel)), costs)
     if name == "matmul":  # its heaviest matmul record's view
         costs = [estimate.by_operation[i] for i in kernel.operations]

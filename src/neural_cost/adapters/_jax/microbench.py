@@ -136,11 +136,13 @@ def _tail(x: jax.Array, *weights: jax.Array) -> jax.Array:
     return head
 
 
-#: ``(batch, side, channels, bottleneck channels)`` of two bottleneck blocks and a head (``_tail``): a ResNet50's
-#: last stage at batch 4 on 96-pixel images (4 × 3²) and at batch 1 on 224 (1 × 7²), and others of 9–144 rows.
-#: None is a held-out model's.
-_TAILS = ((4, 3, 2048, 512), (1, 7, 2048, 512), (2, 3, 2048, 512), (1, 3, 1024, 256), (8, 3, 512, 128),
-          (2, 7, 1024, 256), (16, 3, 256, 64), (4, 4, 1024, 256))  # fmt: skip
+#: ``(batch, side, channels, bottleneck channels)`` of two bottleneck blocks and a head (``_tail``), each one fusion
+#: (``conv_views.CHAINED``; at 1 × 3² the first block's first layer stays out): six of fewer than 64 positions
+#: (``conv:chained:few``: a ResNet50's last stage at batch 4 on 96-pixel images, 4 × 3², and at batch 1 on 224,
+#: 1 × 7²), six of 64–144. None is a held-out model's.
+_TAILS = ((4, 3, 2048, 512), (1, 7, 2048, 512), (2, 3, 2048, 512), (1, 3, 2048, 512), (4, 3, 1024, 256),
+          (4, 3, 1536, 384), (8, 3, 512, 128), (2, 7, 1024, 256), (16, 3, 256, 64), (4, 4, 1024, 256),
+          (8, 3, 1024, 256), (2, 7, 2048, 512))  # fmt: skip
 
 
 def _tails(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
