@@ -496,9 +496,9 @@ def test_every_frameworks_grid_times_its_thin_layers(framework, monkeypatch):
 
 def test_a_jax_kernel_of_chained_thin_convolutions_is_conv_chained_read_whole():
     """``conv_views.CHAINED``: XLA:CPU fuses two ResNet bottleneck blocks (256 → 64 → 256) on 16 × 3² maps (144
-    positions: thin) and the global mean and dense head after them into one kernel of six convolutions and a dot: ``conv:chained``, one part
-    whose roofline times are the kernel's. The same blocks without the head compile to a kernel per convolution, each
-    its view's class (``conv:small_map``). A kernel that pools stays parts
+    positions: thin) and the global mean and dense head after them into one kernel of six convolutions and a dot:
+    ``conv:chained``, one part whose roofline times are the kernel's. The same blocks without the head compile to a
+    kernel per convolution, each its view's class (``conv:small_map``). A kernel that pools stays parts
     (``test_a_kernel_running_several_contractions_is_read_once_per_contraction``)."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -557,7 +557,9 @@ def test_a_chain_whose_heaviest_convolution_has_under_64_positions_is_conv_chain
 
     def kernel_of(n, framework="jax", pool=False):
         ops = [
-            Operation("c3", "conv", ((n, 512, 3, 3), (512, 512, 3, 3)), (n, 512, 3, 3), "float32", attrs={"padding": 1}),
+            Operation(
+                "c3", "conv", ((n, 512, 3, 3), (512, 512, 3, 3)), (n, 512, 3, 3), "float32", attrs={"padding": 1}
+            ),
             Operation("c1", "conv", ((n, 512, 3, 3), (2048, 512, 1, 1)), (n, 2048, 3, 3), "float32"),
         ]
         if pool:
