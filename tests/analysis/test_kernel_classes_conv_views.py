@@ -546,24 +546,25 @@ def test_a_jax_kernel_of_chained_thin_convolutions_is_conv_chained_read_whole():
 
 def test_a_chain_whose_heaviest_convolution_has_under_64_positions_is_conv_chained_few():
     """``conv_views.FEW_ROWS``: one JAX kernel running a 3×3 512 → 512 convolution and a 1×1 512 → 2048 one (records
-    in canonical NCHW). On 4 × 3² maps the heaviest (the 3×3: 2·36·512·4608 FLOPs against 2·36·2048·512) has 36
-    positions: ``conv:chained:few``; on 8 × 3² (72) ``conv:chained``. The same kernel with a max pool after it stays one
-    part per convolution, and so does a PyTorch trace's. Without a curve of its own ``:few`` reads ``conv:chained``'s,
-    then the family's."""
+    in canonical NCHW). The heaviest is the 3×3 (2·P·512·4608 FLOPs against 2·P·2048·512 for P positions): on 7 × 3²
+    maps (63 positions) ``conv:chained:few``, on 4 × 4² (64) and 8 × 3² (72) ``conv:chained``, on 32 × 3² (288: wide,
+    not thin) two parts. One thin convolution and a dot (a head) are two contractions: chained too. The same kernel
+    with a max pool after it stays one part per convolution, and so does a PyTorch trace's. Without a curve of its
+    own ``:few`` reads ``conv:chained``'s, then the family's."""
     from neural_cost import Coverage, Kernel, Operation, Trace
-    from neural_cost.analysis.conv_views import FEW_ROWS
     from neural_cost.analysis.kernel_classes import parts
     from neural_cost.hardware.kernel_model import ClassModel, Curve
 
-    def kernel_of(n, framework="jax", pool=False):
-        ops = [
-            Operation(
-                "c3", "conv", ((n, 512, 3, 3), (512, 512, 3, 3)), (n, 512, 3, 3), "float32", attrs={"padding": 1}
-            ),
-            Operation("c1", "conv", ((n, 512, 3, 3), (2048, 512, 1, 1)), (n, 2048, 3, 3), "float32"),
-        ]
+    def kernel_of(n, side=3, framework="jax", pool=False, second="conv"):
+        maps = (side, side)
+        ops = [Operation("c3", "conv", ((n, 512, *maps), (512, 512, 3, 3)), (n, 512, *maps), "float32",
+                         attrs={"padding": 1})]  # fmt: skip
+        if second == "conv":
+            ops.append(Operation("c1", "conv", ((n, 512, *maps), (2048, 512, 1, 1)), (n, 2048, *maps), "float32"))
+        else:  # a global mean's result by a dense head's weights
+            ops.append(Operation("fc", "matmul", ((n, 512), (512, 1000)), (n, 1000), "float32"))
         if pool:
-            ops.append(Operation("mp", "pooling", ((n, 2048, 3, 3),), (n, 2048, 1, 1), "float32", attrs={"kernel": 3}))
+            ops.append(Operation("mp", "pooling", ((n, 2048, *maps),), (n, 2048, 1, 1), "float32", attrs={"kernel": 3}))
         ops = tuple(ops)
         kernels = (Kernel("ynn_fusion", tuple(range(len(ops))), traffic_bytes=10**7, footprint_bytes=10**7),)
         trace = Trace(ops, Coverage.full(ops), kernels=kernels, kernel_source="hand-written", framework=framework)
@@ -571,11 +572,13 @@ def test_a_chain_whose_heaviest_convolution_has_under_64_positions_is_conv_chain
         (row,) = kernel_rows(estimate, SPEC)[0]
         return estimate, row
 
-    assert FEW_ROWS == 64
-    estimate, row = kernel_of(4)
+    estimate, row = kernel_of(7)
     assert kernel_class(estimate, row) == "conv:chained:few"
     assert [part.kernel_class for part in parts(estimate, row, SPEC)] == ["conv:chained:few"]
-    assert kernel_class(*kernel_of(8)) == "conv:chained"
+    assert kernel_class(*kernel_of(4, side=4)) == kernel_class(*kernel_of(8)) == "conv:chained"
+    assert kernel_class(*kernel_of(4, second="matmul")) == "conv:chained:few"
+    estimate, row = kernel_of(32)
+    assert [part.kernel_class for part in parts(estimate, row, SPEC)] == ["conv:wide", "conv:wide"]
     for estimate, row in (kernel_of(4, pool=True), kernel_of(4, framework="torch")):
         assert len(parts(estimate, row, SPEC)) == 2 and "chained" not in kernel_class(estimate, row)
     flat = ClassModel("conv:chained", Curve((-5.0,), (-3.0,)), None, points=3)

@@ -130,10 +130,10 @@ ONE_BY_ONE = "1x1"
 #: reads the ``conv`` family's, noted (``kernel_model.WAYS``).
 CHAINED = "chained"
 #: A chained kernel (``CHAINED``) whose heaviest convolution has fewer output positions than this is
-#: ``conv:chained:few`` (``FEW``): such chains ran 6.1–10.8× their compute bound (two blocks of 1024 → 256 → 1024 to
-#: 2048 → 512 → 2048 on 2 × 3² to 1 × 7² maps, 18–49 positions), those of 64–144 positions at 3.2–3.6× (256 → 64 to
-#: 1024 → 256 → 1024) — one curve of both, in roofline time, read its own held-out points at a median 45–50% off.
-#: Without a curve of its own it reads ``conv:chained``'s.
+#: ``conv:chained:few`` (``FEW``): such chains ran 4.8–10.2× their compute bound (two blocks of 1024 → 256 → 1024 to
+#: 2048 → 512 → 2048 on 1 × 3² to 1 × 7² maps, 9–49 positions), those of 64–144 positions at 2.2–3.5× (256 → 64 → 256
+#: to 2048 → 512 → 2048; three JAX calibrations merged) — one curve of a first grid's seven tails, in roofline time,
+#: read its own held-out points at a median 45–50% off. Without a curve of its own it reads ``conv:chained``'s.
 FEW_ROWS = 64
 FEW = "few"
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more

@@ -14,10 +14,10 @@ family's ``conv``, which a transposed or input-dilated convolution reads (a dept
 ``depthwise_conv:stride1``, a strided one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or
 more slices (a GRU's gates) is ``elementwise:sliced`` or
 ``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
-``:generic`` (``GENERIC``), a JAX kernel of two or more contractions whose heaviest is thin ``conv:chained`` (read as a
-whole, ``conv_views.CHAINED``; ``conv:chained:few`` under 64 positions); a batch norm ``norm:batch`` (a Keras layer
-TensorFlow runs as its graph ops
-``norm:batch:keras``), a layer norm ``norm:layer`` (``norm_views``; the family ``norm``). A product of two matrices
+``:generic`` (``GENERIC``), a JAX kernel of two or more contractions, no pool, whose heaviest convolution is thin or on
+small maps ``conv:chained`` (read as a whole, ``conv_views.CHAINED``; ``conv:chained:few`` under 64 positions); a batch
+norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops ``norm:batch:keras``), a layer norm ``norm:layer``
+(``norm_views``; the family ``norm``). A product of two matrices
 4096 or more wide (a vocabulary projection) is ``wide_matmul`` (``WIDE_MATMUL``), and a PyTorch one of fewer than 256
 rows ``thin_matmul`` (``THIN_MATMUL``), a JAX dot with batch dimensions ``batched_matmul`` (``BATCHED_MATMUL``); each
 reads ``matmul``'s curve without one of its own; attention is read once per query head, off 16-row blocks
@@ -196,7 +196,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
     main = row.bandwidth / hardware.memory_bandwidth  # its memory time ÷ at main memory's bandwidth
     whole = (Part(name, row.compute_seconds, row.memory_seconds, n, row.memory_seconds * main),)
-    if row.index is None or name.split("@", 1)[0].split(":", 1)[0] not in _SPLIT or CHAINED in name:
+    qualifiers = name.split("@", 1)[0].split(":")
+    if row.index is None or qualifiers[0] not in _SPLIT or CHAINED in qualifiers:
         return whole
     costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
     if sum(cost.kind in CONTRACTIONS for cost in costs) < 2:

@@ -12,7 +12,7 @@ elementwise chains from 10³ to 10⁷ elements, reductions over the last axis (s
 norm written in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
 (``lax.reduce_window``), ``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
 (a while loop: its kernels run once per trip), and of a GRU's gates over precomputed projections.
-Inputs are fixed random arrays; ``quick`` keeps every class at a few sizes (for tests). Every
+Inputs are fixed random arrays; ``quick`` keeps every class at a few sizes (for tests) but the tails'. Every
 program is a function object of its own (the adapter keeps one executable per function and
 signature).
 """
