@@ -121,13 +121,13 @@ SMALL_MAP = 4
 ONE_BY_ONE = "1x1"
 #: The qualifier of a JAX kernel that runs two or more contractions, the heaviest a thin or small-map convolution
 #: (``THIN``, ``SMALL_MAP``): ``conv:chained``, read as a whole, not as one part per contraction (``chain_class``).
-#: Where a global mean and a dense head follow a ResNet's last blocks, XLA:CPU 0.10.2 pulls the blocks before them into
-#: one YNNPACK fusion (up to six convolutions and the head's dot), which ran its layers far slower than the same layers
-#: as lone fusions on a 2-core VM: two 2048 → 512 → 2048 bottleneck blocks on 4 × 3² maps took 26–29 ms with the head
-#: against 11–12 ms without it (on one core 53 against 23 ms), on 1 × 7² maps 25 against 10 (a Keras ResNet50 on JAX,
-#: 96-pixel images at batch 4: its tail's fusion ran 23.5 ms where its parts read 5.0 ms off their classes). A kernel
-#: that pools (a CNN's blocks, ``kernel_classes.POOLED``) stays one part per convolution. Without a curve of its own it
-#: reads the ``conv`` family's, noted (``kernel_model.WAYS``).
+#: Where a global mean (and a dense head) follow a ResNet's last blocks, XLA:CPU 0.10.2 pulls the blocks before them
+#: into one YNNPACK fusion (up to six convolutions and the head's dot), which ran its layers far slower than the same
+#: layers as lone fusions on a 2-core VM: two 2048 → 512 → 2048 bottleneck blocks on 4 × 3² maps took 26–29 ms with the
+#: head against 11–12 ms without it (on one core 53 against 23 ms), on 1 × 7² maps 25 against 10 (a Keras ResNet50 on
+#: JAX, 96-pixel images at batch 4: its tail's fusion ran 23.5 ms where its parts read 5.0 ms off their classes). A
+#: kernel that pools (a CNN's blocks, ``kernel_classes.POOLED``) stays one part per convolution. Without a curve of its
+#: own it reads the ``conv`` family's, noted (``kernel_model.WAYS``).
 CHAINED = "chained"
 #: A chained kernel (``CHAINED``) whose heaviest convolution has fewer output positions than this is
 #: ``conv:chained:few`` (``FEW``): such chains ran 4.8–10.2× their compute bound (two blocks of 1024 → 256 → 1024 to
