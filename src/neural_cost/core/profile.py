@@ -32,9 +32,11 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from .errors import RecordError
+from .overlap import shared_durations
 from .units import format_int, format_seconds, plural
 
 __all__ = [
@@ -263,17 +265,26 @@ def _by_run(
     if runs < 2:
         return {}
     counts = {measured.kernel: measured.events for measured in kernels}
-    found: dict[int, list[tuple[float, float]]] = {}
-    for event in events:
-        found.setdefault(event.kernel, []).append((event.start_seconds, event.duration_seconds))
+    shared = shared_durations([(e.start_seconds, e.duration_seconds, e.kernel, e.thread) for e in events])
+    found: dict[int, list[tuple[float, float, float]]] = {}
+    for event, own in zip(events, shared, strict=True):
+        found.setdefault(event.kernel, []).append((event.start_seconds, event.duration_seconds, own))
     by_run: dict[int, tuple[float, ...]] = {}
     for kernel, intervals in found.items():
         if len(intervals) != counts.get(kernel) or len(intervals) % runs:
             continue
         intervals.sort()
         each = len(intervals) // runs
-        by_run[kernel] = tuple(_covered(intervals[run * each : (run + 1) * each]) for run in range(runs))
+        by_run[kernel] = tuple(_run_time(intervals[run * each : (run + 1) * each]) for run in range(runs))
     return by_run
+
+
+def _run_time(events: list[tuple[float, float, float]]) -> float:
+    """One kernel's time in one run from its sorted ``(start, duration, shared)`` events: their shared
+    durations summed (``overlap.shared_durations``), or, where its own events overlap one another, their union."""
+    if any(start < prev + duration for (prev, duration, _), (start, _, _) in pairwise(events)):
+        return _covered([(start, duration) for start, duration, _ in events])
+    return sum(own for *_, own in events)
 
 
 def _covered(events: list[tuple[float, float]]) -> float:
