@@ -18,7 +18,8 @@ trace's kernels (``Trace.kernels``, by index). Conventions:
 - ``events`` keeps each matched execution (start relative to the first event, duration,
   thread) for a Chrome/Perfetto trace; it may be empty when the adapter does not keep them.
 - A kernel's measured time per run (``seconds_per_run``, the rows' measured column) is its
-  median run's when ``events`` holds every execution of it (``run_seconds``), else its
+  median run's when ``events`` holds every execution of it (``run_seconds``: each event's time beside
+  other kernels' events on other threads shared among them, ``overlap.shared_durations``), else its
   ``seconds`` ÷ ``runs``. On a shared machine other load stalls a run now and then (a 2-vCPU VM:
   a 6.5 ms matmul took 37 ms in one run of five); the median keeps that out of the rows, where
   a mean read it as the kernel's own 2–3× slowness. The kernel and wall times per run stay the
