@@ -26,11 +26,10 @@ def shared_durations(events: Sequence[tuple[float, float, int, int]]) -> list[fl
         start, duration, kernel, thread = events[i]
         end = start + duration
         active = [j for j in active if events[j][0] + events[j][1] > start]
-        later = []
-        for j in order[at + 1 :]:
-            if events[j][0] >= end:
-                break
-            later.append(j)
+        later, k = [], at + 1
+        while k < len(order) and events[order[k]][0] < end:  # events that start inside this one
+            later.append(order[k])
+            k += 1
         beside = [
             (max(events[j][0], start), min(events[j][0] + events[j][1], end), events[j][3])
             for j in active + later
