@@ -170,7 +170,7 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
         return view
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
     wide = min(math.prod(weight[1:]), weight[0] // groups) >= NARROW
-    if not wide or output[0] * math.prod(output[2:]) >= THIN:
+    if not wide or _positions(output) >= THIN:
         return view
     thin = "small_map" if max(output[2:]) <= SMALL_MAP else "thin"
     graph = estimate.framework == "tensorflow" and not (estimate.kernel_source or "").startswith("XLA")
@@ -179,16 +179,20 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
 
 def chain_class(estimate: CostEstimate, kernel: Kernel, contractions: int, pools: bool) -> str | None:
     """``conv:chained`` for a kernel of ``contractions`` contraction records that is one (``CHAINED``): a JAX
-    program's, of two or more, none of its records a pool (``pools``: a CNN's pooled blocks stay parts), whose
-    heaviest convolution is thin or on small maps — ``conv:chained:few`` where that one has fewer than ``FEW_ROWS``
-    output positions. None for another kernel."""
+    program's, of two or more, none of its records after the first convolution a pool (``pools``: a CNN's pooled
+    blocks stay parts), whose heaviest convolution is thin or on small maps — ``conv:chained:few`` where that one has
+    fewer than ``FEW_ROWS`` output positions. None for another kernel."""
     cost = _heaviest(estimate, kernel)
     if estimate.framework != "jax" or contractions < 2 or pools or cost is None:
         return None
     if record_view(estimate, cost) not in ("thin", "small_map"):
         return None
-    output = cost.operation.output
-    return f"conv:{CHAINED}:{FEW}" if output[0] * math.prod(output[2:]) < FEW_ROWS else f"conv:{CHAINED}"
+    return f"conv:{CHAINED}:{FEW}" if _positions(cost.operation.output) < FEW_ROWS else f"conv:{CHAINED}"
+
+
+def _positions(output: Sequence[int]) -> int:
+    """A convolution's output positions, batch × its output map (its record's output is (N, C, *map))."""
+    return output[0] * math.prod(output[2:])
 
 
 def torch_view(cost: OperationCost, view: str) -> str:

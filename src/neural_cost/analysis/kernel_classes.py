@@ -146,9 +146,13 @@ FORWARDED = ":forwarded"
 def _pooled(base: str, costs: list[OperationCost]) -> str:
     """``base`` + ``POOLED`` for a forward convolution class (``conv``, ``conv:wide``...) when a record of ``costs``
     (the kernel's, or its part's, in order) after its first convolution pools (one before it pools its input)."""
+    return base + POOLED if _pools(costs) and base.partition(":")[0] == "conv" else base
+
+
+def _pools(costs: list[OperationCost]) -> bool:
+    """Whether a record of ``costs`` (a kernel's, or its part's, in order) after its first convolution pools."""
     first = next((i for i, cost in enumerate(costs) if cost.kind == "conv"), len(costs))
-    pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs[first + 1 :])
-    return base + POOLED if pools and base.partition(":")[0] == "conv" else base
+    return any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs[first + 1 :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,8 +387,7 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         return found if found.startswith("depthwise") else found + GENERIC
     if name == "conv":
         costs = [estimate.by_operation[i] for i in kernel.operations]
-        pools = any(CLASS_OF_KIND.get(cost.kind) == "pool" for cost in costs)
-        chain = chain_class(estimate, kernel, sum(cost.kind in CONTRACTIONS for cost in costs), pools)
+        chain = chain_class(estimate, kernel, sum(cost.kind in CONTRACTIONS for cost in costs), _pools(costs))
         if chain is not None:
             return chain
         return _pooled(conv_class(width(estimate, kernel)), costs)
