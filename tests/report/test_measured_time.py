@@ -3,11 +3,12 @@ measured/eff columns, the findings a profile changes, and the JSON. Every number
 ``tests/report/profiled.py`` (a hand-built estimate with four kernels and a hand-built Profile)."""
 
 import json
+from dataclasses import replace
 
 from pytest import approx
 
 from neural_cost.analysis.suspects import percent_down
-from neural_cost.core.profile import MeasuredKernel, Profile
+from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent
 from tests.report.profiled import PROFILE, US, profiled_report
 
 
@@ -59,6 +60,27 @@ def test_the_coverage_line_gains_time_and_a_measured_line_follows():
         "unmodeled by time: sort 7.7% of measured time · outside kernels 100.0 µs (25.0% of the run)"
     )
     assert lines[3].startswith("  device: ")  # no warning at the report's 0.7 threshold
+
+
+def test_kernels_that_ran_at_once_say_so_and_share_their_time():
+    """copy.1 runs on thread 1 over [27, 52) µs of each run, beside big.2 on thread 0 over [27, 277): the kernels'
+    union a run is 2 + 250 + 23 = 275 µs, their events summed 300 µs. copy.1 runs its 25 µs beside big.2, half
+    each: copy.1 reads 12.5 µs a run, big.2 225 + 12.5 = 237.5 µs. Outside kernels: (800 − 550) / 2 = 125 µs,
+    125 / 400 = 31.25% → "31.3%" (half up) of the run; sort 23 / 300 = 7.7% of the summed time, as before."""
+    events = tuple(
+        ProfileEvent(kernel, (offset + start) * US, duration * US, thread)
+        for offset in (0, 400)
+        for kernel, start, duration, thread in ((0, 0, 2, 0), (1, 27, 25, 1), (2, 27, 250, 0), (3, 277, 23, 0))
+    )
+    profile = replace(PROFILE, kernel_seconds=550 * US, events=events)
+    report = profiled_report(profile)
+    assert report.render(top=0).splitlines()[2] == (
+        "  measured: 275.0 µs per run in kernels (4 of 4 kernels had events; 2 profiled runs, test profiler) · "
+        "kernels overlapped: 300.0 µs summed, each kernel's measured time its share of the time it ran beside others "
+        "· unmodeled by time: sort 7.7% of measured time · outside kernels 125.0 µs (31.3% of the run)"
+    )
+    kernels = {row.name: row.measured_seconds for row in report.kernel_rows}
+    assert kernels["copy.1"] == approx(12.5 * US) and kernels["big.2"] == approx(237.5 * US)
 
 
 def test_without_a_profile_the_report_is_unchanged_and_its_notes_say_why():

@@ -79,7 +79,10 @@ def measured_line(report: GapReport) -> str | None:
         f"{plural(kernels, 'kernels')} had events; {plural(profile.runs, 'profiled runs')}, {profile.source})"
     )
     if coverage.kernel_seconds > coverage.union_seconds * 1.01:
-        line += f" · kernels overlapped: {format_seconds(coverage.kernel_seconds)} summed"
+        line += (
+            f" · kernels overlapped: {format_seconds(coverage.kernel_seconds)} summed, each kernel's measured time "
+            "its share of the time it ran beside others"
+        )
     unmodeled = unmodeled_by_time(coverage)
     if unmodeled:
         line += f" · unmodeled by time: {unmodeled} of measured time"
