@@ -247,13 +247,14 @@ class Expectation:
             calibration = self.calibration(adapter)
             fn, args, kwargs, trace_options = model.build(1)
             drift = self.drift(adapter)[0]
-            # three passes of its batch-1 run, a second apart, as each row gets three passes
-            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options)
+            # three passes of its batch-1 run, a second apart, as each row gets three passes; its time taken at
+            # the calibrated speed, divided by the drift just measured (``Floor.drift``)
+            floor = self.api["floor"](adapter, fn, args, kwargs, calibration, trace_options=trace_options, drift=drift)
         except Exception as error:
             self.reason = f"(no calibration or floor: {type(error).__name__}: {str(error)[:160]})"
             print(f"  {model.name}: expected {self.reason}", flush=True)
             return lambda estimate: (None, None, None, None, True)
-        state = "" if drift is None else f" (machine at {drift:.2f}× its calibrated speed)"
+        state = "" if drift is None or floor.drift is not None else f" (machine at {drift:.2f}× its calibrated speed)"
         print(f"  {model.name}: {floor.note()}{state}", flush=True)
         expected_time, said = self.api["expected"], []
 

@@ -26,6 +26,31 @@ def test_the_floor_is_the_smaller_of_the_unexplained_time_and_the_time_outside_k
     assert Floor.of(1e-3, 0.9e-3, 0.5e-3).seconds == pytest.approx(0.1e-3)
 
 
+def test_a_tiny_run_in_a_slow_spell_is_taken_at_the_machines_calibrated_speed():
+    """Figures of a 2-core VM: a PyTorch LSTM's batch-1 run took 2.321 ms with the drift probes at 1.41× their
+    calibrated time, its kernels expected at 1.683 ms: as it ran, 638 µs of floor; at the calibrated speed
+    2.321 / 1.41 = 1.646 ms, under its kernels: 0 (clamped). A ResNet's took 3.832 ms at 1.24×, kernels 2.759 ms:
+    3.832 / 1.24 = 3.0903 ms → 331.3 µs (1.073 ms as it ran). A JAX program's profiler saw 200 µs outside its
+    kernels at 1.25×: 160 µs at the calibrated speed caps 1.0 / 1.25 − 0.5 = 300 µs. A machine faster than
+    calibrated (0.9×) raises the floor: 0.9 / 0.9 − 0.5 = 500 µs."""
+    lstm = Floor.of(2.321e-3, 1.683e-3, drift=1.41)
+    assert lstm.seconds == 0.0 and lstm.drift == 1.41 and Floor.of(2.321e-3, 1.683e-3).seconds == pytest.approx(638e-6)
+    resnet = Floor.of(3.832e-3, 2.759e-3, drift=1.24)
+    assert resnet.seconds == pytest.approx(3.832e-3 / 1.24 - 2.759e-3) and resnet.observed_seconds == 3.832e-3
+    assert resnet.note() == (
+        "framework floor 331.3 µs: a tiny-input run took 3.832 ms (3.090 ms at the machine's calibrated speed: its "
+        "drift probes ran 1.24× their calibrated time just before), its kernels are expected to take 2.759 ms"
+    )
+    assert Floor.of(1e-3, 0.5e-3, 200e-6, drift=1.25).seconds == pytest.approx(160e-6)
+    assert Floor.of(0.9e-3, 0.5e-3, drift=0.9).seconds == pytest.approx(500e-6)
+    # none measured, or exactly as calibrated: the run as it ran, and the note says nothing of it
+    assert Floor.of(1e-3, 0.5e-3, drift=None).drift is None and Floor.of(1e-3, 0.5e-3, drift=1.0).drift is None
+    assert "calibrated speed" not in Floor.of(1e-3, 0.5e-3, drift=1.0).note()
+    # kernels taken out in the host's busy state read its slowdown already: the drift is not taken out again
+    busy = Floor.of(1.495e-3, 763e-6, None, 1.2e-3, 18.5e-6, drift=1.3)
+    assert busy.seconds == pytest.approx(295e-6) and busy.drift is None
+
+
 def test_a_jax_programs_floor_is_held_to_what_its_profiler_saw_outside_kernels():
     """JAX's kernels are timed by its profiler: the floor's passes profile the tiny run too, and
     the floor never exceeds the least time a pass saw outside its kernels."""

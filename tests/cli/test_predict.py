@@ -222,3 +222,48 @@ def test_a_build_without_batch_still_gets_the_machines_drift(tmp_path, monkeypat
     elsewhere = load_calibration(_calibration(tmp_path, machine={"cpu_model": "Some Other CPU", "logical_cpus": 999}))
     _, note = measure_floor(fixed, None, TorchAdapter(), elsewhere, {}, progress, False, elsewhere.hardware)
     assert note == "no framework floor: build() takes no batch argument to run it at batch 1" and calls == ["torch"]
+
+
+def test_the_machines_drift_is_measured_before_the_batch_one_run_and_scales_it(tmp_path, monkeypatch):
+    """The drift probes run first; their ratio (here 2.0: everything twice its calibrated time) reaches the
+    floor's batch-1 run, whose time is taken at the calibrated speed (``Floor.drift``): a 3 ms run whose kernels
+    are expected at 1 ms leaves 3 / 2 − 1 = 500 µs, not 2 ms."""
+    import io
+
+    import torch
+
+    from neural_cost.adapters import TorchAdapter
+    from neural_cost.analysis import drift, workload
+    from neural_cost.cli.build import build_workload
+    from neural_cost.cli.predict import measure_floor
+    from neural_cost.cli.progress import Progress
+
+    order = []
+
+    class Slow:
+        ratio = 2.0
+
+        def note(self):
+            return "machine now: 2.00×"
+
+    def probes(adapter, calibration, **_):
+        order.append("drift")
+        return Slow()
+
+    def floor(adapter, fn, args, kwargs, calibration, **options):
+        order.append("floor")
+        return workload.Floor.of(3e-3, 1e-3, drift=options["drift"])
+
+    monkeypatch.setattr(drift, "machine_drift", probes)
+    monkeypatch.setattr(workload, "framework_floor", floor)
+    here = load_calibration(_calibration(tmp_path))
+
+    def build(batch=8):
+        return torch.nn.Linear(4, 2), (torch.ones(batch, 4),)
+
+    seconds, note = measure_floor(
+        build, build_workload(build, 8), TorchAdapter(), here, {}, Progress(io.StringIO()), False, here.hardware
+    )
+    assert order == ["drift", "floor"] and seconds == pytest.approx(500e-6)
+    assert "(1.500 ms at the machine's calibrated speed: its drift probes ran 2.00× their calibrated time" in note
+    assert note.endswith("; machine now: 2.00×")

@@ -8,6 +8,7 @@ here by the framework's name.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
@@ -267,6 +268,11 @@ class Floor:
     #: (``wake_seconds``) read the busy state; None where it read the quiet one or none was read.
     state_seconds: float | None = None
     wake_seconds: float | None = None
+    #: How much slower than at calibration the machine ran the calibration's drift probes just before the tiny
+    #: run (``drift.machine_drift``'s ratio): its time, and what its profiler saw outside kernels, are divided by
+    #: it before the kernels are taken out — the floor is of the machine as calibrated, as its kernels are.
+    #: None: not measured, taken as it ran.
+    drift: float | None = None
 
     @classmethod
     def of(
@@ -276,6 +282,7 @@ class Floor:
         outside: float | None = None,
         in_state: float | None = None,
         wake: float | None = None,
+        drift: float | None = None,
     ) -> Floor:
         """The smaller of ``observed − kernels`` (what the model leaves unexplained: with a kernel
         model's miss at batch 1 in it) and ``outside`` (what ran outside every kernel: with the
@@ -286,22 +293,37 @@ class Floor:
         instead where it is more: a PyTorch LSTM's batch-1 run took 994 µs with the host quiet and 1.495 ms
         with it busy, its kernels 763 µs at their fastest; a floor of 732 µs then raised the expected time
         of every batch by the host's slowdown of its loops. Its kernels read as usual, 1.740 ms, exceed that
-        busy run: the floor is then unknown, taken as 0 (``unknown``), where quiet it was 231 µs."""
+        busy run: the floor is then unknown, taken as 0 (``unknown``), where quiet it was 231 µs.
+        ``drift``: the machine's speed just before the tiny run against its calibration (``Floor.drift``), by which
+        ``observed`` and ``outside`` are divided. Measured in slow spells (the probes at 1.24–1.41×), a PyTorch
+        ResNet's floor read 1.07–2.04 ms and an LSTM's 0.63–0.64 ms, against 0.23–0.35 and 0.17–0.25 ms with the
+        machine as calibrated, and every batch's expected time carried the spell (an LSTM's rows 12–16% too slow).
+        Not where its kernels are taken out in the host's busy state (``in_state``): that reads the slowdown already."""
         kept = in_state if in_state is not None and in_state > kernels else None
-        unexplained = max(0.0, observed - (kept if kept is not None else kernels))
-        floor = unexplained if outside is None else min(unexplained, outside)
-        return cls(floor, observed, kernels, outside, kept, wake)
+        # the host's busy state already reads its kernels slower (``in_state``): the drift is not taken out again
+        steady = kept is None and drift is not None and math.isfinite(drift) and drift > 0
+        scale = drift if steady and drift is not None else 1.0
+        run, seen = observed / scale, None if outside is None else outside / scale
+        unexplained = max(0.0, run - (kept if kept is not None else kernels))
+        floor = unexplained if seen is None else min(unexplained, seen)
+        return cls(floor, observed, kernels, outside, kept, wake, None if scale == 1.0 else scale)
 
     @property
     def unknown(self) -> bool:
         """Whether the tiny run's kernels in its host state are expected to take longer than the whole run:
         the state's reading of them is off for this program, and the floor cannot be told (taken as 0)."""
-        return self.state_seconds is not None and self.state_seconds >= self.observed_seconds
+        return self.state_seconds is not None and self.state_seconds >= self.observed_seconds / (self.drift or 1.0)
 
     def note(self) -> str:
+        scaled = (
+            ""
+            if self.drift is None
+            else f" ({format_seconds(self.observed_seconds / self.drift)} at the machine's calibrated speed: its "
+            f"drift probes ran {self.drift:.2f}× their calibrated time just before)"
+        )
         text = (
             f"framework floor {format_seconds(self.seconds)}: a tiny-input run took "
-            f"{format_seconds(self.observed_seconds)}, "
+            f"{format_seconds(self.observed_seconds)}{scaled}, "
             f"its kernels are expected to take {format_seconds(self.kernel_seconds)}"
         )
         if self.state_seconds is not None and self.wake_seconds is not None:
@@ -331,6 +353,7 @@ def framework_floor(
     passes: int = 3,
     pause_seconds: float = 1.0,
     warm_seconds: float = 0.25,
+    drift: float | None = None,
 ) -> Floor:
     """Time one tiny-input version of the program (``args``: its inputs at batch 1) and keep
     what its kernels do not explain: the framework's own cost per run, which does not grow with
@@ -343,7 +366,8 @@ def framework_floor(
     kernels (``Floor.of``). With the calibration's host states (``KernelCalibration.loop_wakes``) the
     host's cross-core wake-up is read just before and just after each pass's timed runs, and the fastest
     pass's kernels are taken out in its state (``Floor.state_seconds``): the floor is the framework's, not
-    the host's slowdown of the run's loops."""
+    the host's slowdown of the run's loops. ``drift``: the machine's speed against its calibration, measured
+    just before (``Floor.of``): the tiny run's time is taken at the calibrated speed, as its kernels are."""
     keywords = dict(kwargs or {})
     trace_options, benchmark_options = program_options(adapter, trace_options, benchmark_options)
     medians: list[float] = []
@@ -377,4 +401,5 @@ def framework_floor(
     # a busy pass (a share of 1 or more): its loop kernels at their usual times, never past them (a floor is
     # not extrapolated as a program's expectation in the host's state is)
     in_state = expected.usual_seconds if shares[kept] else None
-    return Floor.of(medians[kept], expected.kernel_seconds, min(outside) if outside else None, in_state, wakes[kept])
+    seen = min(outside) if outside else None
+    return Floor.of(medians[kept], expected.kernel_seconds, seen, in_state, wakes[kept], drift)

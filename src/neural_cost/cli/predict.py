@@ -66,23 +66,32 @@ def measure_floor(
         if not batched:
             return None, "no framework floor: build() takes no batch argument to run it at batch 1"
         return None, "no framework floor: the calibration is not this machine's (flagged above); its kernels only"
+    progress.stage("machine drift (the calibration's probes re-run)")
+    try:  # before the batch-1 run: its time is taken at the machine's calibrated speed (``Floor.drift``)
+        drift, failed = machine_drift(adapter, calibration), None
+    except Exception as error:  # a probe is an extra: its failure is said, never fatal
+        drift, failed = None, f"machine drift not measured ({type(error).__name__})"
     floor, note = (
-        _batch_one(build, workload, adapter, calibration, training, progress)
+        _batch_one(build, workload, adapter, calibration, training, progress, None if drift is None else drift.ratio)
         if batched
         else (None, "no framework floor: build() takes no batch argument to run it at batch 1")
     )
-    progress.stage("machine drift (the calibration's probes re-run)")
-    try:
-        drift = machine_drift(adapter, calibration)
-    except Exception as error:  # a probe is an extra: its failure is said, never fatal
-        return floor, f"{note}; machine drift not measured ({type(error).__name__})"
+    if failed is not None:
+        return floor, f"{note}; {failed}"
     return floor, note if drift is None else f"{note}; {drift.note()}"
 
 
 def _batch_one(
-    build: Any, workload: Any, adapter: Any, calibration: Any, training: dict[str, Any], progress: Progress
+    build: Any,
+    workload: Any,
+    adapter: Any,
+    calibration: Any,
+    training: dict[str, Any],
+    progress: Progress,
+    drift: float | None = None,
 ) -> tuple[float | None, str]:
-    """``measure_floor``'s batch-1 run: the floor and its note, or None and why not."""
+    """``measure_floor``'s batch-1 run: the floor and its note, or None and why not. ``drift``: the machine's
+    speed against its calibration just before (``Floor.drift``)."""
     from ..adapters.base import example_input_shapes
     from ..analysis.workload import framework_floor
 
@@ -93,8 +102,9 @@ def _batch_one(
         if shapes[0] and shapes[0] == shapes[1]:  # no array input says nothing: measure
             return None, "no framework floor: the program is at batch 1 already (its floor would be its own time)"
         measured = framework_floor(
-            adapter, tiny.fn, tiny.args, tiny.kwargs, calibration, trace_options=training, benchmark_options=training
-        )
+            adapter, tiny.fn, tiny.args, tiny.kwargs, calibration, trace_options=training, benchmark_options=training,
+            drift=drift,
+        )  # fmt: skip
     except Exception as error:  # a model that cannot run at batch 1 (BatchNorm in training...)
         return None, f"no framework floor: the batch-1 run failed ({type(error).__name__}: {str(error)[:160]})"
     return measured.seconds, measured.note() + (
