@@ -68,6 +68,40 @@ def test_a_stride_above_one_is_strided_and_one_past_the_kernel_subsampled():
         assert _classes(jax_adapter, jax.jit(conv), x, w) == [expected]
 
 
+def test_a_jax_strided_three_channel_stem_is_shallow_as_its_stride_one_stems():
+    """XLA:CPU runs a 3-channel 3×3 stem at 14–27× its bound whatever its stride (``conv_views.STRIDED_STEM``): in
+    JAX a stride-2 one of 32 or 16 outputs (K 27 < 32, N < 64) is ``conv:shallow`` (``:generic`` where XLA runs it
+    itself, as a 16-output one). One of 64 outputs (N 64), a 7×7
+    stem (K 147) and a 1×1 stride-2 3-channel layer (subsampled) keep their stride's class, and so does PyTorch's
+    and TensorFlow's 3×3 stride-2 stem."""
+    from neural_cost.adapters import adapter_for
+
+    jax = pytest.importorskip("jax")
+    jax_adapter = adapter_for("jax", cross_check=True)
+
+    def stem(c_out, k, size=64):
+        x, w = jax.numpy.ones((2, size, size, 3)), jax.numpy.ones((k, k, 3, c_out))
+
+        def conv(x, w):
+            return jax.lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+        return _classes(jax_adapter, jax.jit(conv), x, w)
+
+    assert stem(32, 3) == ["conv:shallow"]
+    assert stem(16, 3) == ["conv:shallow:generic"]  # 16 outputs: XLA's own convolution, no YNNPACK fusion
+    assert stem(64, 3) == ["conv:strided"] and stem(64, 7) == ["conv:strided"]
+    assert stem(32, 1) == ["conv:subsampled"]
+    torch_stem = lambda x, w: torch.nn.functional.conv2d(x, w, stride=2, padding=1)  # noqa: E731
+    assert _classes(adapter_for("torch"), torch_stem, torch.randn(2, 3, 64, 64), torch.randn(32, 3, 3, 3)) == [
+        "conv:strided"
+    ]
+    tf = pytest.importorskip("tensorflow")
+    layer = lambda x, w: tf.nn.conv2d(x, w, 2, "SAME")  # noqa: E731
+    assert _classes(adapter_for("tensorflow"), layer, tf.ones((2, 64, 64, 3)), tf.ones((3, 3, 3, 32))) == [
+        "conv:strided"
+    ]
+
+
 def test_one_input_channel_per_group_is_depthwise_and_a_stride_is_its_member():
     """Canonical weight (C_out, C_in/groups, *kernel) with C_in/groups = 1 and groups > 1:
     ``depthwise_conv:stride1`` — with a channel multiplier of 2 too (64 groups, 128 outputs) — and at

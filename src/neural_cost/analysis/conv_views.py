@@ -27,6 +27,7 @@ __all__ = [
     "SHALLOW",
     "SMALL_MAP",
     "STRIDED",
+    "STRIDED_STEM",
     "THIN",
     "UNALIGNED",
     "backward_width",
@@ -166,6 +167,8 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     TensorFlow graph op's 1×1 one (``ONE_BY_ONE``)."""
     view = conv_width(cost)
     view = torch_view(cost, view) if estimate.framework == "torch" else view
+    if view == "strided" and estimate.framework == "jax" and _shallow(cost):
+        return STRIDED_STEM
     if view not in ("wide", "unaligned", *STRIDED) or len(output := cost.operation.output) < 3:
         return view
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
@@ -188,6 +191,24 @@ def chain_class(estimate: CostEstimate, kernel: Kernel, contractions: int, pools
     if record_view(estimate, cost) not in ("thin", "small_map"):
         return None
     return f"conv:{CHAINED}:{FEW}" if _positions(cost.operation.output) < FEW_ROWS else f"conv:{CHAINED}"
+
+
+#: A JAX strided convolution that is shallow (``SHALLOW``: a 3-channel 3×3 stem of under 64 outputs, stride 2) reads
+#: ``conv:shallow``, not ``conv:strided``: XLA:CPU 0.10.2 ran such stems at 14–27× their compute bound on a 2-core VM
+#: (4 × 96² → 32 outputs 0.84 ms, 1 × 224² 0.95 ms, 8 × 64² → 16 outputs 0.62 ms), as its stride-1 stems (13–15×),
+#: where the strided curve, of wide layers and 7×7 stems, read them at 2.6×: a Keras MobileNetV2's and
+#: EfficientNetB0's stems on JAX ran 6.9× and 10.4× their expected time. JAX's grid times four
+#: (``_jax/microbench._STRIDED_STEMS``). PyTorch's and TensorFlow's keep their stride's class.
+STRIDED_STEM = "shallow"
+
+
+def _shallow(cost: OperationCost) -> bool:
+    """Whether a convolution record's matrix-multiply view is ``shallow`` (``_view_width``): K under ``SHALLOW``
+    and N under ``NARROW``, a depthwise layer never."""
+    weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
+    if groups > 1 and weight[1] == 1:
+        return False
+    return _view_width(math.prod(weight[1:]), weight[0] // groups) == "shallow"
 
 
 def _positions(output: Sequence[int]) -> int:

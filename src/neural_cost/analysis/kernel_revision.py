@@ -20,9 +20,10 @@ KERNEL_MODEL_REVISION = 45
 #: Keras models of one batch norm or layer norm layer, ``norm:batch:keras`` and ``norm:layer``; 45.2: its graph's thin
 #: 1×1 convolutions ``conv:thin:1x1`` and ``conv:small_map:1x1``, ``conv_views.ONE_BY_ONE``, twelve in its grid; JAX's
 #: 45.1: its dots with batch dimensions ``batched_matmul``, ``matmul_views.BATCHED_MATMUL``; 45.2: its kernels of
-#: several contractions whose heaviest is thin ``conv:chained``, ``conv_views.CHAINED``, twelve in its grid); raising
+#: several contractions whose heaviest is thin ``conv:chained``, ``conv_views.CHAINED``, twelve in its grid; 45.3: its
+#: strided 3-channel stems ``conv:shallow``, ``conv_views.record_view``, four in its grid); raising
 #: the shared one still makes every framework's calibration again.
-REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 2}
+REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 3}
 
 
 def revision(framework: str) -> str:

@@ -90,13 +90,18 @@ _GENERIC_CONVS = ((4, 2, 256, 256, 3), (1, 2, 512, 512, 3), (4, 2, 512, 512, 3),
                   (4, 4, 128, 128, 5), (16, 1, 256, 256, 3), (2, 3, 64, 64, 5), (8, 2, 64, 256, 3))  # fmt: skip
 
 
+#: Strided 3-channel 3×3 stems, ``(batch, in, out, size, kernel, stride)``: ``conv:shallow`` in JAX
+#: (``conv_views.STRIDED_STEM``), a MobileNet's and an EfficientNet's at 96² and 224², a small CNN's.
+_STRIDED_STEMS = ((4, 3, 32, 96, 3, 2), (1, 3, 32, 224, 3, 2), (16, 3, 32, 32, 3, 2), (8, 3, 16, 64, 3, 2))
+
+
 def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
     convs = [("NCHW" if i in _NCHW else "NHWC", *conv, 1) for i, conv in enumerate(_CONVS)]
     if quick:  # NHWC ones
         convs = convs[::4]
     else:
         convs += [("NHWC", *conv, 1) for conv in (*grid.LARGE_CONVS, *grid.STEM_CONVS, *grid.THIN_CONVS)]
-        convs += [("NHWC", *c) for c in grid.STRIDED_CONVS]
+        convs += [("NHWC", *c) for c in (*grid.STRIDED_CONVS, *_STRIDED_STEMS)]
     for layout, n, c_in, c_out, size, k, stride in convs:
         if layout == "NHWC":
             x, w = rand(n, size, size, c_in), rand(k, k, c_in, c_out, k=1)
