@@ -21,7 +21,8 @@ KERNEL_MODEL_REVISION = 45
 #: 1×1 convolutions ``conv:thin:1x1`` and ``conv:small_map:1x1``, ``conv_views.ONE_BY_ONE``, twelve in its grid; JAX's
 #: 45.1: its dots with batch dimensions ``batched_matmul``, ``matmul_views.BATCHED_MATMUL``; 45.2: its kernels of
 #: several contractions whose heaviest is thin ``conv:chained``, ``conv_views.CHAINED``, twelve in its grid; 45.3: its
-#: strided 3-channel stems ``conv:shallow``, ``conv_views.record_view``, four in its grid); raising
+#: strided 3-channel stems ``conv:shallow``, ``conv_views.record_view``, four in its grid, and six small 1×1 layers on
+#: few positions); raising
 #: the shared one still makes every framework's calibration again.
 REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 3}
 
