@@ -94,10 +94,10 @@ _GENERIC_CONVS = ((4, 2, 256, 256, 3), (1, 2, 512, 512, 3), (4, 2, 512, 512, 3),
 #: (``conv_views.STRIDED_STEM``), a MobileNet's and an EfficientNet's at 96² and 224², a small CNN's.
 _STRIDED_STEMS = ((4, 3, 32, 96, 3, 2), (1, 3, 32, 224, 3, 2), (16, 3, 32, 32, 3, 2), (8, 3, 16, 64, 3, 2))
 #: Small 1×1 layers on few positions, ``(batch, in, out, size, kernel)``: ``conv:small_map`` and ``conv:thin`` of
-#: 0.3–1.9 MB of weights and 30–100 µs of roofline time, below the shared grid's (``_microgrid.THIN_CONVS``): a
-#: MobileNet's and an EfficientNet's expand and project layers on their last maps. Alone on a 2-core VM such
-#: layers (4 × 3² 160 → 960, 960 → 160, 1152 → 192, 320 → 1280; 4 × 6² 96 → 576; 1 × 7² 160 → 960) ran 1.3–3.3×
-#: what the curves read off the larger layers. Their neighbours, not those layers, are timed.
+#: 0.3–1.9 MB of weights and 20–60 µs of roofline time, below the shared grid's smallest (``_microgrid.THIN_CONVS``),
+#: where a MobileNet's and an EfficientNet's expand and project layers on their last maps lie (their neighbours are
+#: timed, not those layers). On a 2-core VM they read 1.3–2.9× their bound, as the larger layers' curves had read
+#: such layers; profiled alone, those layers had read 1.3–3.3× and then 1.9–4.7× their expectation minutes apart.
 _FEW_POINTWISE = ((4, 128, 768, 3, 1), (4, 768, 128, 3, 1), (2, 1024, 192, 4, 1), (4, 96, 576, 5, 1),
                   (1, 192, 1152, 7, 1), (6, 256, 1024, 3, 1))  # fmt: skip
 
