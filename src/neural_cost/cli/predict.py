@@ -71,31 +71,25 @@ def measure_floor(
         drift, failed = machine_drift(adapter, calibration), None
     except Exception as error:  # a probe is an extra: its failure is said, never fatal
         drift, failed = None, f"machine drift not measured ({type(error).__name__})"
-    floor, note = (
-        _batch_one(build, workload, adapter, calibration, training, progress, None if drift is None else drift.ratio)
-        if batched
-        else (None, "no framework floor: build() takes no batch argument to run it at batch 1")
-    )
+    if batched:
+        progress.stage("framework floor (a batch-1 run)")
+        ratio = None if drift is None else drift.ratio
+        floor, note = _batch_one(build, workload, adapter, calibration, training, ratio)
+    else:
+        floor, note = None, "no framework floor: build() takes no batch argument to run it at batch 1"
     if failed is not None:
         return floor, f"{note}; {failed}"
     return floor, note if drift is None else f"{note}; {drift.note()}"
 
 
 def _batch_one(
-    build: Any,
-    workload: Any,
-    adapter: Any,
-    calibration: Any,
-    training: dict[str, Any],
-    progress: Progress,
-    drift: float | None = None,
+    build: Any, workload: Any, adapter: Any, calibration: Any, training: dict[str, Any], drift: float | None
 ) -> tuple[float | None, str]:
     """``measure_floor``'s batch-1 run: the floor and its note, or None and why not. ``drift``: the machine's
     speed against its calibration just before (``Floor.drift``)."""
     from ..adapters.base import example_input_shapes
     from ..analysis.workload import framework_floor
 
-    progress.stage("framework floor (a batch-1 run)")
     try:
         tiny = build_workload(build, 1)
         shapes = [example_input_shapes(w.args) + example_input_shapes(w.kwargs) for w in (tiny, workload)]
