@@ -296,9 +296,10 @@ class Floor:
         busy run: the floor is then unknown, taken as 0 (``unknown``), where quiet it was 231 µs.
         ``drift``: the machine's speed just before the tiny run against its calibration (``Floor.drift``), by which
         ``observed`` and ``outside`` are divided. Measured in slow spells (the probes at 1.24–1.41×), a PyTorch
-        ResNet's floor read 1.07–2.04 ms and an LSTM's 0.63–0.64 ms, against 0.23–0.35 and 0.17–0.25 ms with the
-        machine as calibrated, and every batch's expected time carried the spell (an LSTM's rows 12–16% too slow).
-        Not where its kernels are taken out in the host's busy state (``in_state``): that reads the slowdown already."""
+        ResNet's floor read 1.07–2.04 ms and an LSTM's 0.63–0.64 ms, against 0.23–0.35 ms (0.74 once) and
+        0.17–0.37 ms with the probes at 0.98–1.10×, and every batch's expected time carried the spell (an LSTM's
+        rows 12–18% too slow). Not where its kernels are taken out in the host's busy state (``in_state``): that
+        reads the slowdown already."""
         kept = in_state if in_state is not None and in_state > kernels else None
         # the host's busy state already reads its kernels slower (``in_state``): the drift is not taken out again
         steady = kept is None and drift is not None and math.isfinite(drift) and drift > 0
