@@ -97,7 +97,7 @@ _STRIDED_STEMS = ((4, 3, 32, 96, 3, 2), (1, 3, 32, 224, 3, 2), (16, 3, 32, 32, 3
 #: 0.3–1.9 MB of weights and 20–60 µs of roofline time, below the shared grid's smallest (``_microgrid.THIN_CONVS``),
 #: where a MobileNet's and an EfficientNet's expand and project layers on their last maps lie (their neighbours are
 #: timed, not those layers). On a 2-core VM they read 1.3–2.9× their bound, as the larger layers' curves had read
-#: such layers; profiled alone, those layers had read 1.3–3.3× and then 1.9–4.7× their expectation minutes apart.
+#: such layers; profiled alone, those layers had read 1.3–3.3× and then 1.9–4.8× their expectation ten minutes apart.
 _FEW_POINTWISE = ((4, 128, 768, 3, 1), (4, 768, 128, 3, 1), (2, 1024, 192, 4, 1), (4, 96, 576, 5, 1),
                   (1, 192, 1152, 7, 1), (6, 256, 1024, 3, 1))  # fmt: skip
 
