@@ -203,11 +203,9 @@ STRIDED_STEM = "shallow"
 
 
 def _shallow(cost: OperationCost) -> bool:
-    """Whether a convolution record's matrix-multiply view is ``shallow`` (``_view_width``): K under ``SHALLOW``
-    and N under ``NARROW``, a depthwise layer never."""
+    """Whether a strided convolution record's matrix-multiply view is ``shallow`` (``_view_width``): K under
+    ``SHALLOW`` and N under ``NARROW`` (a depthwise one is never ``strided``: ``_view`` names it first)."""
     weight, groups = cost.operation.inputs[1], int(cost.operation.attrs.get("groups", 1))
-    if groups > 1 and weight[1] == 1:
-        return False
     return _view_width(math.prod(weight[1:]), weight[0] // groups) == "shallow"
 
 

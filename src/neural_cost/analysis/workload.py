@@ -302,8 +302,7 @@ class Floor:
         reads the slowdown already."""
         kept = in_state if in_state is not None and in_state > kernels else None
         # the host's busy state already reads its kernels slower (``in_state``): the drift is not taken out again
-        steady = kept is None and drift is not None and math.isfinite(drift) and drift > 0
-        scale = drift if steady and drift is not None else 1.0
+        scale = drift if drift is not None and kept is None and math.isfinite(drift) and drift > 0 else 1.0
         run, seen = observed / scale, None if outside is None else outside / scale
         unexplained = max(0.0, run - (kept if kept is not None else kernels))
         floor = unexplained if seen is None else min(unexplained, seen)
@@ -313,7 +312,7 @@ class Floor:
     def unknown(self) -> bool:
         """Whether the tiny run's kernels in its host state are expected to take longer than the whole run:
         the state's reading of them is off for this program, and the floor cannot be told (taken as 0)."""
-        return self.state_seconds is not None and self.state_seconds >= self.observed_seconds / (self.drift or 1.0)
+        return self.state_seconds is not None and self.state_seconds >= self.observed_seconds  # never drift-scaled
 
     def note(self) -> str:
         scaled = (
