@@ -43,6 +43,8 @@ from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .hlo_map import (
     CONTRACTION_OPCODES,
+    CONTRACTIONS,
+    LAYOUT_OPCODES,
     MARKER_OPCODES,
     Mark,
     Site,
@@ -285,7 +287,9 @@ class _Walk:
         operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
         sizes = element_counts([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
         source = self.module.source(instruction)
-        marks = [Mark(scope, names, computes, instruction.nbytes, source, sizes) for scope, names in found]
+        layout = instruction.opcode in LAYOUT_OPCODES  # of a contraction's name: marks it, computes nothing of it
+        marks = [Mark(scope, names, computes and not (layout and bool(names) and names[0] in CONTRACTIONS),
+                      instruction.nbytes, source, sizes) for scope, names in found]  # fmt: skip
         if not self.partitioned:
             return marks
         dims = tuple(dims for _, dims in arrays(instruction.shape))

@@ -20,7 +20,8 @@ carries), then by its count against the kernel's executions (a function called b
 and inside it makes records of one key that run once and ``trips`` times). (1) Each kernel
 claims, per ``(scope, name)``, for every instruction of that key that computes (a broadcast or
 constant carrying the key marks it present: at most one, never a ``dot_general`` or convolution,
-whose results later fusions bitcast under their names), the best-fitting record of that key
+whose results later fusions bitcast under their names; so does a copy or transpose carrying a
+contraction's name, ``LAYOUT_OPCODES``), the best-fitting record of that key
 of the instruction's size, if any (XLA split ``x / y`` into ``1 / y`` and a multiply: the small
 divide claims nothing, the multiply the record). An instruction's key is the first of its names
 that a record has at its scope; a ``dot`` or ``convolution`` instruction's names start with the
@@ -59,6 +60,7 @@ from .sharded import holds_share
 __all__ = [
     "CONTRACTIONS",
     "CONTRACTION_OPCODES",
+    "LAYOUT_OPCODES",
     "MARKER_OPCODES",
     "Mark",
     "Site",
@@ -99,6 +101,10 @@ _BRANCH = re.compile(r"^branch_\d+_fun$")
 _LOWERED_AS = {"reduce": ("argmax", "argmin"), "dot_general": ("ragged_dot_general",)}
 #: Opcodes that only carry an equation's key along (the broadcast of a ``mul``'s constant).
 MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-element", "tuple", "reshape", "iota"})
+#: Opcodes that only lay a contraction's operand or result out: carrying a ``dot_general``'s or convolution's name they
+#: mark it, never compute it (``Mark.computes``). XLA:CPU rewrote a JAX filter gradient's convolution without metadata
+#: into a YNNPACK fusion between transposes that carry its name, and the first such copy took the record.
+LAYOUT_OPCODES = frozenset({"copy", "transpose"})
 
 
 def _segments(op_name: str) -> list[str]:

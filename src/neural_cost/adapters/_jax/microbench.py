@@ -7,7 +7,8 @@ is a reduce fusion and a loop fusion. The grid spans the kernel kinds XLA:CPU ma
 microseconds to tens of milliseconds on a small CPU: dots (``x @ w`` alone, and with a bias
 and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, convolutions
 (``lax.conv_general_dilated``, NHWC and NCHW; and fused with a relu and a 2×2 max pool, as a CNN
-block runs; two ResNet bottleneck blocks and a head, which XLA fuses into one), loop fusions of
+block runs; two ResNet bottleneck blocks and a head, which XLA fuses into one; filter gradients, a
+convolution differentiated in its weights alone), loop fusions of
 elementwise chains from 10³ to 10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer
 norm written in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
 (``lax.reduce_window``), ``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
@@ -134,6 +135,35 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         fn = _named(lambda x, w, g=c, k=k: _dilated(x, w, g, k), "conv")
         yield MicroProgram(f"conv depthwise input-dilated NHWC {n}x{c}x{size}x{size} k{k}", fn,
                            (rand(n, size, size, c), rand(k, k, 1, c, k=1)))  # fmt: skip
+
+
+#: Filter gradients, ``(batch, side, in channels, out channels, kernel side, stride)`` of the layer differentiated
+#: (``conv_views.GRAD_WEIGHT``): twelve of deep contractions (batch × output positions at least ``DEEP_ROWS``: an
+#: MNIST or CIFAR CNN's at batch 8–64, three of them 1×1), nine of shallow ones (wide layers on 7² to 28² maps at
+#: batch 2–16, three 1×1), each after its layer's forward convolution (``_grad_weight``).
+_GRAD_WEIGHTS = ((16, 28, 1, 32, 3, 1), (32, 32, 3, 16, 3, 1), (16, 28, 32, 32, 3, 1), (32, 16, 32, 64, 3, 1),
+                 (8, 32, 64, 64, 3, 1), (8, 56, 16, 16, 3, 1), (16, 16, 64, 64, 3, 1), (16, 32, 32, 64, 3, 2),
+                 (64, 16, 16, 32, 3, 1), (8, 28, 64, 128, 1, 1), (16, 28, 32, 128, 1, 1), (32, 14, 128, 64, 1, 1),
+                 (4, 7, 256, 256, 3, 1), (8, 14, 128, 128, 3, 1), (2, 28, 128, 128, 3, 1), (4, 14, 256, 256, 3, 1),
+                 (16, 14, 32, 64, 3, 1), (4, 28, 64, 64, 3, 2), (8, 14, 64, 256, 1, 1), (2, 14, 512, 512, 1, 1),
+                 (4, 14, 256, 1024, 1, 1))  # fmt: skip
+
+
+def _grad_weight(x: jax.Array, w: jax.Array, stride: int) -> jax.Array:
+    """The gradient in ``w`` of half the squared output of the layer (its output is its own output gradient): the
+    forward convolution, then the filter gradient, which waits for it as in a training step. (Of a loss whose
+    gradient needs no output, XLA drops the forward and rewrites the gradient's convolution without metadata; beside a
+    forward nobody waits for, the two ran at once and each profiled at its share of the time they overlapped.)"""
+    found: jax.Array = jax.grad(lambda w: 0.5 * jnp.sum(jnp.square(_conv(x, w, "NHWC", stride))))(w)
+    return found
+
+
+def _grad_weights(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
+    for n, side, c_in, c_out, k, stride in _GRAD_WEIGHTS[:: 12 if quick else 1]:
+        fn = _named(lambda x, w, s=stride: _grad_weight(x, w, s), "conv_grad_weight")
+        strided = f" s{stride}" if stride > 1 else ""
+        yield MicroProgram(f"conv grad_weight NHWC {n}x{c_in}x{side}x{side}->{c_out} k{k}{strided}", fn,
+                           (rand(n, side, side, c_in), rand(k, k, c_in, c_out, k=1)))  # fmt: skip
 
 
 def _tail(x: jax.Array, *weights: jax.Array) -> jax.Array:
@@ -374,6 +404,17 @@ def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     """Every micro-program of the JAX calibration (the module docstring)."""
     rand = _Inputs(jax.device_put)
     programs: list[MicroProgram] = []
-    for family in (_dots, _convs, _tails, _elementwise, _reductions, _memory, _attention_scan, _gate_loops, _rng_loops):
+    for family in (
+        _dots,
+        _convs,
+        _grad_weights,
+        _tails,
+        _elementwise,
+        _reductions,
+        _memory,
+        _attention_scan,
+        _gate_loops,
+        _rng_loops,
+    ):
         programs += family(rand, quick)
     return programs
