@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from neural_cost import estimate_trace
-from neural_cost.analysis.conv_views import DEEP_ROWS
+from neural_cost.analysis.conv_views import DEEP_ROWS, DEEPER_ROWS
 from neural_cost.analysis.expected import expected_time
 from neural_cost.analysis.kernel_classes import borrowed_class, kernel_class
 from neural_cost.analysis.kernels import kernel_rows
@@ -48,10 +48,10 @@ def test_a_jax_filter_gradient_is_grad_weight_deep_by_its_contraction():
     """The filter gradient's contraction is batch × the layer's output positions (its record: the input as
     (C_in, N, *map) by the output gradient as (C_out, N, *output map) into (C_in, C_out, *kernel)), so
     ``:deep`` from 4,096 rows: 32 × 14² = 6,272 and 16 × 16² = 4,096 are deep, 15 × 16² = 3,840 and 2 × 14² = 392
-    are not. A stride-2 layer's (16 × 8² = 1,024 rows: its window the 8² output gradient, its output the 3² kernel)
+    are not; ``:deeper`` from 16,384: 16 × 32² = 16,384 and 32 × 28² = 25,088 are, 15 × 32² = 15,360 is deep. A stride-2 layer's (16 × 8² = 1,024 rows: its window the 8² output gradient, its output the 3² kernel)
     is one too, and a 1×1 layer's (window 14², output 1²) is ``:1x1`` besides, deep or not (2 × 14² = 392 rows,
     32 × 14² = 6,272)."""
-    assert DEEP_ROWS == 4096
+    assert (DEEP_ROWS, DEEPER_ROWS) == (4096, 16384)
 
     def classes(*layer, stride=1):
         found = _jax_classes(lambda x, w, g: _with_grad_weight(x, w, g, stride), *_layer(*layer, stride))
@@ -60,6 +60,9 @@ def test_a_jax_filter_gradient_is_grad_weight_deep_by_its_contraction():
     assert classes(32, 14, 32, 64, 3) == ["conv_backward:grad_weight:deep"]
     assert classes(16, 16, 32, 64, 3) == ["conv_backward:grad_weight:deep"]
     assert classes(15, 16, 32, 64, 3) == ["conv_backward:grad_weight"]
+    assert classes(16, 32, 32, 32, 3) == ["conv_backward:grad_weight:deeper"]
+    assert classes(32, 28, 16, 32, 3) == ["conv_backward:grad_weight:deeper"]
+    assert classes(15, 32, 32, 32, 3) == ["conv_backward:grad_weight:deep"]
     assert classes(2, 14, 32, 64, 3) == ["conv_backward:grad_weight"]
     assert classes(2, 14, 64, 256, 1) == ["conv_backward:grad_weight:1x1"]
     assert classes(32, 14, 64, 256, 1) == ["conv_backward:grad_weight:deep:1x1"]
@@ -141,7 +144,8 @@ def test_pytorch_and_tensorflow_gradients_keep_their_classes():
 
 def test_grad_weight_reads_its_own_curve_then_the_conv_familys_and_deep_stays_out_of_both():
     """``:deep`` is a way to run (``kernel_model.WAYS``): without a curve of its own it reads ``conv_backward:
-    grad_weight``'s, and its points bend neither that curve nor a family's. ``conv_backward:grad_weight`` is a member
+    grad_weight``'s, and its points bend neither that curve nor a family's; so is ``:deeper``, and ``:1x1`` reads its
+    tier's class. ``conv_backward:grad_weight`` is a member
     of ``conv_backward``, which reads ``conv``'s (a training class). Three shallow points at 2× their compute time,
     three deep ones at 8×: the shallow member's one knot is its points' medians (2e-4 → 4e-4 s), the deep one's
     (2e-4 → 1.6e-3 s); the ``conv_backward`` family holds the three shallow points only."""
@@ -155,6 +159,9 @@ def test_grad_weight_reads_its_own_curve_then_the_conv_familys_and_deep_stays_ou
     assert classes["conv_backward"].points == 3
     no_deep = fit_calibration("jax", SPEC, shallow)
     assert borrowed_class(no_deep, "conv_backward:grad_weight:deep") == "conv_backward:grad_weight"
+    assert borrowed_class(no_deep, "conv_backward:grad_weight:deeper") == "conv_backward:grad_weight"
+    assert borrowed_class(calibration, "conv_backward:grad_weight:deep:1x1") == "conv_backward:grad_weight:deep"
+    assert borrowed_class(calibration, "conv_backward:grad_weight:1x1") == "conv_backward:grad_weight"
     family_only = _calibration({"conv": _flat("conv", -5.69897)})
     assert borrowed_class(family_only, "conv_backward:grad_weight:deep") == "conv"
     assert borrowed_class(family_only, "conv_backward:grad_weight") == "conv"

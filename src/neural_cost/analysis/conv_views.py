@@ -17,6 +17,8 @@ from ..costs.registry import spatial
 __all__ = [
     "CHAINED",
     "DEEP",
+    "DEEPER",
+    "DEEPER_ROWS",
     "DEEP_ROWS",
     "DEPTHWISE",
     "DILATED",
@@ -142,19 +144,21 @@ FEW_ROWS = 64
 FEW = "few"
 #: A JAX filter gradient (``record_view``: a backward convolution whose window, the layer's output map, spans more
 #: positions than its output, the layer's kernel taps) is ``conv_backward:grad_weight``, ``:deep`` when its
-#: contraction (``DEEP_ROWS``: batch × the layer's output positions) is deep, ``:1x1`` for a 1×1 layer's
-#: (``ONE_BY_ONE``). Jitted alone on a 2-core VM, after its layer's forward convolution of the same FLOPs, XLA:CPU
-#: 0.10.2 ran 3×3 layers' of 6,272–131,072 rows at 1.3–4.8× their forward's time (1 → 32 to 128 → 128 channels on
-#: 14² to 56² maps), of 196–1,568 rows at 1.0–1.6×, and 1×1 layers' of 784–6,272 rows at 2.7–5.6×, where the
-#: forward curves it read expected its forward's rate: a Flax CNN's
-#: training step ran its two filter gradients at 2.6× and 5.2× their expectation. A PyTorch backward runs both
-#: gradients in one call (``conv_backward:wide``...), TensorFlow's graph ``Conv2DBackpropFilter`` as oneDNN's own
-#: kernel: both keep their classes. Without a curve of its own a ``:1x1`` one reads its depth's class, a ``:deep`` one
-#: ``conv_backward:grad_weight``'s (``kernel_model.WAYS``: neither bends another's curve), which reads the
-#: ``conv_backward`` family's, then ``conv``'s.
+#: contraction (batch × the layer's output positions) has ``DEEP_ROWS`` rows or more, ``:deeper`` from
+#: ``DEEPER_ROWS``, and ``:1x1`` for a 1×1 layer's (``ONE_BY_ONE``). XLA:CPU 0.10.2 ran it slower the deeper its
+#: contraction — on a 2-core VM (jitted alone, after its layer's forward convolution) 3×3 layers' of 196–3,136 rows at
+#: 1.2–2.8× their compute bound, of 4,096–12,544 at 2.4–7.9×, of 16,384–131,072 at 5.9–15.8× (about as rows^0.4) —
+#: and a 1×1 layer's at 2–3.6× a 3×3 one's of as many rows, where the forward curves it read expected its forward's
+#: rate: a Flax CNN's training step ran its two filter gradients at 2.6× and 5.2× their expectation. Each tier is a
+#: curve of its own in roofline time. A PyTorch backward runs both gradients in one call (``conv_backward:wide``...),
+#: TensorFlow's graph ``Conv2DBackpropFilter`` as oneDNN's own kernel: both keep their classes. Without a curve of
+#: its own a ``:1x1`` one reads its tier's class, a ``:deep`` or ``:deeper`` one ``conv_backward:grad_weight``'s
+#: (``kernel_model.WAYS``: none bends another's curve), which reads the ``conv_backward`` family's, then ``conv``'s.
 GRAD_WEIGHT = "grad_weight"
 DEEP_ROWS = 4096
 DEEP = "deep"
+DEEPER_ROWS = 16384
+DEEPER = "deeper"
 #: PyTorch runs a float32 CPU convolution through oneDNN only past these (``ConvParams::use_mkldnn``, with more
 #: than one thread): more than one image, groups, a kernel over 3×3 in both last dims, or an input of more than
 #: this many elements (its first four dims); else its own im2col path, which has no channel blocks (``native``).
@@ -184,8 +188,9 @@ def record_view(estimate: CostEstimate, cost: OperationCost) -> str:
     ``small_map`` for such a one whose output maps are at most ``SMALL_MAP`` along every axis, each ``:1x1`` for a
     TensorFlow graph op's 1×1 one (``ONE_BY_ONE``)."""
     if estimate.framework == "jax" and _grad_weight(cost):
-        deep = f":{DEEP}" if math.prod(cost.operation.inputs[1][1:]) >= DEEP_ROWS else ""
-        return f"{GRAD_WEIGHT}{deep}{f':{ONE_BY_ONE}' if math.prod(cost.operation.output[2:]) == 1 else ''}"
+        rows = math.prod(cost.operation.inputs[1][1:])  # batch × the layer's output positions
+        depth = f":{DEEPER}" if rows >= DEEPER_ROWS else f":{DEEP}" if rows >= DEEP_ROWS else ""
+        return f"{GRAD_WEIGHT}{depth}{f':{ONE_BY_ONE}' if math.prod(cost.operation.output[2:]) == 1 else ''}"
     view = conv_width(cost)
     view = torch_view(cost, view) if estimate.framework == "torch" else view
     if view == "strided" and estimate.framework == "jax" and _shallow(cost):

@@ -352,7 +352,7 @@ def _boolean(value: Any, name: str) -> bool:
 
 
 #: Qualifiers of another way to run (``conv:wide:pooled``, ``norm:batch:keras``): no family member.
-WAYS = frozenset({"pooled", "sliced", "generic", "forwarded", "keras", "1x1", "chained", "few", "deep"})
+WAYS = frozenset({"pooled", "sliced", "generic", "forwarded", "keras", "1x1", "chained", "few", "deep", "deeper"})
 
 
 def family(name: str) -> str | None:

@@ -138,15 +138,16 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 
 #: Filter gradients, ``(batch, side, in channels, out channels, kernel side, stride)`` of the layer differentiated
-#: (``conv_views.GRAD_WEIGHT``): twelve of deep contractions (batch × output positions at least ``DEEP_ROWS``: an
-#: MNIST or CIFAR CNN's at batch 8–64, three of them 1×1), nine of shallow ones (wide layers on 7² to 28² maps at
-#: batch 2–16, three 1×1), each after its layer's forward convolution (``_grad_weight``).
-_GRAD_WEIGHTS = ((16, 28, 1, 32, 3, 1), (32, 32, 3, 16, 3, 1), (16, 28, 32, 32, 3, 1), (32, 16, 32, 64, 3, 1),
-                 (8, 32, 64, 64, 3, 1), (8, 56, 16, 16, 3, 1), (16, 16, 64, 64, 3, 1), (16, 32, 32, 64, 3, 2),
-                 (64, 16, 16, 32, 3, 1), (8, 28, 64, 128, 1, 1), (16, 28, 32, 128, 1, 1), (32, 14, 128, 64, 1, 1),
-                 (4, 7, 256, 256, 3, 1), (8, 14, 128, 128, 3, 1), (2, 28, 128, 128, 3, 1), (4, 14, 256, 256, 3, 1),
-                 (16, 14, 32, 64, 3, 1), (4, 28, 64, 64, 3, 2), (8, 14, 64, 256, 1, 1), (2, 14, 512, 512, 1, 1),
-                 (4, 14, 256, 1024, 1, 1))  # fmt: skip
+#: (``conv_views.GRAD_WEIGHT``), each after its layer's forward convolution (``_grad_weight``): eight of 16,384 rows or
+#: more (batch × output positions: an MNIST or CIFAR CNN's first layers at batch 16–128), nine of 4,096–12,544 (three
+#: of them 1×1), nine under 4,096 (wide layers on 7² to 28² maps at batch 2–16, three 1×1).
+_GRAD_WEIGHTS = ((32, 32, 3, 16, 3, 1), (64, 16, 16, 32, 3, 1), (8, 56, 16, 16, 3, 1), (32, 28, 16, 32, 3, 1),
+                 (8, 56, 16, 32, 3, 1), (128, 16, 16, 16, 3, 1), (64, 32, 8, 16, 3, 1), (16, 32, 32, 32, 3, 1),
+                 (16, 28, 1, 32, 3, 1), (16, 28, 32, 32, 3, 1), (32, 16, 32, 64, 3, 1), (8, 32, 64, 64, 3, 1),
+                 (16, 16, 64, 64, 3, 1), (16, 32, 32, 64, 3, 2), (8, 28, 64, 128, 1, 1), (16, 28, 32, 128, 1, 1),
+                 (32, 14, 128, 64, 1, 1), (4, 7, 256, 256, 3, 1), (8, 14, 128, 128, 3, 1), (2, 28, 128, 128, 3, 1),
+                 (4, 14, 256, 256, 3, 1), (16, 14, 32, 64, 3, 1), (4, 28, 64, 64, 3, 2), (8, 14, 64, 256, 1, 1),
+                 (2, 14, 512, 512, 1, 1), (4, 14, 256, 1024, 1, 1))  # fmt: skip
 
 
 def _grad_weight(x: jax.Array, w: jax.Array, stride: int) -> jax.Array:
@@ -159,7 +160,7 @@ def _grad_weight(x: jax.Array, w: jax.Array, stride: int) -> jax.Array:
 
 
 def _grad_weights(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
-    for n, side, c_in, c_out, k, stride in _GRAD_WEIGHTS[:: 12 if quick else 1]:
+    for n, side, c_in, c_out, k, stride in _GRAD_WEIGHTS[:: 9 if quick else 1]:
         fn = _named(lambda x, w, s=stride: _grad_weight(x, w, s), "conv_grad_weight")
         strided = f" s{stride}" if stride > 1 else ""
         yield MicroProgram(f"conv grad_weight NHWC {n}x{c_in}x{side}x{side}->{c_out} k{k}{strided}", fn,
