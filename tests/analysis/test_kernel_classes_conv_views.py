@@ -266,7 +266,7 @@ def test_every_frameworks_grid_calibrates_the_stride_and_depthwise_classes(frame
     found: dict[str, int] = {}
     for program in adapter.microbenchmarks(quick=False):
         if not (program.name.endswith(" s2") or "depthwise" in program.name.lower()) or "grad_weight" in program.name:
-            continue  # JAX's filter gradients of stride-2 layers run their forward too (test_kernel_classes_grad_weight)
+            continue  # JAX's filter gradients of stride-2 layers run their forward too
         estimate = estimate_trace(trace_workload(adapter, program.fn, program.args, program.kwargs))
         for row in kernel_rows(estimate, SPEC)[0]:
             name = kernel_class(estimate, row)

@@ -48,8 +48,9 @@ def test_a_jax_filter_gradient_is_grad_weight_deep_by_its_contraction():
     """The filter gradient's contraction is batch × the layer's output positions (its record: the input as
     (C_in, N, *map) by the output gradient as (C_out, N, *output map) into (C_in, C_out, *kernel)), so
     ``:deep`` from 4,096 rows: 32 × 14² = 6,272 and 16 × 16² = 4,096 are deep, 15 × 16² = 3,840 and 2 × 14² = 392
-    are not; ``:deeper`` from 16,384: 16 × 32² = 16,384 and 32 × 28² = 25,088 are, 15 × 32² = 15,360 is deep. A stride-2 layer's (16 × 8² = 1,024 rows: its window the 8² output gradient, its output the 3² kernel)
-    is one too, and a 1×1 layer's (window 14², output 1²) is ``:1x1`` besides, deep or not (2 × 14² = 392 rows,
+    are not; ``:deeper`` from 16,384: 16 × 32² = 16,384 and 32 × 28² = 25,088 are, 15 × 32² = 15,360 is deep. A
+    stride-2 layer's (16 × 8² = 1,024 rows: its window the 8² output gradient, its output the 3² kernel) is one
+    too, and a 1×1 layer's (window 14², output 1²) is ``:1x1`` besides, deep or not (2 × 14² = 392 rows,
     32 × 14² = 6,272)."""
     assert (DEEP_ROWS, DEEPER_ROWS) == (4096, 16384)
 

@@ -84,6 +84,9 @@ def test_kernel_executions_may_be_zero():
         ("convolution.100", "convolution", None),
         ("layer1/add", "aten.add.Tensor", None),  # an aten call is no HLO instruction
         ("copy.1", None, None),
+        ("wrapped_scatter.2", "fusion", "gather"),  # XLA:CPU's scatter-add of a max pool's backward
+        ("scatter.4", "scatter", "gather"),
+        ("bitcast_gather_fusion", "fusion", "gather"),
     ],
 )
 def test_a_kernel_without_records_is_read_off_the_opcodes_xla_names_it_by(name, kind, expected):

@@ -276,6 +276,9 @@ _MOVES = frozenset(
     | {"dynamic_slice", "dynamic_update_slice", "iota"}
 )
 _REDUCES = frozenset({"reduce", "reduce_window"})
+#: Opcodes that read or write elements at computed positions: a kernel of them is read as a gather (XLA:CPU expands a
+#: max pool's backward into a reduce-window of each window's max and its position, then a scatter-add).
+_INDEXED = frozenset({"gather", "scatter"})
 _FUNCTIONS = frozenset(
     {"exponential", "log", "tanh", "logistic", "erf", "sine", "cosine", "tan", "power", "atan2"}
     | {"exponential_minus_one", "log_plus_one", "sqrt", "rsqrt", "cbrt"}
@@ -294,6 +297,7 @@ def recordless_kind(kernel: Kernel) -> str | None:
     names it by — a lone instruction by its opcode (``copy.3``), a fusion by its instructions'
     (``transpose_copy_fusion``, ``wrapped_reduce-window``, XLA:GPU's ``input_reduce_fusion``,
     ``multiply_add_fusion``): ``"copy"`` when they only move data (a layout change XLA inserted),
+    ``"gather"`` when one reads or writes at computed positions (a scatter-add XLA made),
     ``"reduce"`` when one reduces (a reduction XLA split in parts, its prologue's arithmetic with
     it), ``"transcendental"`` or ``"elementwise"`` when they compute one value an element (a
     ``select`` that keeps a gradient's diagonal, an optimizer's update XLA duplicated), the first
@@ -318,7 +322,7 @@ def named_opcodes(name: str) -> set[str] | None:
     for word in _NOT_OPCODES:  # whole words only: a name is opcodes joined by "_"
         stem = f"_{stem}_".replace(f"_{word}_", "_").strip("_")
     opcodes, rest = set(), f"_{stem}_"
-    for spelled in sorted(_MOVES | _REDUCES | _POINTWISE, key=len, reverse=True):  # longest first
+    for spelled in sorted(_MOVES | _REDUCES | _POINTWISE | _INDEXED, key=len, reverse=True):  # longest first
         while f"_{spelled}_" in rest:  # reduce_window before reduce, dynamic_slice before slice
             opcodes.add(spelled)
             rest = rest.replace(f"_{spelled}_", "_", 1)
@@ -328,8 +332,10 @@ def named_opcodes(name: str) -> set[str] | None:
 def opcodes_kind(opcodes: set[str]) -> str | None:
     """The kind a kernel of these opcodes (XLA's, ``_`` for ``-``) is read as (``recordless_kind``); None when one
     of them is none read here (a ``dot``) or there are none."""
-    if not opcodes or not opcodes <= _MOVES | _REDUCES | _POINTWISE:
+    if not opcodes or not opcodes <= _MOVES | _REDUCES | _POINTWISE | _INDEXED:
         return None
+    if opcodes & _INDEXED:
+        return "gather"
     if opcodes <= _MOVES:
         return "copy"
     if opcodes & _REDUCES:

@@ -383,6 +383,27 @@ def test_argmax_lands_in_its_reduce_kernel():
     )  # the qualname a lowering pushed is no scope of ours
 
 
+def test_a_max_pools_backward_lands_in_its_scatter_kernel():
+    """XLA:CPU expands a max pool's backward (``select_and_scatter_add``) into index arrays, a reduce-window of each
+    window's max and its position, and a scatter-add whose metadata names ``select_and_scatter``: read back under both
+    names, the record lands in that scatter's kernel, not among the unmapped records; the reduce-window runs none of
+    the records (read off its opcodes: reduce)."""
+
+    def grad(x):
+        pool = lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")  # noqa: E731
+        return jax.grad(lambda x: jnp.sum(pool(x) ** 2))(x)
+
+    trace = JaxAdapter(cross_check=True).trace(grad, (jnp.ones((2, 8, 8, 4)),))
+    names = {kernel.name: [trace.operations[i].name for i in kernel.operations] for kernel in trace.kernels}
+    (holder,) = [name for name, ops in names.items() if "select_and_scatter_add" in ops]
+    assert "scatter" in holder and names[holder] == ["select_and_scatter_add"]
+    assert [] in [ops for name, ops in names.items() if "reduce-window" in name]  # the forward pool's has its record
+    assert parse_op_name("jit(f)/transpose(jvp())/select_and_scatter") == (
+        None,
+        ("select_and_scatter", "select_and_scatter_add", "f"),
+    )
+
+
 def test_records_of_one_key_go_to_the_kernel_that_runs_them_as_often():
     """A function called before a loop and inside it makes records of one key and size at two
     counts; XLA may order the loop first (or drop the call before it). Each record goes to the

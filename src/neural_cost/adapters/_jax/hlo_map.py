@@ -97,8 +97,10 @@ CONTRACTION_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_ge
 CONTRACTIONS = frozenset(name for names in CONTRACTION_OPCODES.values() for name in names)
 _BRANCH = re.compile(r"^branch_\d+_fun$")
 #: Primitives whose HLO carries another name: ``argmax`` lowers to a variadic ``reduce``; ``ragged_dot_general``,
-#: on XLA:CPU, to a ``dot_general`` of every group over a masked copy of its operand (G times its work).
-_LOWERED_AS = {"reduce": ("argmax", "argmin"), "dot_general": ("ragged_dot_general",)}
+#: on XLA:CPU, to a ``dot_general`` of every group over a masked copy of its operand (G times its work); a max pool's
+#: backward ``select_and_scatter_add`` to a ``select_and_scatter`` (XLA:CPU's scatter-add of it carries that name).
+_LOWERED_AS = {"reduce": ("argmax", "argmin"), "dot_general": ("ragged_dot_general",),
+               "select_and_scatter": ("select_and_scatter_add",)}  # fmt: skip
 #: Opcodes that only carry an equation's key along (the broadcast of a ``mul``'s constant).
 MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-element", "tuple", "reshape", "iota"})
 #: Opcodes that only lay a contraction's operand or result out: carrying a ``dot_general``'s or convolution's name they
