@@ -173,6 +173,9 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
     assert "conv" in calibration.classes  # the family's curve, fitted on its narrow and wide points
     if framework == "tensorflow":  # jit_compile micro-programs: XLA's kernels, classes of their own
         assert {"matmul@xla", "elementwise@xla", "transcendental@xla", "norm@xla"} <= classes
+    if framework == "jax":  # a max pool's backward: the record-less reduce-window and the scatter holding the record
+        pooled = [p.kernel_class for p in calibration.points if p.name.startswith("max_pool 2x2 backward")]
+        assert sorted(pooled) == ["pool", "pool_backward", "pool_backward"]  # and the forward pool's
     assert all(point.measured_seconds > 0 for point in calibration.points)
     assert calibration.method.startswith("each kernel's profiled time, scaled by its program's wall time")
     # a compiled program's faults are measured and priced at the machine's first-touch cost, never predicted

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from neural_cost.core import Kernel, RecordError
-from neural_cost.core.kernels import BODY, SLICED_DYNAMIC_SLICE, recordless_kind
+from neural_cost.core.kernels import BODY, SLICED_DYNAMIC_SLICE, VARIADIC_WINDOW, recordless_kind
 
 
 def roundtrip(record):
@@ -91,6 +91,17 @@ def test_kernel_executions_may_be_zero():
 )
 def test_a_kernel_without_records_is_read_off_the_opcodes_xla_names_it_by(name, kind, expected):
     assert recordless_kind(Kernel(name, (), kind=kind)) == expected
+
+
+def test_a_reduce_window_of_several_arrays_is_a_max_pools_backward():
+    """XLA:CPU expands a max pool's backward into a reduce-window of the values and their positions (a tuple result:
+    ``VARIADIC_WINDOW``, read by the adapter): ``pool_backward``; a reduce-window of one array is a reduction."""
+    variadic = Kernel("wrapped_reduce-window", (), kind="fusion", compiled_traits=(VARIADIC_WINDOW,))
+    assert recordless_kind(variadic) == "pool_backward"
+    assert recordless_kind(Kernel("wrapped_reduce-window", (), kind="fusion")) == "reduce"
+    assert recordless_kind(Kernel("reduce-window.3", (), kind="reduce-window", compiled_traits=(VARIADIC_WINDOW,))) == (
+        "pool_backward"
+    )
 
 
 def test_a_librarys_fusion_without_records_is_read_off_its_bodys_kind():

@@ -69,7 +69,7 @@ CLASS_OF_KIND: Mapping[str, str] = {
     "matmul": "matmul", "linear": "matmul", "decomposition": "matmul", "fft": "matmul", "cdist": "matmul",
     "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm", "groupnorm": "norm", "norm_backward": "norm_backward",
     "softmax": "softmax", "safe_softmax": "softmax", "softmax_backward": "softmax",
-    "pooling": "pool", "pooling_backward": "pool", "pooling_gradient": "pool", "adaptive_pooling": "pool",
+    "pooling": "pool", "pooling_backward": "pool_backward", "pooling_gradient": "pool", "adaptive_pooling": "pool",
     "reduce": "reduce", "cumulative": "reduce", "foreach_reduce": "reduce", "nll_loss": "reduce",
     "nll_loss_backward": "reduce", "sort": "reduce", "histogram": "reduce",
     "gather": "gather", "scatter": "gather", "embedding": "gather", "embedding_bag": "gather", "grid_sample": "gather",
@@ -79,8 +79,8 @@ CLASS_OF_KIND: Mapping[str, str] = {
     "copy": "copy", "pad_backward": "copy", "collective": "collective",
 }  # fmt: skip
 PRIORITY = (
-    "rnn", "attention", "conv", "matmul", "norm", "norm_backward", "softmax", "pool", "reduce", "gather",
-    "random", "transcendental", "elementwise", "copy", "collective", "other",
+    "rnn", "attention", "conv", "matmul", "norm", "norm_backward", "softmax", "pool_backward", "pool", "reduce",
+    "gather", "random", "transcendental", "elementwise", "copy", "collective", "other",
 )  # fmt: skip
 #: Kernels that run a whole recurrent layer in one call (their records are its matmuls and gates),
 #: matched on the call's own name (``mkldnn_rnn_layer``, ``_thnn_fused_lstm_cell``, ``CudnnRNNV3``),
@@ -240,14 +240,14 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
 
 #: A training step's kernel classes → the forward class a calibration without them reads them off.
 TRAINING_CLASSES: Mapping[str, str] = {"conv_backward": "conv", "norm_training": "norm", "norm_backward": "norm"}
-#: Classes a calibration without them reads off another's curve: the training classes, and random
-#: numbers off the pointwise ops' (how they were read before the grids drew any), depthwise
-#: convolutions off the family's (``DEPTHWISE``: no member of it, their curves would bend its own)
-#: and a depthwise backward off the depthwise forward's, the nearer kernel (not ``conv_backward``).
+#: Classes a calibration without them reads off another's curve: the training classes, random numbers off the
+#: pointwise ops' (as read before the grids drew any), depthwise convolutions off the family's (``DEPTHWISE``: no
+#: member), a depthwise backward off the depthwise forward's (not ``conv_backward``), a max pool's backward (JAX's and
+#: TensorFlow's record, XLA:CPU's reduce-window of several arrays: ``kernels.VARIADIC_WINDOW``) off the pools'.
 FALLBACK_CLASSES: Mapping[str, str] = {
     **TRAINING_CLASSES, "random": "elementwise", "depthwise_conv": "conv", "depthwise_conv_backward": "depthwise_conv",
     "wide_matmul": "matmul", "thin_matmul": "matmul", "batched_matmul": "matmul", UNALIGNED: "attention",
-}  # fmt: skip
+    "pool_backward": "pool"}  # fmt: skip
 
 
 #: Functions whose kernels are a ``transcendental:`` class of their own (``transcendental:tanh``): at

@@ -22,8 +22,8 @@ KERNEL_MODEL_REVISION = 45
 #: 45.1: its dots with batch dimensions ``batched_matmul``, ``matmul_views.BATCHED_MATMUL``; 45.2: its kernels of
 #: several contractions whose heaviest is thin ``conv:chained``, ``conv_views.CHAINED``, twelve in its grid; 45.3: its
 #: strided 3-channel stems ``conv:shallow``, ``conv_views.record_view``, four in its grid, and six small 1×1 layers on
-#: few positions; 45.4: its filter gradients ``conv_backward:grad_weight`` and ``:deep``, ``conv_views.GRAD_WEIGHT``,
-#: eighteen in its grid); raising
+#: few positions; 45.4: its filter gradients ``conv_backward:grad_weight``, ``:deep`` and ``:deeper``,
+#: ``conv_views.GRAD_WEIGHT``, 26 in its grid, and a max pool's backward ``pool_backward``, seven); raising
 #: the shared one still makes every framework's calibration again.
 REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 4}
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from ..hardware.kernel_model import Point
-from .kernel_classes import Part, one_part, parts
+from .kernel_classes import Part, kernel_class, one_part, parts
 
 if TYPE_CHECKING:
     from ..adapters.base import MicroProgram
@@ -90,6 +90,10 @@ _BELOW_COMPUTE, _BELOW_MEMORY = 0.5, 0.25
 #: Kernels that run none of the program's records taking this share of its kernel time: its
 #: records were joined to kernels other than those that ran them.
 _UNJOINED_SHARE = 0.5
+#: Classes of record-less kernels that are points of their own (and no sign of records joined elsewhere): XLA:CPU's
+#: expansion of a max pool's backward, a reduce-window of several arrays (``core.kernels.VARIADIC_WINDOW``), whose
+#: record the scatter-add after it holds.
+RECORDLESS_POINTS = frozenset({"pool_backward"})
 
 
 def _per_run(profile: Profile, kernel: int, executions: int) -> float | None:
@@ -257,8 +261,11 @@ def _profiled_points(prepared: _Prepared, cost: float | None = None) -> list[Poi
     rows = [row for row in scored if row.index is not None and row.index in best]
     looped = _loop_times(prepared, cost)  # a loop's kernels: its wall time per trip, not their events
     timed = [row for row in rows if row.index not in looped]  # the rest, read off their events
+    own = {row.index for row in timed if not row.operations and kernel_class(estimate, row) in RECORDLESS_POINTS}
     total = sum(best[row.index] for row in timed if row.index is not None)
-    unjoined = sum(best[row.index] for row in timed if row.index is not None and not row.operations)
+    unjoined = sum(
+        best[row.index] for row in timed if row.index is not None and not (row.operations or row.index in own)
+    )
     if any(row.operations for row in timed) and unjoined >= _UNJOINED_SHARE * total:
         raise NeuralCostError(
             f"kernels that run none of its records took {unjoined / total:.0%} of its kernel time: its records "
@@ -267,7 +274,8 @@ def _profiled_points(prepared: _Prepared, cost: float | None = None) -> list[Poi
     best.update(looped)
     # A loop's record-less kernels too (a threefry round's copies): their class is their opcodes',
     # their roofline their compiled traffic, their time the loop's, not a joined record's.
-    usable = [row for row in rows if (row.operations or row.index in looped) and row.executions and not row.unmodeled]
+    usable = [row for row in rows if (row.operations or row.index in looped or row.index in own) and row.executions
+              and not row.unmodeled]  # fmt: skip
     for row in usable:
         assert row.index is not None
         if best[row.index] < max(_BELOW_COMPUTE * row.compute_seconds, _BELOW_MEMORY * row.memory_seconds):

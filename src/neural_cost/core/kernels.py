@@ -34,6 +34,7 @@ __all__ = [
     "COMPILED_EXCESS",
     "FORWARDS_INPUT",
     "SLICED_DYNAMIC_SLICE",
+    "VARIADIC_WINDOW",
     "Kernel",
     "check_kernels",
     "computes_beyond",
@@ -58,6 +59,11 @@ SLICED_DYNAMIC_SLICE = "sliced_dynamic_slice"
 #: TensorFlow's kernels forward instead of allocating. On a 2-core VM a Relu over 8.4 MB took 380 µs so and 742 µs
 #: writing a new buffer (on a persistent input, as a calibration's program had it).
 FORWARDS_INPUT = "forwards_input"
+#: A ``compiled_traits`` entry: the kernel runs a ``reduce-window`` of several arrays at once (a tuple result). XLA:CPU
+#: expands a max pool's backward (JAX's ``select_and_scatter_add``) into one — each window's max and its position,
+#: four index arrays beside the values — before a scatter-add; on a 2-core VM it ran 7–8× what the reductions' curve
+#: read of its traffic. A record-less such kernel is ``pool_backward`` (``recordless_kind``), a class its grid times.
+VARIADIC_WINDOW = "variadic_window"
 #: The prefix of a ``compiled_traits`` entry that names what a library's fusion does when its name does not say
 #: (XLA:CPU's ``ynn_fusion``): ``body:reduce``, the kind its fused computation's opcodes make (``opcodes_kind``). A
 #: softmax's sum that XLA:CPU 0.10.2 gave YNNPACK was such a fusion, scored at its bound as ``other``.
@@ -299,7 +305,8 @@ def recordless_kind(kernel: Kernel) -> str | None:
     ``multiply_add_fusion``): ``"copy"`` when they only move data (a layout change XLA inserted),
     ``"gather"`` when one reads or writes at computed positions (a scatter-add XLA made),
     ``"reduce"`` when one reduces (a reduction XLA split in parts, its prologue's arithmetic with
-    it), ``"transcendental"`` or ``"elementwise"`` when they compute one value an element (a
+    it; ``"pool_backward"`` for a reduce-window of several arrays, ``VARIADIC_WINDOW``),
+    ``"transcendental"`` or ``"elementwise"`` when they compute one value an element (a
     ``select`` that keeps a gradient's diagonal, an optimizer's update XLA duplicated), the first
     when one evaluates a function (``exponential``, ``tanh``, ``rsqrt``: the records' transcendentals);
     for a fusion whose name says none of these (``ynn_fusion``, a library's) the kind its body's
@@ -312,7 +319,8 @@ def recordless_kind(kernel: Kernel) -> str | None:
     opcodes = {kernel.kind.replace("-", "_")} if kernel.kind != "fusion" else named_opcodes(kernel.name)
     if opcodes is None:  # a library's fusion: its body's kind, when the adapter read one
         return next((trait[len(BODY) :] for trait in kernel.compiled_traits if trait.startswith(BODY)), None)
-    return opcodes_kind(opcodes)
+    kind = opcodes_kind(opcodes)
+    return "pool_backward" if kind == "reduce" and VARIADIC_WINDOW in kernel.compiled_traits else kind
 
 
 def named_opcodes(name: str) -> set[str] | None:

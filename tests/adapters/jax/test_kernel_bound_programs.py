@@ -28,6 +28,7 @@ from neural_cost.adapters._jax.level_probe import jax_level_kernels  # noqa: E40
 from neural_cost.analysis.gap import analyze_gap  # noqa: E402
 from neural_cost.analysis.kernels import UNMAPPED  # noqa: E402
 from neural_cost.analysis.workload import analyze_workload, trace_workload  # noqa: E402
+from neural_cost.core.kernels import VARIADIC_WINDOW  # noqa: E402
 from neural_cost.core.records import Operation  # noqa: E402
 from neural_cost.costs.estimate import estimate_trace  # noqa: E402
 from neural_cost.hardware.host_calibration import calibrate_host_levels  # noqa: E402
@@ -386,8 +387,8 @@ def test_argmax_lands_in_its_reduce_kernel():
 def test_a_max_pools_backward_lands_in_its_scatter_kernel():
     """XLA:CPU expands a max pool's backward (``select_and_scatter_add``) into index arrays, a reduce-window of each
     window's max and its position, and a scatter-add whose metadata names ``select_and_scatter``: read back under both
-    names, the record lands in that scatter's kernel, not among the unmapped records; the reduce-window runs none of
-    the records (read off its opcodes: reduce)."""
+    names, the record lands in that scatter's kernel, not among the unmapped records; the reduce-window of several
+    arrays (``VARIADIC_WINDOW``) runs none of the records."""
 
     def grad(x):
         pool = lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")  # noqa: E731
@@ -397,7 +398,8 @@ def test_a_max_pools_backward_lands_in_its_scatter_kernel():
     names = {kernel.name: [trace.operations[i].name for i in kernel.operations] for kernel in trace.kernels}
     (holder,) = [name for name, ops in names.items() if "select_and_scatter_add" in ops]
     assert "scatter" in holder and names[holder] == ["select_and_scatter_add"]
-    assert [] in [ops for name, ops in names.items() if "reduce-window" in name]  # the forward pool's has its record
+    (variadic,) = [k for k in trace.kernels if VARIADIC_WINDOW in k.compiled_traits]  # values and positions at once
+    assert "reduce-window" in variadic.name and not variadic.operations
     assert parse_op_name("jit(f)/transpose(jvp())/select_and_scatter") == (
         None,
         ("select_and_scatter", "select_and_scatter_add", "f"),

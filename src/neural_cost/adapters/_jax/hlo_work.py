@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from ...core.kernels import BODY, SLICED_DYNAMIC_SLICE, named_opcodes, opcodes_kind
+from ...core.kernels import BODY, SLICED_DYNAMIC_SLICE, VARIADIC_WINDOW, named_opcodes, opcodes_kind
 from .hlo_text import ELEMENT_DTYPES, HloModule, Instruction, arrays
 
 __all__ = ["KernelWork", "contraction_flops", "kernel_work"]
@@ -84,6 +84,7 @@ def kernel_work(module: HloModule, kernel: Instruction, defined: dict[str, Instr
     fusions included), each read against its own computation's definitions."""
     work = KernelWork()
     _add(work, kernel, defined)
+    _variadic_window(work, kernel)
     if kernel.opcode == "fusion":
         _fused(module, kernel.calls("calls"), work, set())
         if named_opcodes(kernel.name) is None:  # a library's fusion (ynn_fusion): what its body does, when it says
@@ -131,8 +132,15 @@ def _fused(module: HloModule, computations: tuple[str, ...], work: KernelWork, s
             work.traits.add(SLICED_DYNAMIC_SLICE)
         for instruction in instructions:
             _add(work, instruction, defined)
+            _variadic_window(work, instruction)
             if instruction.opcode == "fusion":
                 _fused(module, instruction.calls("calls"), work, seen)
+
+
+def _variadic_window(work: KernelWork, instruction: Instruction) -> None:
+    """A ``reduce-window`` of several arrays (its result a tuple): ``VARIADIC_WINDOW``."""
+    if instruction.opcode == "reduce-window" and instruction.shape.startswith("("):
+        work.traits.add(VARIADIC_WINDOW)
 
 
 #: Opcodes that read their operand's elements as they are (a view): a slice of one is a slice of it.

@@ -250,6 +250,23 @@ _POOLS: dict[str, Callable[..., Any]] = {
 }
 
 
+#: A 2×2 max pool of stride 2's input gradient, ``(batch, side, channels)`` of its input (64 kB–8 MB): XLA:CPU expands
+#: it into index arrays, a reduce-window of each window's max and position (``core.kernels.VARIADIC_WINDOW``) and a
+#: scatter-add that holds its record, both ``pool_backward``.
+_POOL_GRADS = ((4, 16, 32), (8, 32, 32), (16, 16, 64), (16, 32, 64), (8, 56, 64), (64, 8, 128), (2, 112, 32))
+
+
+def _max_pool_grad(x: jax.Array) -> jax.Array:
+    """The gradient of half the squared 2×2 max pool of stride 2 of ``x`` (its output is its own output gradient)."""
+
+    def loss(x: jax.Array) -> jax.Array:
+        pooled = lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return 0.5 * jnp.sum(jnp.square(pooled))
+
+    found: jax.Array = jax.grad(loss)(x)
+    return found
+
+
 #: Small scatters and gathers (table rows, width, rows written or read): a tree search's or an
 #: environment's state updates, where the embedding lookups (8,192-row tables) are all large —
 #: XLA:CPU partitions those over the cores (31 µs at the quickest on a 2-core VM), and an mctx
@@ -285,6 +302,9 @@ def _memory(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
         x = rand(n, hw, hw, c)
         for name, pool in _POOLS.items():
             yield MicroProgram(f"{name} {n}x{hw}x{hw}x{c}", _named(pool, name.split()[-1]), (x,))
+    for n, hw, c in _POOL_GRADS[: 1 if quick else None]:
+        yield MicroProgram(f"max_pool 2x2 backward {n}x{hw}x{hw}x{c}", _named(_max_pool_grad, "max_pool_grad"),
+                           (rand(n, hw, hw, c),))  # fmt: skip
 
 
 def _rnn(xs: jax.Array, h: jax.Array, wx: jax.Array, wh: jax.Array) -> jax.Array:
