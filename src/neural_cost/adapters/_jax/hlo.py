@@ -43,14 +43,13 @@ from ...core.kernels import Kernel
 from ...core.records import LoopAssumption, Operation
 from .hlo_map import (
     CONTRACTION_OPCODES,
-    CONTRACTIONS,
-    LAYOUT_OPCODES,
     MARKER_OPCODES,
     Mark,
     Site,
     assign,
     element_counts,
     in_shard_map,
+    layout_only,
     parse_op_name,
 )
 from .hlo_text import COLLECTIVE_OPCODES, HloModule, Instruction, arrays, parse_hlo
@@ -273,9 +272,8 @@ class _Walk:
     def _marks_of(
         self, instruction: Instruction, defined: dict[str, Instruction], computes: bool, op_name: str | None = None
     ) -> list[Mark]:
-        """``instruction``'s keys, one per equation its ``op_name`` names (XLA joins the names of
-        the equations it folded into one instruction with ``;``); in a partitioned module, with
-        one device's shapes of it and of its operands."""
+        """``instruction``'s keys, one per equation its ``op_name`` names (XLA joins the names of the equations it
+        folded into one instruction with ``;``); partitioned, with one device's shapes of it and of its operands."""
         op_name = (instruction.op_name or "") if op_name is None else op_name
         parts = op_name.split(";") if self.parse is parse_op_name else [op_name]  # TF's parser reads its own
         parts = [part for part in parts if part] or [""]
@@ -287,9 +285,8 @@ class _Walk:
         operands = [arrays(defined[o].shape) if o in defined else [] for o in instruction.operands]
         sizes = element_counts([held[0][1] for held in operands]) if all(len(held) == 1 for held in operands) else None
         source = self.module.source(instruction)
-        layout = instruction.opcode in LAYOUT_OPCODES  # of a contraction's name: marks it, computes nothing of it
-        marks = [Mark(scope, names, computes and not (layout and bool(names) and names[0] in CONTRACTIONS),
-                      instruction.nbytes, source, sizes) for scope, names in found]  # fmt: skip
+        marks = [Mark(scope, names, computes and not layout_only(instruction.opcode, names), instruction.nbytes, source,
+                      sizes) for scope, names in found]  # fmt: skip
         if not self.partitioned:
             return marks
         dims = tuple(dims for _, dims in arrays(instruction.shape))

@@ -4,7 +4,7 @@ JAX writes each equation's name stack and primitive into the ``op_name`` of the 
 lowers to: ``jit(f)/jit(main)/layer1/dot_general``, ``jit(f)/transpose(jvp(layer1))/mul``,
 ``jit(f)/while/body/closed_call/cell/sin``. Our records carry the same name stack as their
 ``scope`` — without JAX's wrappers — and the primitive (or the library op) as their name. So
-an ``op_name`` is read back into ``(scope, names)``: jit segments are dropped (their names
+an ``op_name`` is read back into ``(scope, names)`` (``op_names.py``): jit segments are dropped (their names
 kept as candidate record names: a ``jax.nn.relu`` record is ``relu``, its HLO ``jit(relu)/max``),
 transforms are unwrapped to the scope they wrap (``transpose(jvp(layer1))`` → ``layer1``), and
 the segments control flow pushes (``while/body``, ``while/cond``, ``cond/branch_0_fun``,
@@ -48,13 +48,13 @@ record (``placed``), whose shapes ``sharded.py`` gives the record.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ...core.kernels import COMPILED_EXCESS, Kernel
 from ...core.records import Operation
+from .op_names import in_shard_map, parse_op_name
 from .sharded import holds_share
 
 __all__ = [
@@ -69,24 +69,11 @@ __all__ = [
     "fits",
     "flops_of",
     "in_shard_map",
+    "layout_only",
     "orphan_of",
     "parse_op_name",
 ]
 
-_WRAPPED = re.compile(r"^([A-Za-z_][\w.\-]*)\((.*)\)$", re.DOTALL)
-_JIT = frozenset({"jit", "pjit", "xla_pmap", "pmap"})
-_CONTROL = frozenset(
-    {
-        "closed_call",
-        "checkpoint",
-        "remat",
-        "rematted_computation",
-        "core_call",
-        "custom_jvp_call",
-        "custom_vjp_call",
-        "shard_map",
-    }
-)
 #: How far down a key's queue a record of the instruction's size is looked for.
 _LOOKAHEAD = 64
 #: The primitive each contraction opcode computes: a kernel XLA made without metadata is still
@@ -95,12 +82,6 @@ _LOOKAHEAD = 64
 #: transpose) holds that primitive's key first.
 CONTRACTION_OPCODES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",)}
 CONTRACTIONS = frozenset(name for names in CONTRACTION_OPCODES.values() for name in names)
-_BRANCH = re.compile(r"^branch_\d+_fun$")
-#: Primitives whose HLO carries another name: ``argmax`` lowers to a variadic ``reduce``; ``ragged_dot_general``,
-#: on XLA:CPU, to a ``dot_general`` of every group over a masked copy of its operand (G times its work); a max pool's
-#: backward ``select_and_scatter_add`` to a ``select_and_scatter`` (XLA:CPU's scatter-add of it carries that name).
-_LOWERED_AS = {"reduce": ("argmax", "argmin"), "dot_general": ("ragged_dot_general",),
-               "select_and_scatter": ("select_and_scatter_add",)}  # fmt: skip
 #: Opcodes that only carry an equation's key along (the broadcast of a ``mul``'s constant).
 MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-element", "tuple", "reshape", "iota"})
 #: Opcodes that only lay a contraction's operand or result out: carrying a ``dot_general``'s or convolution's name they
@@ -109,65 +90,9 @@ MARKER_OPCODES = frozenset({"constant", "broadcast", "bitcast", "get-tuple-eleme
 LAYOUT_OPCODES = frozenset({"copy", "transpose"})
 
 
-def _segments(op_name: str) -> list[str]:
-    """``op_name`` split on ``/`` outside parentheses."""
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(op_name):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "/" and depth == 0:
-            parts.append(op_name[start:i])
-            start = i + 1
-    parts.append(op_name[start:])
-    return parts
-
-
-def parse_op_name(op_name: str) -> tuple[str | None, tuple[str, ...]]:
-    """``(scope, names)``: the record scope ``op_name`` stands for, and the record names it
-    may carry (the primitive first, then the enclosing jit calls' names, innermost first)."""
-    *path, last = _segments(op_name)
-    kept: list[str] = []
-    jits: list[str] = []
-    skip_next: frozenset[str] | None = None
-    for raw in path:
-        segment: str | None = raw
-        while segment and (wrapped := _WRAPPED.match(segment)) is not None:
-            if wrapped.group(1) in _JIT:
-                jits.append(wrapped.group(2))
-                segment = None
-            else:
-                segment = wrapped.group(2)  # a transform wraps the scope it was applied in
-        if not segment:
-            continue
-        expected, skip_next = skip_next, None
-        if expected is not None and segment in expected:
-            continue
-        if segment == "while":
-            skip_next = frozenset({"body", "cond"})
-        elif _BRANCH.match(segment) and kept and kept[-1] == "cond":  # lax.cond's own segments
-            kept.pop()
-        elif segment not in _CONTROL and "<locals>" not in segment:
-            kept.append(segment)
-    wrapped_last = _WRAPPED.match(last)
-    if wrapped_last is not None and wrapped_last.group(1) in _JIT:  # a jit call's own constant
-        jits.append(wrapped_last.group(2))
-    names = ([] if wrapped_last or not last else [last, *_LOWERED_AS.get(last, ())]) + jits[::-1]
-    return ("/".join(kept) or None), tuple(names)
-
-
-def in_shard_map(op_name: str) -> bool:
-    """Whether ``op_name`` names an equation of a ``shard_map`` (or ``pmap``) body, whose shapes
-    are already one device's."""
-    for segment in _segments(op_name)[:-1]:
-        while (wrapped := _WRAPPED.match(segment)) is not None:
-            if wrapped.group(1) in ("xla_pmap", "pmap"):
-                return True
-            segment = wrapped.group(2)
-        if segment == "shard_map":
-            return True
-    return False
+def layout_only(opcode: str, names: Sequence[str]) -> bool:
+    """Whether an instruction of ``opcode`` carrying ``names`` only lays out the contraction they name first."""
+    return opcode in LAYOUT_OPCODES and bool(names) and names[0] in CONTRACTIONS
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ is a reduce fusion and a loop fusion. The grid spans the kernel kinds XLA:CPU ma
 microseconds to tens of milliseconds on a small CPU: dots (``x @ w`` alone, and with a bias
 and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, convolutions
 (``lax.conv_general_dilated``, NHWC and NCHW; and fused with a relu and a 2×2 max pool, as a CNN
-block runs; two ResNet bottleneck blocks and a head, which XLA fuses into one; filter gradients, a
-convolution differentiated in its weights alone), loop fusions of
+block runs; two ResNet bottleneck blocks and a head, which XLA fuses into one; filter gradients, each
+after its layer's forward convolution), a 2×2 max pool's backward, loop fusions of
 elementwise chains from 10³ to 10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer
 norm written in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
 (``lax.reduce_window``), ``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
@@ -139,7 +139,7 @@ def _convs(rand: _Inputs, quick: bool) -> Iterator[MicroProgram]:
 
 #: Filter gradients, ``(batch, side, in channels, out channels, kernel side, stride)`` of the layer differentiated
 #: (``conv_views.GRAD_WEIGHT``), each after its layer's forward convolution (``_grad_weight``): eight of 16,384 rows or
-#: more (batch × output positions: an MNIST or CIFAR CNN's first layers at batch 16–128), nine of 4,096–12,544 (three
+#: more (batch × output positions: an MNIST or CIFAR CNN's first layers at batch 8–128), nine of 4,096–12,544 (three
 #: of them 1×1), nine under 4,096 (wide layers on 7² to 28² maps at batch 2–16, three 1×1).
 _GRAD_WEIGHTS = ((32, 32, 3, 16, 3, 1), (64, 16, 16, 32, 3, 1), (8, 56, 16, 16, 3, 1), (32, 28, 16, 32, 3, 1),
                  (8, 56, 16, 32, 3, 1), (128, 16, 16, 16, 3, 1), (64, 32, 8, 16, 3, 1), (16, 32, 32, 32, 3, 1),
