@@ -32,6 +32,7 @@ from neural_cost.analysis.calibrate_kernels import _Pending, _prepare, _profiled
 from neural_cost.analysis.expected import expected_time, kernel_class
 from neural_cost.analysis.kernel_classes import parts
 from neural_cost.analysis.kernels import kernel_rows
+from neural_cost.analysis.pointwise_views import TRANSPOSED
 from neural_cost.analysis.workload import time_workload, trace_workload
 from neural_cost.core.errors import NeuralCostError
 from neural_cost.core.profile import MeasuredKernel, Profile, ProfileEvent, union_seconds
@@ -176,6 +177,9 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
     if framework == "jax":  # a max pool's backward: the record-less reduce-window and the scatter holding the record
         pooled = [p.kernel_class for p in calibration.points if p.name.startswith("max_pool 2x2 backward")]
         assert sorted(pooled) == ["pool", "pool_backward", "pool_backward"]  # and the forward pool's
+        # pointwise work transposed in its fusion: one kernel, reading its arrays a line an element
+        transposed = [p.kernel_class for p in calibration.points if p.name.startswith("transposed ")]
+        assert transposed == ["elementwise:transposed"]
     assert all(point.measured_seconds > 0 for point in calibration.points)
     assert calibration.method.startswith("each kernel's profiled time, scaled by its program's wall time")
     # a compiled program's faults are measured and priced at the machine's first-touch cost, never predicted
@@ -185,6 +189,13 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
 def _class(estimate, row, hardware) -> str:
     found = parts(estimate, row, hardware)
     return found[0].kernel_class if len(found) == 1 else kernel_class(estimate, row)
+
+
+def _memory(estimate, row, hardware) -> float:
+    """A row's memory time as its point has it: its own, or a transposed pointwise kernel's with its extra lines
+    (``pointwise_views.strided_memory``)."""
+    found = parts(estimate, row, hardware)
+    return found[0].memory_seconds if len(found) == 1 and TRANSPOSED in found[0].kernel_class else row.memory_seconds
 
 
 def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
@@ -198,7 +209,7 @@ def test_every_point_has_the_roofline_inputs_of_its_program_kernel(calibrated):
         rows = {  # a one-part row's class is its part's (a loop dot's member: matmul:kept@loop); a pointwise
             # class's point has its memory time at main memory's bandwidth too (``main_memory_candidate``)
             (kind := _class(estimate, row, hardware), row.compute_seconds / row.executions,
-             row.memory_seconds / row.executions,
+             _memory(estimate, row, hardware) / row.executions,
              row.memory_seconds * (row.bandwidth / hardware.memory_bandwidth) / row.executions
              if main_memory_candidate(kind) else None)
             for row in kernel_rows(estimate, hardware)[0]

@@ -986,15 +986,16 @@ def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
     45.1 (Keras norm layers timed as models of one layer: ``norm:batch:keras``, ``norm:layer``) and 45.2 (its graph's
     thin 1×1 convolutions ``:1x1``), JAX's 45.1 (its dots with batch dimensions ``batched_matmul``), 45.2 (its
     chained thin convolutions ``conv:chained``), 45.3 (its strided 3-channel stems ``conv:shallow``) and 45.4 (its
-    filter gradients ``conv_backward:grad_weight``, a max pool's backward ``pool_backward``); PyTorch's stays 45."""
+    filter gradients ``conv_backward:grad_weight``, a max pool's backward ``pool_backward``) and 45.5 (its pointwise
+    fusions read across their layout ``elementwise:transposed``); PyTorch's stays 45."""
     from neural_cost.analysis import kernel_revision
     from neural_cost.analysis.expected import installed_versions
 
     assert kernel_revision.revision("torch") == "45"
-    assert kernel_revision.revision("jax") == "45.4"
+    assert kernel_revision.revision("jax") == "45.5"
     assert kernel_revision.revision("tensorflow") == "45.2"
     assert installed_versions("torch")["neural-cost kernel model"] == "45"
-    assert installed_versions("jax")["neural-cost kernel model"] == "45.4"
+    assert installed_versions("jax")["neural-cost kernel model"] == "45.5"
     kernel_revision.REVISIONS["torch"] = 1
     try:
         assert installed_versions("torch")["neural-cost kernel model"] == "45.1"

@@ -93,12 +93,21 @@ def test_a_sliced_class_is_no_family_member_and_reads_its_plain_class_without_a_
     plain = [Point("transcendental@loop", 0.0, 1e-6 * k, 2e-6 * k) for k in (1, 2, 4)]
     sliced = [Point("transcendental:sliced@loop", 0.0, 1e-6 * k, 2e-5 * k) for k in (1, 2, 4)]
     from neural_cost.analysis.conv_views import CHAINED, DEEP, DEEPER, FEW, ONE_BY_ONE
-    from neural_cost.analysis.kernel_classes import FORWARDED, GENERIC, POOLED, SLICED
+    from neural_cost.analysis.kernel_classes import GENERIC, POOLED
     from neural_cost.analysis.norm_views import KERAS
+    from neural_cost.analysis.pointwise_views import FORWARDED, SLICED, TRANSPOSED
     from neural_cost.hardware.kernel_model import WAYS
 
     # one list of the ways, read by both
-    ways = {POOLED, SLICED, GENERIC, FORWARDED, KERAS, *(f":{way}" for way in (ONE_BY_ONE, CHAINED, FEW, DEEP, DEEPER))}
+    ways = {
+        POOLED,
+        SLICED,
+        TRANSPOSED,
+        GENERIC,
+        FORWARDED,
+        KERAS,
+        *(f":{way}" for way in (ONE_BY_ONE, CHAINED, FEW, DEEP, DEEPER)),
+    }
     assert ways == {f":{way}" for way in WAYS}
     assert family("transcendental:sliced") is None and family("elementwise:sliced@loop") is None
     both = fit_calibration("jax", SPEC, plain + sliced)

@@ -12,8 +12,8 @@ on maps of at most 4 × 4, ``SMALL_MAP``), each ``:pooled``
 when its kernel pools its result (``POOLED``: it reads its plain class without a curve of its own); all fall back to the
 family's ``conv``, which a transposed or input-dilated convolution reads (a depthwise layer's input gradient is
 ``depthwise_conv:stride1``, a strided one's ``:dilated``). A pointwise kernel that reads a dynamic slice through two or
-more slices (a GRU's gates) is ``elementwise:sliced`` or
-``transcendental:sliced`` (``SLICED``: read as a pooled one is), and a convolution XLA runs as a lone HLO instruction
+more slices (a GRU's gates) is ``elementwise:sliced`` or ``transcendental:sliced``, one that reads an operand
+across its layout ``:transposed`` (``pointwise_views``), and a convolution XLA runs as a lone HLO instruction
 ``:generic`` (``GENERIC``), a JAX kernel of two or more contractions, no pool, whose heaviest convolution is thin or on
 small maps ``conv:chained`` (read as a whole, ``conv_views.CHAINED``; ``conv:chained:few`` under 64 positions); a batch
 norm ``norm:batch`` (a Keras layer TensorFlow runs as its graph ops ``norm:batch:keras``), a layer norm ``norm:layer``
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from ..core.errors import NeuralCostError
 from ..core.estimate import CostEstimate, OperationCost
-from ..core.kernels import FORWARDS_INPUT, SLICED_DYNAMIC_SLICE, Kernel, recordless_kind
+from ..core.kernels import Kernel, recordless_kind
 from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, family, main_memory_candidate
 from ..hardware.spec import HardwareSpec
 from .attention_views import UNALIGNED, attention_class, query_heads
@@ -60,6 +60,7 @@ from .kernels import UNMAPPED, KernelTime, Levels
 from .loop_dots import LOOP_DOTS, loop_dot_class
 from .matmul_views import matmul_class
 from .norm_views import norm_class
+from .pointwise_views import TRANSPOSED, pointwise_view, strided_memory
 from .rows import compute_seconds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -134,13 +135,6 @@ POOLED = ":pooled"
 #: former ran at 2–55 GFLOP/s where YNNPACK's ran at 40–150. Not depthwise classes, whose grids time both kinds
 #: already. Without a curve of its own it reads its plain class's, noted.
 GENERIC = ":generic"
-#: The qualifier of a pointwise kernel (``elementwise:sliced``, ``transcendental:sliced``) that reads a dynamic slice
-#: through two or more slices (``core.kernels.SLICED_DYNAMIC_SLICE``: a GRU's gates over a step's row of precomputed
-#: projections): on XLA:CPU it ran 4–7× slower than the same math on a row sliced once, and a Keras GRU's on JAX at
-#: 8×64 took 12 µs a step, read 1.1 µs off its class. Without a curve of its own it reads its plain class's, noted.
-SLICED = ":sliced"
-#: The qualifier of a TensorFlow graph's pointwise op that may write over its input (``core.kernels.FORWARDS_INPUT``).
-FORWARDED = ":forwarded"
 
 
 def _pooled(base: str, costs: list[OperationCost]) -> str:
@@ -199,6 +193,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
         member = name.replace("rnn", "rnn:streamed" if streamed else "rnn:kept", 1)
         return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
     main = row.bandwidth / hardware.memory_bandwidth  # its memory time ÷ at main memory's bandwidth
+    if TRANSPOSED in name:  # its lines beyond its operands' bytes, at the level that holds them between reuses
+        return (Part(name, row.compute_seconds, strided_memory(estimate, row, hardware), n),)
     whole = (Part(name, row.compute_seconds, row.memory_seconds, n, row.memory_seconds * main),)
     qualifiers = name.split("@", 1)[0].split(":")
     if row.index is None or qualifiers[0] not in _SPLIT or CHAINED in qualifiers:
@@ -259,7 +255,7 @@ FUNCTIONS = frozenset({"tanh", "exp", "sigmoid", "silu", "gelu"})
 
 def read_class(calibration: KernelCalibration, name: str) -> str | None:
     """The class whose curve a kernel of class ``name`` reads: its own; else a pooled, sliced or
-    generic kernel its plain class's (``POOLED``, ``SLICED``, ``GENERIC``), a loop's kernel its
+    generic kernel its plain class's (``POOLED``, ``:sliced``, ``:transposed``, ``GENERIC``), a loop's kernel its
     class's, a function's its family's (``transcendental:tanh`` → ``transcendental``), a training
     kernel its forward class's; and an XLA kernel with none of those among the XLA classes the
     graph op's, by the same steps (``conv:wide@xla`` → ``conv@xla`` → ``conv:wide``). None: no curve."""
@@ -375,7 +371,7 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         contraction = {"convolution": "conv", "dot": "matmul"}.get(kernel.compiled_contraction or "")
         if kernel.compiled_flops and contraction:
             return contraction
-        return _sliced(kernel, recordless_kind(kernel) or "other")
+        return pointwise_view(kernel, recordless_kind(kernel) or "other")
     classes = {CLASS_OF_KIND.get(estimate.by_operation[i].kind, "other") for i in kernel.operations}
     if len(classes) > 1:  # draws fused with other work (XLA's threefry bits in a loop fusion): that work's class
         classes.discard("random")
@@ -403,17 +399,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
     if name == "elementwise" and any(estimate.by_operation[i].transcendentals for i in kernel.operations):
         # exp, tanh, erf...: a polynomial per element, not one FLOP; its own curve when calibrated
         function = call_name(kernel).lower().rstrip("_")  # tanh_ (in place) is tanh
-        return _sliced(kernel, f"transcendental:{function}" if function in FUNCTIONS else "transcendental")
-    return _sliced(kernel, name)
-
-
-def _sliced(kernel: Kernel, name: str) -> str:
-    """``name``'s pointwise family + ``SLICED`` when it reads a dynamic slice through two or more slices; an
-    ``elementwise`` one that may write into its input's buffer (``FORWARDS_INPUT``) ``elementwise:forwarded``."""
-    head = name.partition(":")[0]
-    if SLICED_DYNAMIC_SLICE in kernel.compiled_traits and head in ("elementwise", "transcendental"):
-        return head + SLICED
-    return name + FORWARDED if name == "elementwise" and FORWARDS_INPUT in kernel.compiled_traits else name
+        return pointwise_view(kernel, f"transcendental:{function}" if function in FUNCTIONS else "transcendental")
+    return pointwise_view(kernel, name)
 
 
 def one_part(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> Part:

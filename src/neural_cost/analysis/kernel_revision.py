@@ -23,9 +23,10 @@ KERNEL_MODEL_REVISION = 45
 #: several contractions whose heaviest is thin ``conv:chained``, ``conv_views.CHAINED``, twelve in its grid; 45.3: its
 #: strided 3-channel stems ``conv:shallow``, ``conv_views.record_view``, four in its grid, and six small 1×1 layers on
 #: few positions; 45.4: its filter gradients ``conv_backward:grad_weight``, ``:deep`` and ``:deeper``,
-#: ``conv_views.GRAD_WEIGHT``, 26 in its grid, and a max pool's backward ``pool_backward``, seven); raising
+#: ``conv_views.GRAD_WEIGHT``, 26 in its grid, and a max pool's backward ``pool_backward``, seven; 45.5: pointwise
+#: fusions that read across their layout ``elementwise:transposed``, ``pointwise_views``, ten in its grid); raising
 #: the shared one still makes every framework's calibration again.
-REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 4}
+REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 5}
 
 
 def revision(framework: str) -> str:

@@ -352,15 +352,15 @@ def _boolean(value: Any, name: str) -> bool:
 
 
 #: Qualifiers of another way to run (``conv:wide:pooled``, ``norm:batch:keras``): no family member.
-WAYS = frozenset({"pooled", "sliced", "generic", "forwarded", "keras", "1x1", "chained", "few", "deep", "deeper"})
+WAYS = frozenset({"pooled", "sliced", "transposed", "generic", "forwarded", "keras", "1x1", "chained", "few"})
+WAYS |= {"deep", "deeper"}
 
 
 def family(name: str) -> str | None:
     """The family of a member class, ``@`` suffix kept (``transcendental:tanh@loop`` → ``transcendental@loop``);
     None for no member — two qualifiers, or a way to run (``WAYS``), whose points would bend the family's curve."""
     head, member, tail = name.partition(":")
-    qualifiers = tail.split("@", 1)[0]
-    if not member or ":" in qualifiers or qualifiers in WAYS:
+    if not member or ":" in (qualifiers := tail.split("@", 1)[0]) or qualifiers in WAYS:
         return None
     return head + ("@" + tail.split("@", 1)[1] if "@" in tail else "")
 

@@ -72,6 +72,7 @@ _TUPLE_INDEX = re.compile(r"\bindex=(\d+)")
 _DIM_LABELS = re.compile(r"\bdim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)")
 _LHS_DILATE = re.compile(r"\blhs_dilate=([\dx]+)")
 _LHS_CONTRACTING = re.compile(r"\blhs_contracting_dims=\{([\d,\s]*)\}")
+_DIMENSIONS = re.compile(r"\bdimensions=\{([\d,\s]*)\}")
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?')
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 #: Collective opcodes (an asynchronous ``-start`` reads as its collective), as the cost rule names them.
@@ -191,6 +192,8 @@ class Instruction:
     lhs_dilated: bool = False
     #: A dot's ``lhs_contracting_dims``; None for every other opcode.
     contracting: tuple[int, ...] | None = None
+    #: A transpose's ``dimensions`` (its result's dim i is its operand's dim ``permutation[i]``); None otherwise.
+    permutation: tuple[int, ...] | None = None
 
     def calls(self, role: str) -> tuple[str, ...]:
         for key, names in self.called:
@@ -267,6 +270,7 @@ def _instruction(line: str, partitions: int = 1, replicas: int = 1) -> Instructi
     labels = _DIM_LABELS.search(attributes) if opcode.group(1) == "convolution" else None
     contracting = _LHS_CONTRACTING.search(attributes) if opcode.group(1) == "dot" else None
     dilate = _LHS_DILATE.search(attributes) if labels else None
+    permutation = _DIMENSIONS.search(attributes) if opcode.group(1) == "transpose" else None
     return Instruction(
         name=name,
         opcode=opcode.group(1),
@@ -287,6 +291,7 @@ def _instruction(line: str, partitions: int = 1, replicas: int = 1) -> Instructi
         conv_labels=(labels.group(1), labels.group(2)) if labels else None,
         lhs_dilated=dilate is not None and any(int(d) > 1 for d in dilate.group(1).split("x") if d),
         contracting=tuple(int(d) for d in contracting.group(1).split(",") if d.strip()) if contracting else None,
+        permutation=tuple(int(d) for d in permutation.group(1).split(",") if d.strip()) if permutation else None,
     )
 
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 
-from ...core.kernels import BODY, SLICED_DYNAMIC_SLICE, VARIADIC_WINDOW, named_opcodes, opcodes_kind
+from ...core.kernels import BODY, SLICED_DYNAMIC_SLICE, STRIDED_READS, VARIADIC_WINDOW, named_opcodes, opcodes_kind
 from .hlo_text import ELEMENT_DTYPES, HloModule, Instruction, arrays
+from .strides import strided_reads
 
 __all__ = ["KernelWork", "contraction_flops", "kernel_work"]
 
@@ -87,6 +88,9 @@ def kernel_work(module: HloModule, kernel: Instruction, defined: dict[str, Instr
     _variadic_window(work, kernel)
     if kernel.opcode == "fusion":
         _fused(module, kernel.calls("calls"), work, set())
+        strided = strided_reads(module, kernel)
+        if strided is not None:
+            work.traits.add(f"{STRIDED_READS}{strided[0]}:{strided[1]}")
         if named_opcodes(kernel.name) is None:  # a library's fusion (ynn_fusion): what its body does, when it says
             kind = opcodes_kind(_body_opcodes(module, kernel.calls("calls"), set()))
             if kind is not None:

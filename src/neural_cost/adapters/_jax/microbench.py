@@ -9,9 +9,10 @@ and an activation fused) over rows 1..4096 and widths 32..3072, batched dots, co
 (``lax.conv_general_dilated``, NHWC and NCHW; and fused with a relu and a 2×2 max pool, as a CNN
 block runs; two ResNet bottleneck blocks and a head, which XLA fuses into one; filter gradients, each
 after its layer's forward convolution), a 2×2 max pool's backward, loop fusions of
-elementwise chains from 10³ to 10⁷ elements, reductions over the last axis (sum, mean, max), softmax and a layer
-norm written in ``jnp``, transposes (copies), gathers (``jnp.take``: an embedding lookup), pooling
-(``lax.reduce_window``), ``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
+elementwise chains from 10³ to 10⁷ elements (and transposed in their fusion: ``microbench_layouts.py``),
+reductions over the last axis (sum, mean, max), softmax and a layer norm written in ``jnp``, transposes
+(copies), gathers (``jnp.take``: an embedding lookup), pooling (``lax.reduce_window``),
+``jax.nn.dot_product_attention``, a ``lax.scan`` of a small cell
 (a while loop: its kernels run once per trip), and of a GRU's gates over precomputed projections.
 Inputs are fixed random arrays; ``quick`` keeps every class at a few sizes (for tests) but the tails'. Every
 program is a function object of its own (the adapter keeps one executable per function and
@@ -29,6 +30,7 @@ from jax import lax
 
 from .. import _microgrid as grid
 from ..base import MicroProgram
+from .microbench_layouts import transposed_pointwise
 
 _Inputs = grid.Inputs[jax.Array]
 
@@ -431,6 +433,7 @@ def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
         _grad_weights,
         _tails,
         _elementwise,
+        transposed_pointwise,
         _reductions,
         _memory,
         _attention_scan,
