@@ -180,6 +180,8 @@ def test_the_quick_grid_measures_the_main_kernel_classes(calibrated):
         # pointwise work transposed in its fusion: one kernel, reading its arrays a line an element
         transposed = [p.kernel_class for p in calibration.points if p.name.startswith("transposed ")]
         assert transposed == ["elementwise:transposed"]
+        # a weight gradient's product, which XLA runs as a lone dot
+        assert [p.kernel_class for p in calibration.points if p.name.startswith("lone dot")] == ["matmul:generic"]
     assert all(point.measured_seconds > 0 for point in calibration.points)
     assert calibration.method.startswith("each kernel's profiled time, scaled by its program's wall time")
     # a compiled program's faults are measured and priced at the machine's first-touch cost, never predicted

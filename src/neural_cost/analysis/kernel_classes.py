@@ -133,7 +133,10 @@ POOLED = ":pooled"
 #: ResNet-50's 512-channel 3×3 layers on a 2×2 map, its last stage at 64 pixels: 33 ms each, read 0.55 ms off the
 #: YNNPACK curve — the whole model expected at a third of its time) and for some narrow ones (16 output channels); the
 #: former ran at 2–55 GFLOP/s where YNNPACK's ran at 40–150. Not depthwise classes, whose grids time both kinds
-#: already. Without a curve of its own it reads its plain class's, noted.
+#: already. Without a curve of its own it reads its plain class's, noted. A plain product XLA runs as a lone HLO ``dot``
+#: (``matmul:generic``, run once a run) is one too: XLA:CPU 0.10.2 gives YNNPACK a dot whose left operand contracts its
+#: minor-most dim, and runs one that contracts its major-most (a dense layer's weight gradient, xᵀ·dy) itself — 1.2–2.5×
+#: the time of the same product as ``x @ w`` (a Flax GPT step's 1024 tokens × 256 → 2048 gradient: 11.2 ms, 5.0).
 GENERIC = ":generic"
 
 
@@ -387,10 +390,11 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         if chain is not None:
             return chain
         return _pooled(conv_class(width(estimate, kernel)), costs)
-    if name == "matmul":  # its heaviest matmul record's view
+    if name == "matmul":  # its heaviest matmul record's view; a plain one XLA runs as a lone ``dot`` :generic
         costs = [estimate.by_operation[i] for i in kernel.operations]
-        return matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops),
-                            estimate.framework, row.executions)  # fmt: skip
+        found = matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops),
+                             estimate.framework, row.executions)  # fmt: skip
+        return found + GENERIC if found == "matmul" and kernel.kind == "dot" and row.executions <= 1 else found
     if name == "attention":  # its sequences on the flash kernel's blocks or off them
         return attention_class([estimate.by_operation[i].operation for i in kernel.operations])
     if name == "norm":  # its norm records' member

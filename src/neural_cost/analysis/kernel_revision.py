@@ -24,7 +24,8 @@ KERNEL_MODEL_REVISION = 45
 #: strided 3-channel stems ``conv:shallow``, ``conv_views.record_view``, four in its grid, and six small 1×1 layers on
 #: few positions; 45.4: its filter gradients ``conv_backward:grad_weight``, ``:deep`` and ``:deeper``,
 #: ``conv_views.GRAD_WEIGHT``, 26 in its grid, and a max pool's backward ``pool_backward``, seven; 45.5: pointwise
-#: fusions that read across their layout ``elementwise:transposed``, ``pointwise_views``, ten in its grid); raising
+#: fusions that read across their layout ``elementwise:transposed``, ``pointwise_views``, twelve in its grid, and
+#: the products XLA runs as a lone ``dot`` ``matmul:generic``, thirteen); raising
 #: the shared one still makes every framework's calibration again.
 REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 5}
 

@@ -30,7 +30,7 @@ from jax import lax
 
 from .. import _microgrid as grid
 from ..base import MicroProgram
-from .microbench_layouts import transposed_pointwise
+from .microbench_layouts import generic_dots, transposed_pointwise
 
 _Inputs = grid.Inputs[jax.Array]
 
@@ -429,6 +429,7 @@ def jax_microbenchmarks(quick: bool = False) -> list[MicroProgram]:
     programs: list[MicroProgram] = []
     for family in (
         _dots,
+        generic_dots,
         _convs,
         _grad_weights,
         _tails,

@@ -1,4 +1,6 @@
-"""The JAX calibration's pointwise work transposed in its own fusion (``elementwise:transposed``,
+"""The JAX calibration's programs whose cost is their operands' layout: products XLA:CPU runs as a lone ``dot``
+(``matmul:generic``: a weight gradient's xᵀ·dy, whose left operand contracts its major-most dim; YNNPACK takes the
+others) and pointwise work transposed in its own fusion (``elementwise:transposed``,
 ``analysis/pointwise_views.py``): ``relu(x₀·a + x₁ + …)`` over NHWC arrays, written transposed — (3, 1, 2, 0), the
 channel ↔ batch swap XLA:CPU lays a filter gradient's operand out in (a Flax ResNet's training step recomputes its
 batch norms and ReLUs into such a fusion), and (0, 3, 1, 2), NHWC → NCHW. XLA fuses the transpose into the pointwise
@@ -16,7 +18,7 @@ import jax.numpy as jnp
 from .. import _microgrid as grid
 from ..base import MicroProgram
 
-__all__ = ["transposed_pointwise"]
+__all__ = ["generic_dots", "transposed_pointwise"]
 
 #: ``(shape NHWC, permutation, arrays read)``: 1–8 MiB an array, the lines between reuses 32 kB–8 MB; the last two
 #: as a ResNet's recomputed batch norm reads (one array, its channel's vectors).
@@ -43,3 +45,27 @@ def transposed_pointwise(rand: grid.Inputs[jax.Array], quick: bool) -> Iterator[
         arrays = tuple(rand(*shape, k=k) for k in range(count))
         name = f"transposed {permutation} relu of {count} {'x'.join(map(str, shape))}"
         yield MicroProgram(name, _program(permutation), (rand(shape[-1], k=count), *arrays))
+
+
+#: ``(K, M, N)`` of ``einsum("ki,jk->ij")`` (K the contracted rows: a batch's tokens; a dense layer's M → N weight
+#: gradient as XLA lays it out) and, the last three, ``einsum("ki,kj->ij")``: both lone dots on XLA:CPU 0.10.2.
+_GENERIC_DOTS = (
+    (256, 64, 64), (512, 128, 256), (1024, 256, 256), (4096, 256, 256), (1024, 768, 768), (1024, 256, 2048),
+    (128, 1024, 1024), (512, 512, 512), (2048, 64, 256), (4096, 128, 512), (512, 128, 256), (1024, 768, 768),
+    (4096, 256, 256),
+)  # fmt: skip
+_KK = 3  # the last ones, ki,kj
+
+
+def _dot(spec: str) -> Callable[..., Any]:
+    def dot(x: jax.Array, g: jax.Array) -> jax.Array:
+        return jnp.einsum(spec, x, g)
+
+    return dot
+
+
+def generic_dots(rand: grid.Inputs[jax.Array], quick: bool) -> Iterator[MicroProgram]:
+    for i, (k, m, n) in enumerate(_GENERIC_DOTS[: 1 if quick else None]):
+        spec = "ki,kj->ij" if i >= len(_GENERIC_DOTS) - _KK else "ki,jk->ij"
+        right = rand(k, n, k=1) if spec == "ki,kj->ij" else rand(n, k, k=1)
+        yield MicroProgram(f"lone dot {spec} {k}x{m}x{n}", _dot(spec), (rand(k, m), right))
