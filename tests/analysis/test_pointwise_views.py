@@ -3,6 +3,8 @@ its memory time with its lines at the level that holds them between reuses, and 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from neural_cost import estimate_trace
@@ -46,6 +48,8 @@ def test_a_transposed_pointwise_fusion_is_its_own_class_with_its_lines_memory_ti
     estimate, (row,) = _rows((3, 1, 2, 0), (32, 16, 16, 32))
     (part,) = parts(estimate, row, SPEC)
     assert part.memory_seconds == pytest.approx(row.memory_seconds + 31_457_280 / 100e9, rel=1e-12)
+    gpu = replace(SPEC, kind="gpu")  # XLA:GPU transposes a tile at a time through shared memory: no lines added
+    assert parts(estimate, row, gpu)[0].memory_seconds == row.memory_seconds
 
 
 def test_a_plain_pointwise_fusion_and_a_bare_transpose_keep_their_classes():

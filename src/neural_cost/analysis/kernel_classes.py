@@ -136,7 +136,8 @@ POOLED = ":pooled"
 #: already. Without a curve of its own it reads its plain class's, noted. A plain product XLA runs as a lone HLO ``dot``
 #: (``matmul:generic``, run once a run) is one too: XLA:CPU 0.10.2 gives YNNPACK a dot whose left operand contracts its
 #: minor-most dim, and runs one that contracts its major-most (a dense layer's weight gradient, xᵀ·dy) itself — 1.2–2.5×
-#: the time of the same product as ``x @ w`` (a Flax GPT step's 1024 tokens × 256 → 2048 gradient: 11.2 ms, 5.0).
+#: the time of the same product as ``x @ w`` (a Flax GPT step's 1024 tokens × 256 → 2048 gradient: 11.2 ms, 5.0). A
+#: TensorFlow ``jit_compile`` function's dots, lone too, are its grid's ``matmul@xla`` points already.
 GENERIC = ":generic"
 
 
@@ -394,7 +395,8 @@ def _base_class(estimate: CostEstimate, row: KernelTime) -> str:
         costs = [estimate.by_operation[i] for i in kernel.operations]
         found = matmul_class(max((c for c in costs if CLASS_OF_KIND.get(c.kind) == name), key=lambda c: c.flops),
                              estimate.framework, row.executions)  # fmt: skip
-        return found + GENERIC if found == "matmul" and kernel.kind == "dot" and row.executions <= 1 else found
+        lone = kernel.kind == "dot" and row.executions <= 1 and estimate.framework == "jax"  # TensorFlow's XLA: @xla
+        return found + GENERIC if found == "matmul" and lone else found
     if name == "attention":  # its sequences on the flash kernel's blocks or off them
         return attention_class([estimate.by_operation[i].operation for i in kernel.operations])
     if name == "norm":  # its norm records' member

@@ -50,9 +50,9 @@ def pointwise_view(kernel: Kernel, name: str) -> str:
 def strided_memory(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> float:
     """A ``:transposed`` kernel's memory time (the module docstring): its row's, plus its extra lines over all its
     executions at the bandwidth of the level that holds ``REUSE_ROOM`` × its reuse bytes (``Levels.place``); the
-    row's for any other."""
+    row's for any other, and on a device other than a CPU."""
     found = strided_reads(estimate.kernels[row.index]) if row.index is not None else None
-    if found is None:
+    if found is None or hardware.kind != "cpu":  # a GPU's XLA transposes through shared memory, a tile at a time
         return row.memory_seconds
     extra, reuse = found
     return row.memory_seconds + extra * row.executions / Levels.of(hardware).place(REUSE_ROOM * reuse)[1]
