@@ -48,13 +48,12 @@ def transposed_pointwise(rand: grid.Inputs[jax.Array], quick: bool) -> Iterator[
 
 
 #: ``(K, M, N)`` of ``einsum("ki,jk->ij")`` (K the contracted rows: a batch's tokens; a dense layer's M → N weight
-#: gradient as XLA lays it out) and, the last three, ``einsum("ki,kj->ij")``: both lone dots on XLA:CPU 0.10.2.
-_GENERIC_DOTS = (
-    (256, 64, 64), (512, 128, 256), (1024, 256, 256), (4096, 256, 256), (1024, 768, 768), (1024, 256, 2048),
-    (128, 1024, 1024), (512, 512, 512), (2048, 64, 256), (4096, 128, 512), (512, 128, 256), (1024, 768, 768),
-    (4096, 256, 256),
-)  # fmt: skip
-_KK = 3  # the last ones, ki,kj
+#: gradient as XLA lays it out) and of ``einsum("ki,kj->ij")``: both lone dots on XLA:CPU 0.10.2.
+_GENERIC_DOTS = {
+    "ki,jk->ij": ((256, 64, 64), (512, 128, 256), (1024, 256, 256), (4096, 256, 256), (1024, 768, 768),
+                  (1024, 256, 2048), (128, 1024, 1024), (512, 512, 512), (2048, 64, 256), (4096, 128, 512)),
+    "ki,kj->ij": ((512, 128, 256), (1024, 768, 768), (4096, 256, 256)),
+}  # fmt: skip
 
 
 def _dot(spec: str) -> Callable[..., Any]:
@@ -65,7 +64,7 @@ def _dot(spec: str) -> Callable[..., Any]:
 
 
 def generic_dots(rand: grid.Inputs[jax.Array], quick: bool) -> Iterator[MicroProgram]:
-    for i, (k, m, n) in enumerate(_GENERIC_DOTS[: 1 if quick else None]):
-        spec = "ki,kj->ij" if i >= len(_GENERIC_DOTS) - _KK else "ki,jk->ij"
-        right = rand(k, n, k=1) if spec == "ki,kj->ij" else rand(n, k, k=1)
-        yield MicroProgram(f"lone dot {spec} {k}x{m}x{n}", _dot(spec), (rand(k, m), right))
+    for spec, sizes in tuple(_GENERIC_DOTS.items())[: 1 if quick else None]:
+        for k, m, n in sizes[: 1 if quick else None]:
+            right = rand(k, n, k=1) if spec == "ki,kj->ij" else rand(n, k, k=1)
+            yield MicroProgram(f"lone dot {spec} {k}x{m}x{n}", _dot(spec), (rand(k, m), right))

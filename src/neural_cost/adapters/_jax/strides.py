@@ -108,9 +108,8 @@ def strided_reads(module: HloModule, kernel: Instruction) -> tuple[int, int] | N
     sizes = arrays(root.shape)[0][1]
     extra = reuse = 0
     for parameter, dims in reads:
-        own, elements = arrays(parameter.shape), 1
-        own_order = layout(parameter.shape)
-        if not own or own_order is None or len(dims) != len(sizes):
+        own, own_order = arrays(parameter.shape), layout(parameter.shape)
+        if not own or own_order is None or len(own[0][1]) != len(dims):
             continue
         elements = math.prod(own[0][1])
         if elements != math.prod(sizes) or not elements:
@@ -121,6 +120,6 @@ def strided_reads(module: HloModule, kernel: Instruction) -> tuple[int, int] | N
         if stride < LINE_BYTES:
             continue
         extra += elements * LINE_BYTES - shape_bytes(parameter.shape)
-        back = dims.index(own_order[0]) if own_order[0] in dims else order[-1]
+        back = dims.index(own_order[0])  # the result dim that moves the operand's minor-most dim on
         reuse += math.prod(sizes[d] for d in order[: order.index(back)]) * LINE_BYTES
     return (int(extra), int(reuse)) if extra and computes else None
