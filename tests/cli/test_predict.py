@@ -267,3 +267,52 @@ def test_the_machines_drift_is_measured_before_the_batch_one_run_and_scales_it(t
     assert order == ["drift", "floor"] and seconds == pytest.approx(500e-6)
     assert "(1.500 ms at the machine's calibrated speed: its drift probes ran 2.00× their calibrated time" in note
     assert note.endswith("; machine now: 2.00×")
+
+
+def test_predict_at_several_batches_side_by_side(tmp_path, script, capsys):
+    """``--batch 256,2,4096`` traces each batch (ascending) and prints them side by side. One ``mm`` kernel of
+    2·N·256² FLOPs (N × 131.072 ns at 1 TFLOP/s) moving 4·(N·512 + 256²) bytes (at 100 GB/s).
+
+    - Batch 2: 1.024 MFLOP = 262 ns, 266,240 B = 2.6624 µs: memory-bound, its roofline 2.6624 µs, read off the
+      curve between its first two knots (0.5 µs → 10 µs, 10 µs → 20 µs; log-log): 10^(−5 + log10 2 ×
+      (log10 2.6624e-6 + 6 + log10 2) / (1 + log10 2)) = 14.72 µs; 7.36 µs an example, 2 / 14.72 µs = 136 k
+      examples a second; 14.72 / 2.6624 = 5.53× its bound.
+    - Batches 256 (33.55 µs of compute, 786,432 B = 7.86 µs) and 4096 (536.87 µs, 86.5 µs): compute-bound on the
+      curve's 2× part: 67.1 µs and 1.074 ms, N × 262.144 ns / N = 262.1 ns an example, 3.81 M a second, 2.00×.
+    - Throughput: 3,814,697 / 135,825 = 28.09× batch 2's; 1.00× batch 256's."""
+    cal = _calibration(tmp_path)
+    out = tmp_path / "sweep.json"
+    argv = ["predict", f"{script}:build", "--batch", "256,2,4096", "--calibration", str(cal), "--no-floor"]
+    assert main([*argv, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "batches 2, 256, 4096 (build(batch=N)): traced, not timed" in text
+    assert "expected by batch (calibrated model; ±8% on its own held-out calibration points):" in text
+    rows = {line.split()[0]: line.split() for line in text.splitlines() if line.strip()[:1].isdigit()}
+    assert rows["2"][1:9] == ["14.7", "µs", "7.4", "µs", "136", "k", "2.7", "µs"] and rows["2"][-1] == "5.53×"
+    assert rows["256"][1:5] == ["67.1", "µs", "262.1", "ns"] and rows["256"][-1] == "2.00×"
+    assert rows["4096"][1:5] == ["1.074", "ms", "262.1", "ns"] and rows["4096"][5:7] == ["3.81", "M"]
+    assert "throughput: batch 4096 runs 28.09× the examples a second of batch 2; 1.00× batch 256's" in text
+    # a note every batch shares is said once, unprefixed
+    assert text.count("no framework floor (--no-floor)") == 1 and "batch 2, 256: no framework floor" not in text
+    saved = json.loads(out.read_text())
+    assert [entry["batch"] for entry in saved["batches"]] == [2, 256, 4096]
+    seconds = [entry["expected"]["seconds"] for entry in saved["batches"]]
+    assert seconds == pytest.approx([1.4724846e-5, 2 * 2 * 256 * 256 * 256 / 1e12, 2 * 2 * 4096 * 256 * 256 / 1e12])
+    assert saved["floor_note"].startswith("no framework floor (--no-floor)")
+
+
+def test_a_batch_list_must_name_each_batch_once_and_be_positive(tmp_path, script, capsys):
+    cal = _calibration(tmp_path)
+    for asked, said in (("8,8", "'8,8' names a batch twice"), ("8,0", "0 must be an integer >= 1"),
+                        ("8,x", "'x' is not an integer")):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_:
+            main(["predict", f"{script}:build", "--batch", asked, "--calibration", str(cal)])
+        assert exit_.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_sweep_notes_say_which_batches_a_note_is_of():
+    from neural_cost.report.sweep_text import sweep_notes, throughput_line
+
+    notes = sweep_notes([4, 8, 16], [["shared", "small"], ["shared", "small"], ["shared", "large"]])
+    assert notes == ["shared", "batch 4, 8: small", "batch 16: large"]
+    assert throughput_line([4], []) is None

@@ -17,6 +17,15 @@ from .quiet import filtered_stderr, quiet_frameworks
 from .tidy import print_error
 
 
+def _batches(text: str) -> tuple[int, ...]:
+    """An argparse type: ``8`` or ``8,32,128``, each an integer >= 1, none twice; returned in ascending order."""
+    parse = _count(1)
+    found = tuple(parse(part.strip()) for part in text.split(","))
+    if len(set(found)) != len(found):
+        raise argparse.ArgumentTypeError(f"{text!r} names a batch twice")
+    return tuple(sorted(found))
+
+
 def _count(minimum: int) -> Callable[[str], int]:
     """An argparse type: an integer >= ``minimum`` (argparse names the flag and the value on error)."""
 
@@ -258,7 +267,10 @@ def _parser() -> argparse.ArgumentParser:
         "target", metavar="FILE.py:build", help="build() or build(batch=N) returning (fn, args[, kwargs])"
     )
     predict.add_argument("--framework", choices=("jax", "torch", "tensorflow"), help="default: inferred")
-    predict.add_argument("--batch", type=_count(1), default=None, help="call build(batch=N): predict at batch N")
+    predict.add_argument(
+        "--batch", type=_batches, default=None,
+        help="call build(batch=N): predict at batch N; N,M,... predicts each and prints them side by side",
+    )  # fmt: skip
     predict.add_argument("--calibration", metavar="FILE", help="a kernel model saved by calibrate --kernels --json")
     predict.add_argument("--no-floor", action="store_true", help="skip the batch-1 run that measures the floor")
     predict.add_argument("--top", type=_count(0), default=10, help="kernels to list (default 10)")

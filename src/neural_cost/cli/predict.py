@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,14 +107,59 @@ def _batch_one(
     )
 
 
-def run_predict(args: argparse.Namespace) -> int:
+def _expectations(args: argparse.Namespace, progress: Progress) -> _Predicted:
+    """Trace ``args.target`` at each batch asked (ascending; one workload built at a time), measure the floor once
+    (at the largest batch's shapes) and the host's wake-up once, and score each trace on one calibration."""
     from ..adapters import adapter_for
     from ..analysis.expected import expected_time
     from ..analysis.usual_loops import loops_now
     from ..analysis.workload import trace_workload
-    from ..core.units import format_seconds, plural
     from ..costs.estimate import estimate_trace
     from ..hardware.wake import cross_core_wake
+
+    build = load_build(args.target)
+    batches: tuple[int | None, ...] = args.batch or (None,)
+    estimates, trace_notes = [], []
+    framework = adapter = calibration = workload = training = None
+    for batch in batches:
+        workload = build_workload(build, batch)
+        if adapter is None:
+            framework = chosen_framework(args.framework, workload.fn, workload.args, workload.kwargs)
+            options: dict[str, Any] = {"cross_check": True} if framework == "jax" else {}
+            adapter = adapter_for(framework, **options)  # JAX: compiled (not run) for its kernels
+        training = training_options(workload, adapter, framework or "")
+        if calibration is None:
+            calibration = _calibration(framework or "", args.calibration, progress)
+        progress.stage("tracing" if len(batches) == 1 else f"tracing batch {batch}")
+        with exits_reported("the workload" if len(batches) == 1 else f"the workload at batch {batch}", WORKLOAD_ADVICE):
+            trace = trace_workload(adapter, workload.fn, workload.args, workload.kwargs, training)
+        estimates.append(estimate_trace(trace))
+        trace_notes.append(list(trace.notes))
+    assert workload is not None and adapter is not None and framework is not None and training is not None
+    assert calibration is not None
+    hardware = adapter.hardware(adapter.device_of(workload.fn, workload.args, workload.kwargs))
+    floor, floor_note = measure_floor(
+        build, workload, adapter_for(framework), calibration, training, progress, args.no_floor, hardware
+    )
+    wake = cross_core_wake()  # the host's state now
+    expecteds = []
+    for estimate in estimates:
+        expected = expected_time(estimate, calibration, floor, hardware=hardware, floor_note=floor_note)
+        expecteds.append(loops_now(expected, calibration.loop_wakes, wake))
+    return _Predicted(framework, calibration, floor_note, tuple(expecteds), tuple(trace_notes))
+
+
+@dataclass(frozen=True)
+class _Predicted:
+    framework: str
+    calibration: Any
+    floor_note: str
+    expecteds: tuple[Any, ...]  # one ``Expected`` per batch asked, in ascending order
+    trace_notes: tuple[list[str], ...]
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from ..core.units import format_seconds, plural
     from ..report.expected_text import expected_line, expected_table, flag_lines, host_note, now_line, usual_line
     from ..report.text import trace_note_lines
     from .output import write_json
@@ -121,43 +167,77 @@ def run_predict(args: argparse.Namespace) -> int:
     check_spec(args.target)
     progress = Progress(sys.stderr)
     try:
-        build = load_build(args.target)
-        workload = build_workload(build, args.batch)
-        framework = chosen_framework(args.framework, workload.fn, workload.args, workload.kwargs)
-        options: dict[str, Any] = {"cross_check": True} if framework == "jax" else {}
-        adapter = adapter_for(framework, **options)  # JAX: compiled (not run) for its kernels
-        training = training_options(workload, adapter, framework)
-        calibration = _calibration(framework, args.calibration, progress)
-        progress.stage("tracing")
-        with exits_reported("the workload", WORKLOAD_ADVICE):
-            trace = trace_workload(adapter, workload.fn, workload.args, workload.kwargs, training)
-        hardware = adapter.hardware(adapter.device_of(workload.fn, workload.args, workload.kwargs))
-        floor, floor_note = measure_floor(
-            build, workload, adapter_for(framework), calibration, training, progress, args.no_floor, hardware
-        )
-        expected = expected_time(estimate_trace(trace), calibration, floor, hardware=hardware, floor_note=floor_note)
-        expected = loops_now(expected, calibration.loop_wakes, cross_core_wake())  # the host's state now
+        found = _expectations(args, progress)
     except BaseException:
         progress.close()
         raise
     progress.close("done")
-    batch = f", batch {args.batch} (build(batch={args.batch}))" if args.batch is not None else ""
+    if args.batch is not None and len(args.batch) > 1:
+        return _print_sweep(args, found)
+    expected, calibration, framework = found.expecteds[0], found.calibration, found.framework
+    batch = "" if args.batch is None else f", batch {args.batch[0]} (build(batch={args.batch[0]}))"
     lines = [
         f"program: {args.target} ({framework}){batch}: {plural(len(expected.rows), 'kernels')} traced, not timed",
         *flag_lines(expected),
-        f"calibration: {calibration.framework} kernels on {calibration.hardware.name}, {calibration.date or 'undated'}"
-        + ("" if args.calibration is None else f" (from {args.calibration})"),
+        _calibration_line(args, calibration),
         expected_line(expected),
         *filter(None, [usual_line(expected), now_line(expected, when="just now")]),
         f"kernels: {format_seconds(expected.kernel_seconds)} expected, "
         f"{format_seconds(sum(row.bound_seconds for row in expected.rows))} at their roofline bound",
         *[f"note: {note}" for note in (*expected.notes, *filter(None, [host_note(expected, "just now")]))],
-        *trace_note_lines(trace.notes),
+        *trace_note_lines(found.trace_notes[0]),
         *expected_table(expected, args.top),
     ]
     print("neural-cost predict\n" + "".join(f"  {line}\n" for line in lines), end="")
     if args.json:
-        saved = {"expected": expected.to_dict(), "floor_note": floor_note, "trace_notes": list(trace.notes)}
+        saved = {"expected": expected.to_dict(), "floor_note": found.floor_note, "trace_notes": found.trace_notes[0]}
+        print(f"wrote {write_json(args.json, saved)}")
+    return 0
+
+
+def _calibration_line(args: argparse.Namespace, calibration: Any) -> str:
+    return f"calibration: {calibration.framework} kernels on {calibration.hardware.name}, " + (
+        f"{calibration.date or 'undated'}" + ("" if args.calibration is None else f" (from {args.calibration})")
+    )
+
+
+def _print_sweep(args: argparse.Namespace, found: _Predicted) -> int:
+    """``predict --batch 8,32,128``: the batches side by side (``report.sweep_text``), every batch's notes once;
+    no kernel table (one ``--batch`` lists a batch's kernels). Batch 1 is where the floor is measured: its
+    expected time holds that run's own time outside its kernels, said in a note."""
+    from ..report.expected_text import flag_lines, host_note
+    from ..report.sweep_text import sweep_notes, sweep_table, throughput_line
+    from ..report.text import trace_note_lines
+    from .output import write_json
+
+    batches, expecteds = args.batch, found.expecteds
+    first = expecteds[0]
+    notes = sweep_notes(batches, [[*e.notes, *filter(None, [host_note(e, "just now")])] for e in expecteds])
+    if batches[0] == 1 and first.floor_seconds:
+        notes.append(
+            "batch 1 is the batch the framework floor is measured at: its expected time holds that run's own time "
+            "outside its kernels, not a prediction from its trace alone"
+        )
+    lines = [
+        f"program: {args.target} ({found.framework}), batches {', '.join(map(str, batches))} (build(batch=N)): "
+        "traced, not timed",
+        *flag_lines(first),
+        _calibration_line(args, found.calibration),
+        f"expected by batch ({first.basis()}):",
+        *[f"  {line}" for line in sweep_table(batches, expecteds)],
+        *filter(None, [throughput_line(batches, expecteds)]),
+        *[f"note: {note}" for note in notes],
+        *trace_note_lines(sweep_notes(batches, found.trace_notes)),
+    ]
+    print("neural-cost predict\n" + "".join(f"  {line}\n" for line in lines), end="")
+    if args.json:
+        saved = {
+            "batches": [
+                {"batch": batch, "expected": expected.to_dict(), "trace_notes": notes}
+                for batch, expected, notes in zip(batches, expecteds, found.trace_notes, strict=True)
+            ],
+            "floor_note": found.floor_note,
+        }
         print(f"wrote {write_json(args.json, saved)}")
     return 0
 
