@@ -316,3 +316,16 @@ def test_sweep_notes_say_which_batches_a_note_is_of():
     notes = sweep_notes([4, 8, 16], [["shared", "small"], ["shared", "small"], ["shared", "large"]])
     assert notes == ["shared", "batch 4, 8: small", "batch 16: large"]
     assert throughput_line([4], []) is None
+
+
+def test_a_sweep_names_the_batch_its_build_failed_at(tmp_path, capsys):
+    """``build(batch=N)`` that raises at one batch of a sweep: the error names that batch, not only the function."""
+    path = tmp_path / "big.py"
+    path.write_text(
+        "import torch\n\ndef build(batch=4):\n    if batch > 100:\n        raise MemoryError('too big')\n"
+        "    return torch.nn.Linear(8, 8), (torch.randn(batch, 8),)\n"
+    )
+    cal = _calibration(tmp_path)
+    assert main(["predict", f"{path}:build", "--batch", "8,512", "--calibration", str(cal), "--no-floor"]) == 2
+    err = capsys.readouterr().err
+    assert "at batch 512 (of 8, 512): build() in" in err and "raised MemoryError: too big" in err

@@ -122,7 +122,12 @@ def _expectations(args: argparse.Namespace, progress: Progress) -> _Predicted:
     estimates, trace_notes = [], []
     framework = adapter = calibration = workload = training = None
     for batch in batches:
-        workload = build_workload(build, batch)
+        try:
+            workload = build_workload(build, batch)
+        except NeuralCostError as error:  # which batch of a sweep failed: the others may build
+            if len(batches) == 1:
+                raise
+            raise NeuralCostError(f"at batch {batch} (of {', '.join(map(str, batches))}): {error}") from error
         if adapter is None:
             framework = chosen_framework(args.framework, workload.fn, workload.args, workload.kwargs)
             options: dict[str, Any] = {"cross_check": True} if framework == "jax" else {}
