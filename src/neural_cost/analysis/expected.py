@@ -336,9 +336,12 @@ def expected_time(
         rows.append(ExpectedRow(name=row.name, kernel_class=name, executions=row.executions, seconds=seconds,
                                 bound_seconds=row.bound_seconds, basis=basis, index=row.index))  # fmt: skip
     notes = []
+    unmapped = missing.pop("unmapped", 0)  # no class of its own: the records no kernel runs (named by their note)
     if missing:
         listed = ", ".join(f"{name} ({count})" for name, count in sorted(missing.items()))
         notes.append(f"no calibration for kernel class(es) {listed}: scored at their roofline bound")
+    if unmapped:
+        notes.append("the records no kernel of the compiled program runs are scored at their roofline bound")
     if borrowed:
         listed = ", ".join(f"{name} ({n}) off {borrowed_class(calibration, name)}" for name, n in borrowed.items())
         notes.append(f"kernels read off another class's curve (the calibration has none of theirs): {listed}")

@@ -25,9 +25,13 @@ KERNEL_MODEL_REVISION = 45
 #: few positions; 45.4: its filter gradients ``conv_backward:grad_weight``, ``:deep`` and ``:deeper``,
 #: ``conv_views.GRAD_WEIGHT``, 26 in its grid, and a max pool's backward ``pool_backward``, seven; 45.5: pointwise
 #: fusions that read across their layout ``elementwise:transposed``, ``pointwise_views``, twelve in its grid, and
-#: the products XLA runs as a lone ``dot`` ``matmul:generic``, thirteen); raising
+#: the products XLA runs as a lone ``dot`` ``matmul:generic``, thirteen; 45.6: a ``jax.nn.softmax`` or ``gelu`` called
+#: at the top level of the jitted function mapped to the kernel that runs it, ``hlo_map._scope_holder``, and an
+#: attention's scores dot that XLA fused without metadata into the softmax's YNNPACK fusion to that fusion,
+#: ``hlo_map._fused_contraction`` — its grid's softmax, gelu and attention programs had read those records unmapped);
+#: raising
 #: the shared one still makes every framework's calibration again.
-REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 5}
+REVISIONS: dict[str, int] = {"tensorflow": 2, "jax": 6}
 
 
 def revision(framework: str) -> str:

@@ -466,3 +466,46 @@ def test_take_loop_matches_by_source_line_else_in_program_order():
     counted = LoopAssumption("while_3", 10, "inferred", location="/x/rollout.py:40:8 (rollout)")  # fori_loop(0, 10)
     assert take_loop(deque([counted]), "rollout.py:40", known=5) is None  # its body's draw, on its line
     assert take_loop(deque([counted]), "rollout.py:40", known=10) is counted
+
+
+def test_a_library_op_called_at_the_top_level_maps_to_the_kernel_that_runs_it():
+    """``jax.nn.softmax`` called in the jitted function itself is one record with no scope; XLA:CPU runs it (here
+    with the multiply before it and the add after it) as one YNNPACK fusion. Every kernel has instructions at the
+    top level, so the record goes to the one whose computing instructions no other record explains — it had been
+    unmapped, its 41.9 MFLOP scored apart by the unfused rule and the coverage short. Two library ops at the top
+    level in kernels of their own go one to each (the first's kernel counts as explained)."""
+    x = jax.ShapeDtypeStruct((8, 1024, 1024), jnp.float32)
+    _compiled, trace, result = kernels_of(lambda v: jax.nn.softmax(v * 2.0, axis=-1) + 1.0, (x,))
+    assert_partition(trace, result)
+    assert not result.unmapped
+    (kernel,) = [k for k in result.kernels if k.operations]
+    assert sorted(trace.operations[i].name for i in kernel.operations) == ["add", "mul", "softmax"]
+
+    def two(v, w):  # two arrays of one size: XLA runs each op apart; the output sizes cannot tell them apart
+        return jax.nn.softmax(v, axis=-1), jax.nn.log_softmax(w, axis=-1)
+
+    _compiled, trace, result = kernels_of(two, (x, x))
+    assert_partition(trace, result)
+    assert not result.unmapped
+    holders = {trace.operations[i].name: k.name for k in result.kernels for i in k.operations}
+    assert set(holders) == {"softmax", "log_softmax"} and holders["softmax"] != holders["log_softmax"]
+
+
+def test_attentions_scores_dot_goes_to_the_fusion_that_runs_it_without_metadata():
+    """``jax.nn.dot_product_attention`` over (1, 1024, 8, 64): XLA:CPU fuses the scores' dot, q·kᵀ, with the softmax
+    into one YNNPACK fusion whose ``dot`` carries no ``op_name``, and the einsum's name (the record's scope) is on no
+    instruction. The scores' record — 2 × 8 × 1024 × 1024 × 64 = 1,073,741,824 FLOPs — goes to that fusion, the
+    one whose contraction does its FLOPs and holds no other contraction record; the output's dot (as many FLOPs,
+    named) keeps its own kernel. It had been unmapped, and the fusion, holding the softmax's records only, read
+    as a reduction (an attention program of the JAX grid at 40× the reduce curve)."""
+    x = jax.ShapeDtypeStruct((1, 1024, 8, 64), jnp.float32)
+    _compiled, trace, result = kernels_of(lambda q, k, v: jax.nn.dot_product_attention(q, k, v), (x, x, x))
+    assert_partition(trace, result)
+    dots = [i for i, op in enumerate(trace.operations) if op.name == "dot_general"]
+    assert [trace.operations[i].cost.flops for i in dots] == [1_073_741_824] * 2
+    holders = [next(k for k in result.kernels if i in k.operations) for i in dots]
+    assert holders[0].name != holders[1].name
+    assert all(k.compiled_flops_by_dtype == {"float32": 1_073_741_824} for k in holders)
+    scores = holders[0]
+    assert {trace.operations[i].name for i in scores.operations} >= {"dot_general", "exp", "reduce_sum", "div"}
+    assert not set(dots) & set(result.unmapped)

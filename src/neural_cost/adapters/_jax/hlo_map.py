@@ -33,7 +33,11 @@ the key, the first of equals (XLA duplicated a producer into several fusions, or
 equations into one instruction); the other kernels holding it are listed. (3) A record whose
 name matches no instruction (a library op counted as one record: gelu, a norm) goes to the
 first kernel holding an instruction at its scope that no record explains, else to the first
-holding its scope. Anything else is unmapped. An instruction XLA made of several equations
+holding its scope; at the top level (no scope: every kernel holds instructions there) only a library
+op matched from its equations (``jax.nn.softmax``, ``gelu``) is placed so, by instructions no record
+explains; a contraction record no instruction names goes to a kernel that computes its FLOPs in a
+contraction without metadata and holds no other (``jax.nn.dot_product_attention``'s scores, fused
+with the softmax). Anything else is unmapped. An instruction XLA made of several equations
 carries their ``op_name``s joined by ``;`` (``.../mul;.../broadcast_in_dim``): it holds each key.
 
 A partitioned module (``jit`` with shardings) is one device's program: its instructions hold one
@@ -54,6 +58,7 @@ from dataclasses import dataclass, field, replace
 
 from ...core.kernels import COMPILED_EXCESS, Kernel
 from ...core.records import Operation
+from .composites import INLINE
 from .op_names import in_shard_map, parse_op_name
 from .sharded import holds_share
 
@@ -211,7 +216,11 @@ def assign(
     unmapped: list[int] = []
     for key, queue in queues.items():  # pass 3: one record for a library op's several equations
         for index in queue:
-            scope_holder = _scope_holder(sites, explained, key[0])
+            fused = _fused_contraction(sites, claimed, operations, operations[index])
+            if fused is not None:  # a dot XLA wrote without metadata into a fusion of other records
+                claimed[fused].append(index)
+                continue
+            scope_holder = _scope_holder(sites, explained, key[0], operations[index], mesh)
             (unmapped if scope_holder is None else claimed[scope_holder]).append(index)
             at_scope = [m for m in sites[scope_holder].marks if m.scope == key[0]] if scope_holder is not None else []
             found = _fitting(at_scope, operations[index], mesh, inputs=False)
@@ -359,17 +368,62 @@ def orphan_of(
     return sized
 
 
-def _scope_holder(sites: Sequence[Site], explained: list[set[int]], scope: str | None) -> int | None:
-    if scope is None:
+def _fused_contraction(
+    sites: Sequence[Site], claimed: list[list[int]], operations: Sequence[Operation], op: Operation
+) -> int | None:
+    """The kernel running a contraction record no instruction names (pass 3): one whose heaviest contraction
+    computes ``op``'s primitive without metadata, whose contractions do the record's FLOPs over all its executions
+    (within 1%), and which holds no contraction record yet. XLA:CPU fuses ``jax.nn.dot_product_attention``'s scores
+    (q·kᵀ) with the softmax into one YNNPACK fusion whose ``dot`` carries no ``op_name``: the record had been
+    unmapped, scored apart while that fusion read as a reduction. None for any other record."""
+    work = op.cost.flops * op.count
+    if op.name not in CONTRACTIONS or not work:
         return None
-    fallback = None
+    for s, site in enumerate(sites):
+        if op.name not in CONTRACTION_OPCODES.get(site.contraction or "", ()):
+            continue
+        if any(operations[i].name in CONTRACTIONS for i in claimed[s]):
+            continue
+        if abs(sum(site.compiled_flops.values()) * site.executions - work) <= 0.01 * work:
+            return s
+    return None
+
+
+#: Library ops the JAX walker folds from their equations' dataflow (``composites.INLINE``), never by name.
+_LIBRARY = frozenset(name for name, _, _ in INLINE)
+
+
+def _scope_holder(
+    sites: Sequence[Site], explained: list[set[int]], scope: str | None, op: Operation, mesh: Sequence[int]
+) -> int | None:
+    """The kernel a library op's record at ``scope`` goes to (pass 3): the first with a computing instruction at that
+    scope no record explains, else the first with any instruction there. At the top level (``scope`` None: a
+    ``jax.nn.softmax`` called in the jitted function itself) every kernel has instructions there, so only a library
+    op matched from its equations (``composites.INLINE``: its equations carry no name of its own) is placed, and only
+    by an unexplained computing instruction — the first kernel whose unexplained instructions hold one of the
+    record's output size, else the first — whose instructions then count as explained (a second library op goes to
+    another kernel); a primitive XLA folded away (a softmax's ``max`` with its initial value) stays unmapped."""
+    fallback, unexplained = None, []
     for s, site in enumerate(sites):
         for m, mark in enumerate(site.marks):
             if mark.scope == scope:
                 if m not in explained[s] and mark.computes:
-                    return s
+                    if scope is not None:
+                        return s
+                    unexplained.append(s)
+                    break
                 fallback = s if fallback is None else fallback
-    return fallback
+    if scope is not None:
+        return fallback
+    if not unexplained or op.name not in _LIBRARY:
+        return None
+
+    def free(s: int) -> list[Mark]:
+        return [mark for m, mark in enumerate(sites[s].marks) if mark.scope is None and m not in explained[s]]
+
+    chosen = next((s for s in unexplained if _fitting(free(s), op, mesh, inputs=False)), unexplained[0])
+    explained[chosen].update(m for m, mark in enumerate(sites[chosen].marks) if mark.scope is None)
+    return chosen
 
 
 def flops_of(operations: Sequence[Operation], indices: Sequence[int]) -> dict[str, int]:
