@@ -472,8 +472,8 @@ def test_a_library_op_called_at_the_top_level_maps_to_the_kernel_that_runs_it():
     """``jax.nn.softmax`` called in the jitted function itself is one record with no scope; XLA:CPU runs it (here
     with the multiply before it and the add after it) as one YNNPACK fusion. Every kernel has instructions at the
     top level, so the record goes to the one whose computing instructions no other record explains — it had been
-    unmapped, its 41.9 MFLOP scored apart by the unfused rule and the coverage short. Two library ops at the top
-    level in kernels of their own go one to each (the first's kernel counts as explained)."""
+    unmapped, its 41.9 MFLOP scored apart by the unfused rule and the coverage short. A softmax and a log_softmax
+    (jitted: mapped by name) of two same-sized arrays land in two kernels."""
     x = jax.ShapeDtypeStruct((8, 1024, 1024), jnp.float32)
     _compiled, trace, result = kernels_of(lambda v: jax.nn.softmax(v * 2.0, axis=-1) + 1.0, (x,))
     assert_partition(trace, result)
@@ -509,3 +509,27 @@ def test_attentions_scores_dot_goes_to_the_fusion_that_runs_it_without_metadata(
     scores = holders[0]
     assert {trace.operations[i].name for i in scores.operations} >= {"dot_general", "exp", "reduce_sum", "div"}
     assert not set(dots) & set(result.unmapped)
+
+
+def test_top_level_library_ops_of_one_size_take_one_kernel_each_and_a_folded_primitive_none():
+    """``hlo_map.assign`` on hand-made kernels: two top-level kernels whose computing instructions no record explains,
+    each with one of 4 MiB (1 Mi float32) — the fit by size cannot tell them apart. A ``softmax`` record and a
+    ``gelu`` record of that size (library ops matched from their equations, names no instruction carries) go one to
+    each: the first's kernel counts as explained once it holds one. A primitive no instruction carries (``max``:
+    XLA folded a softmax's initial value) stays unmapped, never placed on a kernel it does not name."""
+    from neural_cost.adapters._jax.hlo_map import Mark, Site, assign
+    from neural_cost.core.records import Operation
+
+    def site(name, opcode_names):
+        marks = [Mark(None, (n,), True, nbytes=4 * MiB) for n in opcode_names]
+        return Site(name, "fusion", 8 * MiB, 8 * MiB, 1, None, result_bytes=4 * MiB, marks=marks)
+
+    shape = (1024, 1024)
+    ops = [  # the folded primitive first: it is looked at while both kernels' instructions are unexplained
+        Operation("max", "elementwise", ((), (1024, 1)), (1024, 1), attrs={"op": "max"}),
+        Operation("softmax", "softmax", (shape,), shape),
+        Operation("gelu", "elementwise", (shape,), shape, attrs={"op": "gelu"}),
+    ]
+    kernels, unmapped, _ = assign([site("fusion.0", ("exp", "reduce_sum")), site("fusion.1", ("tanh", "mul"))], ops)
+    assert [k.operations for k in kernels] == [(1,), (2,)]
+    assert unmapped == (0,)
