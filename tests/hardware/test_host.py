@@ -6,12 +6,18 @@ Fixtures (tests/hardware/fixtures/):
 - cpuinfo_xeon_emerald_rapids_masked_vm.txt: recorded verbatim on a 2-vCPU Firecracker guest
   (family 6 model 207, an Emerald Rapids part) whose hypervisor hides AMX, AVX512_BF16 and
   AVX512_FP16 from the flags: the flags, not the model number, decide the rates.
+- cpuinfo_amd_epyc_milan_zen3_vm.txt: recorded verbatim on a 2-vCPU KVM guest of an AMD
+  EPYC of family 25 model 1 (Zen 3, Milan; the model name masked to "AMD EPYC"): AVX2+FMA,
+  no AVX-512.
 - cpuinfo_i9_9900k_avx2.txt: a Core i9-9900K (8 cores, 16 threads, 3.6 GHz, AVX2+FMA) in the
   kernel's layout, trimmed to the lines the parser reads (plus a few neighbours).
 - cpuinfo_sapphire_rapids_amx.txt: a 2-core Sapphire Rapids VM (AMX, AVX512_BF16, VNNI) in
   the kernel's layout; its `cpu MHz` (2000) is below the cpufreq maximum the test passes.
 - cpuinfo_aarch64_neoverse_v2.txt: an ARM kernel's layout (no model name, flags or clock).
 The last three are reconstructed in the kernel's format, not captured on those machines.
+- cpuinfo_amd_epyc_genoa_zen4_block.txt: one processor's block of an AMD EPYC 9R14 (family
+  25 model 17, Zen 4, AVX-512 with BF16 and VNNI; an AWS m7a guest) as a public benchmark
+  write-up printed it, cut to the lines the parser reads.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ ICELAKE = fixture("cpuinfo_xeon_icelake_avx512_vm.txt")
 EMERALD_MASKED = fixture("cpuinfo_xeon_emerald_rapids_masked_vm.txt")
 SAPPHIRE = fixture("cpuinfo_sapphire_rapids_amx.txt")
 AARCH64 = fixture("cpuinfo_aarch64_neoverse_v2.txt")
+MILAN = fixture("cpuinfo_amd_epyc_milan_zen3_vm.txt")
+GENOA = fixture("cpuinfo_amd_epyc_genoa_zen4_block.txt")
 MEMINFO = "MemTotal:       24684092 kB\nMemFree:        23547560 kB\n"
 
 
@@ -69,6 +77,53 @@ MEMINFO = "MemTotal:       24684092 kB\nMemFree:        23547560 kB\n"
 )
 def test_x86_flops_per_cycle(flags: set[str], expected: dict[str, int]) -> None:
     assert x86_flops_per_cycle(flags) == expected
+
+
+@pytest.mark.parametrize(
+    ("flags", "maker", "family", "model", "expected"),
+    [
+        # Zen 4: AVX-512 as two 256-bit halves: 1 × 16 lanes × 2 = 32; vdpbf16ps 32 pairs × 2 = 64
+        # a cycle; vpdpbusd 64 products × 2 = 128.
+        (
+            {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"},
+            "AuthenticAMD",
+            25,
+            17,
+            {"float32": 32, "float64": 16, "bfloat16": 64, "int8": 128},
+        ),
+        ({"avx2", "fma"}, "AuthenticAMD", 25, 1, {"float32": 32, "float64": 16}),  # Zen 3: full AVX2
+        ({"avx2", "fma"}, "AuthenticAMD", 23, 1, {"float32": 16, "float64": 8}),  # Zen 1: 2 × 4 lanes × 2
+        ({"avx2", "fma"}, "AuthenticAMD", 23, 0x31, {"float32": 32, "float64": 16}),  # Zen 2 (Rome)
+        ({"avx2", "fma"}, "HygonGenuine", 24, 0, {"float32": 16, "float64": 8}),  # Hygon: Zen 1's units
+        ({"avx2", "fma", "avx512f"}, "AuthenticAMD", 26, 2, {"float32": 64, "float64": 32}),  # Zen 5: 512-bit
+        ({"avx2", "fma", "avx512f"}, "GenuineIntel", 25, 1, {"float32": 64, "float64": 32}),  # only AMD's 25
+    ],
+)
+def test_amd_narrow_units_halve_their_widest_tier(
+    flags: set[str], maker: str, family: int, model: int, expected: dict[str, int]
+) -> None:
+    assert x86_flops_per_cycle(flags, maker, family, model) == expected
+
+
+def test_zen3_milan_recording_peaks() -> None:
+    spec, details = host_cpu_spec(MILAN, memory_bandwidth=24e9)
+    info = parse_cpuinfo(MILAN)
+    assert (info.vendor, info.family, info.model) == ("AuthenticAMD", 25, 1)
+    assert details.physical_cores == 2  # core ids 0 and 1 on physical id 0
+    assert details.clock_hz == 2_445_412_000.0  # cpu MHz 2445.412 × 10⁶
+    assert dict(details.flops_per_cycle) == {"float32": 32, "float64": 16}  # no avx512f: 2 × 8 lanes × 2
+    assert spec.peak_flops == 156_506_368_000.0  # 2 × 2.445412e9 × 32
+    assert not spec.has_peak("bfloat16")
+    assert details.isa_by_dtype["float32"] == "AVX2+FMA, 2 FMA"
+
+
+def test_zen4_genoa_avx512_is_half_of_two_512_bit_ports() -> None:
+    spec, details = host_cpu_spec(GENOA, memory_bandwidth=60e9)
+    assert details.physical_cores == 1  # one processor block: (0, 0)
+    assert dict(details.flops_per_cycle) == {"float32": 32, "float64": 16, "bfloat16": 64, "int8": 128}
+    assert details.isa_by_dtype["float32"] == "AVX-512, 512-bit ops on 256-bit units (AMD family 25)"
+    assert spec.peak_flops == 118_345_312_000.0  # 1 × 3.698291e9 × 32, not × 64
+    assert spec.peak("bfloat16") == 236_690_624_000.0  # 1 × 3.698291e9 × 64
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -259,15 +314,20 @@ def test_this_host_peak_is_cores_times_clock_times_rate(capsys: pytest.CaptureFi
     max_freq = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     clock_hz = int(max_freq.read_text()) * 1e3 if max_freq.exists() else max(float(f["cpu MHz"]) for f in fields) * 1e6
     flags = set(fields[0]["flags"].split())
-    if "avx512f" not in flags:
-        pytest.skip("the × 64 check is for AVX-512 hosts")
+    amd_25 = (fields[0].get("vendor_id"), fields[0].get("cpu family")) == ("AuthenticAMD", "25")
+    if "avx512f" in flags:
+        rate = 32 if amd_25 else 64  # two 512-bit FMA ports × 16 lanes × 2; Zen 4 splits each op in two
+    elif {"avx2", "fma"} <= flags:
+        rate = 32  # two 256-bit FMA ports × 8 lanes × 2 (Zen 3 included)
+    else:
+        pytest.skip("the check knows AVX-512 and AVX2+FMA hosts")
 
     spec, details = host_cpu_spec(measure_bandwidth=False, memory_bandwidth=1e10)
 
     assert spec.kind == "cpu"
     assert details.physical_cores == cores
     assert details.clock_hz == clock_hz
-    assert spec.peak_flops == cores * clock_hz * 64  # on this VM: 2 × 2.793436e9 × 64 = 357.56 GFLOP/s
+    assert spec.peak_flops == cores * clock_hz * rate  # e.g. 2 × 2.793436e9 × 64 = 357.56 GFLOP/s on Ice Lake
     assert spec.memory_bandwidth == 1e10
     assert details.cpuinfo_source == "/proc/cpuinfo"
     assert spec.memory_capacity is None or spec.memory_capacity > 0

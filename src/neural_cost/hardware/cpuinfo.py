@@ -24,6 +24,8 @@ class CpuInfo:
 
     model_name: str | None
     vendor: str | None
+    family: int | None
+    model: int | None
     logical_cpus: int
     physical_cores: int
     cores_source: str
@@ -44,10 +46,11 @@ class SimdRate:
 # Tiers, best first: the first tier whose flags are all present sets the rate.
 # FP32 FLOPs/cycle/core = FMA units × lanes × 2 (a fused multiply-add is 2 FLOPs).
 # AVX-512's 64 assumes two 512-bit FMA ports (2 × 16 lanes × 2), true of server Xeons
-# (Skylake-SP Gold 6xxx / Platinum and later); Xeon Bronze/Silver, client Ice/Tiger Lake and
-# AMD Zen 4 (512-bit ops double-pumped on 256-bit units) have half. AVX2+FMA's 32 assumes
-# two 256-bit FMA ports (Haswell and later, Zen 2+; Zen 1 has half). Without FMA, AVX and SSE
-# issue one add and one multiply per cycle (8 + 8 and 4 + 4 lanes).
+# (Skylake-SP Gold 6xxx / Platinum and later); Xeon Bronze/Silver and client Ice/Tiger Lake
+# have half, which no flag tells. AVX2+FMA's 32 assumes two 256-bit FMA ports (Haswell and
+# later, Zen 2 and later). Without FMA, AVX and SSE issue one add and one multiply per cycle
+# (8 + 8 and 4 + 4 lanes). The AMD parts whose family tells their narrower units are
+# halved by ``_HALF_WIDTH`` below.
 _FP32_TIERS: tuple[tuple[frozenset[str], SimdRate], ...] = (
     (frozenset({"avx512f"}), SimdRate(64, "AVX-512, 2 FMA")),
     (frozenset({"avx2", "fma"}), SimdRate(32, "AVX2+FMA, 2 FMA")),
@@ -69,6 +72,29 @@ _INT8_TIERS: tuple[tuple[frozenset[str], SimdRate], ...] = (
 )
 
 
+# AMD cores whose vector units are half the width the flags imply, by (vendor, family, lowest
+# model, highest model): family 25 (0x19, Zen 3 and Zen 4) runs a 512-bit AVX-512 op as two
+# halves on its 256-bit units, so Zen 4's AVX-512, AVX512_BF16 and AVX512_VNNI tiers do half
+# the per-cycle work of two 512-bit ports (Zen 3 has no AVX-512: its AVX2 tier is full);
+# family 23 (0x17) models below 0x30 (Zen, Zen+) and Hygon's family 24 (0x18, built on Zen)
+# have 128-bit FMA units, half the AVX2+FMA tier. Family 26 (Zen 5) is left at the full rate:
+# its server and desktop parts have 512-bit units.
+_HALF_WIDTH: tuple[tuple[str, int, int, int, str, str], ...] = (
+    ("AuthenticAMD", 25, 0, 255, "avx512f", "512-bit ops on 256-bit units (AMD family 25)"),
+    ("AuthenticAMD", 23, 0, 0x2F, "avx2", "128-bit FMA units (AMD family 23, model < 0x30)"),
+    ("HygonGenuine", 24, 0, 255, "avx2", "128-bit FMA units (Hygon family 24)"),
+)
+
+
+def _half_width(vendor: str | None, family: int | None, model: int | None, flags: frozenset[str]) -> str | None:
+    """Why this core's widest tier runs at half rate, or None where nothing says it does."""
+    for maker, fam, low, high, widest, why in _HALF_WIDTH:
+        tier_is_widest = widest in flags and (widest == "avx512f" or "avx512f" not in flags)
+        if vendor == maker and family == fam and low <= (model or 0) <= high and tier_is_widest:
+            return why
+    return None
+
+
 def _first_tier(flags: frozenset[str], tiers: tuple[tuple[frozenset[str], SimdRate], ...]) -> SimdRate | None:
     for required, rate in tiers:
         if required <= flags:
@@ -76,36 +102,52 @@ def _first_tier(flags: frozenset[str], tiers: tuple[tuple[frozenset[str], SimdRa
     return None
 
 
-def x86_simd_rates(flags: Iterable[str]) -> dict[str, SimdRate]:
+def x86_simd_rates(
+    flags: Iterable[str], vendor: str | None = None, family: int | None = None, model: int | None = None
+) -> dict[str, SimdRate]:
     """Per-core FLOPs (int8: ops) per cycle by dtype, with the ISA behind each, from x86 flags.
 
     float64 is half of float32 on every tier (half the lanes). A dtype without a
     dedicated instruction (bfloat16 without AVX512_BF16 or AMX, int8 without VNNI or AMX)
     has no entry: its work runs through wider types at their rate, not at a guessed one.
+    ``vendor``, ``family`` and ``model`` (cpuinfo's ``vendor_id``, ``cpu family`` and
+    ``model``) halve the SIMD tiers of the AMD cores with narrower units (``_HALF_WIDTH``:
+    Zen 4's AVX-512, Zen and Zen+'s AVX2); the ISA label says so. AMX is not halved.
     Returns {} when no x86 SIMD flag is present (a non-x86 CPU).
     """
     flag_set = frozenset(flag.lower() for flag in flags)
     fp32 = _first_tier(flag_set, _FP32_TIERS)
     if fp32 is None:
         return {}
-    rates = {"float32": fp32, "float64": SimdRate(fp32.flops_per_cycle // 2, fp32.isa)}
+    half = _half_width(vendor, family, model, flag_set)
+    rates = {"float32": fp32}
     bf16 = _first_tier(flag_set, _BF16_TIERS)
     if bf16 is not None:
         rates["bfloat16"] = bf16
     int8 = _first_tier(flag_set, _INT8_TIERS)
     if int8 is not None:
         rates["int8"] = int8
-    return rates
+    if half is not None:
+        halved = {
+            dtype: SimdRate(rate.flops_per_cycle // 2, f"{rate.isa.removesuffix(', 2 FMA')}, {half}")
+            for dtype, rate in rates.items()
+        }
+        rates = {dtype: rate if rate.isa.startswith("AMX") else halved[dtype] for dtype, rate in rates.items()}
+    rates["float64"] = SimdRate(rates["float32"].flops_per_cycle // 2, rates["float32"].isa)
+    return {dtype: rates[dtype] for dtype in ("float32", "float64", "bfloat16", "int8") if dtype in rates}
 
 
-def x86_flops_per_cycle(flags: Iterable[str]) -> dict[str, int]:
+def x86_flops_per_cycle(
+    flags: Iterable[str], vendor: str | None = None, family: int | None = None, model: int | None = None
+) -> dict[str, int]:
     """Per-core FLOPs (int8: ops) per cycle by dtype implied by x86 ISA flags.
 
     AVX-512 (avx512f) FP32 = 64, AVX2+FMA = 32, AVX = 16, SSE = 8; FP64 = half of FP32;
     bfloat16 = 1024 with AMX, 128 with AVX512_BF16; int8 = 2048 with AMX, 256 with
-    AVX512_VNNI. See ``x86_simd_rates`` for the ISA behind each number.
+    AVX512_VNNI; AMD's narrower cores at half (see ``x86_simd_rates``, which names the ISA
+    behind each number).
     """
-    return {dtype: rate.flops_per_cycle for dtype, rate in x86_simd_rates(flags).items()}
+    return {dtype: rate.flops_per_cycle for dtype, rate in x86_simd_rates(flags, vendor, family, model).items()}
 
 
 def _processor_blocks(text: str) -> list[dict[str, str]]:
@@ -183,6 +225,8 @@ def parse_cpuinfo(text: str, max_freq_hz: float | None = None) -> CpuInfo:
     return CpuInfo(
         model_name=blocks[0].get("model name") or None,
         vendor=blocks[0].get("vendor_id") or None,
+        family=_int_field(blocks[0].get("cpu family")),
+        model=_int_field(blocks[0].get("model")),
         logical_cpus=len(blocks),
         physical_cores=physical_cores,
         cores_source=cores_source,

@@ -152,7 +152,7 @@ def host_cpu_spec(
         if meminfo_text is None:
             meminfo_text, meminfo_source = _read_text(_MEMINFO_PATH), "/proc/meminfo MemTotal"
     info = parse_cpuinfo(cpuinfo_text, max_freq_hz)
-    rates = x86_simd_rates(info.flags)
+    rates = x86_simd_rates(info.flags, info.vendor, info.family, info.model)
     if not rates:
         raise _formula_unavailable(f"{info.model_name or 'this CPU'} (cpuinfo lists no x86 SIMD flags)")
     if info.clock_hz is None or info.clock_source is None:
