@@ -110,6 +110,57 @@ def test_host_levels_end_with_dram_and_attach_measured_figures():
     assert with_measured(levels, None) == levels
 
 
+def test_a_level_measured_below_a_farther_one_is_scored_at_the_farther_figure():
+    """Two `hardware --calibrate` runs on a 2-vCPU Zen 3 guest read L1d 167 then 114 GB/s, L2 132 then
+    192, L3 81 then 128: a slow spell, not the caches. L1d read 114 beside L2's 192 is scored at 192
+    (the fastest farther level), L2 keeps its 192, L3 its 128 (above DRAM's 31); one note, for L1d."""
+    fixture = {
+        "pattern": "in-place",
+        "threads": 2,
+        "samples": 5,
+        "spread": 0.1,
+        "method": "m",
+        "probe_revision": LEVEL_PROBE_REVISION,
+        "date": "2026-12-07",
+    }
+    measured = {
+        "L1d": {**fixture, "bytes_per_second": 114e9, "bytes_per_thread": 24 * KIB, "capacity_bytes": 48 * KIB},
+        "L2": {**fixture, "bytes_per_second": 192e9, "bytes_per_thread": 512 * KIB, "capacity_bytes": MIB},
+        "L3": {**fixture, "bytes_per_second": 128e9, "bytes_per_thread": 8 * MIB, "capacity_bytes": 32 * MIB},
+    }
+    levels, notes = host_levels(
+        meminfo_text=MEMINFO,
+        dram_bandwidth=31e9,
+        dram_source="measured",
+        logical_cpus=2,
+        measured=measured,
+        root=FIXTURES / "sysfs_amd_epyc_2cpu",
+    )
+    assert [(lv.name, lv.bandwidth) for lv in levels] == [("L1d", 192e9), ("L2", 192e9), ("L3", 128e9), ("DRAM", 31e9)]
+    assert levels[0].bandwidth_source == (
+        "L2's 192 GB/s: a nearer level is never slower (measured 114 GB/s: measured, in-place on 2 thread(s), "
+        "24.0 KiB per thread, best of 5, spread 10.0%, m, cached 2026-12-07)"
+    )
+    assert notes == (
+        "L1d measured 114 GB/s, below L2's 192 GB/s: scored at 192 GB/s, since data held nearer is never slower "
+        "to reach (the probe ran slow; `neural-cost hardware --recalibrate` measures again)",
+    )
+    # Caches are compared among themselves: L3 read below DRAM is left for the bound to set aside
+    # (`Levels.implausible`), and L1d beside an unmeasured L2 is compared with the L3 beyond it
+    measured["L3"] = {**measured["L3"], "bytes_per_second": 20e9}
+    del measured["L2"]
+    levels, notes = host_levels(
+        meminfo_text=MEMINFO,
+        dram_bandwidth=31e9,
+        dram_source="measured",
+        logical_cpus=2,
+        measured=measured,
+        root=FIXTURES / "sysfs_amd_epyc_2cpu",
+    )
+    assert [lv.bandwidth for lv in levels] == [114e9, None, 20e9, 31e9]
+    assert notes == ("no measured bandwidth yet for L2: `neural-cost hardware --calibrate` measures it",)
+
+
 def test_a_level_figure_an_older_probe_measured_is_not_used_and_said():
     """Revision 1 had read one call's fixed cost into the rate (a VM's L3 at 3.7 GB/s beside
     main memory's 60): its figures are dropped with a note, and the level reads unmeasured."""

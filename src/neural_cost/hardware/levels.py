@@ -10,7 +10,14 @@ states it, then the device memory. A level whose size cannot be read is a note a
 out, never guessed: a guessed capacity would score kernels at a level they may not fit.
 
 Measured cache bandwidths (``level_probes.py``) are kept in the host cache entry's
-``levels`` section and attached here by name.
+``levels`` section and attached here by name. A nearer level is never slower than a farther
+one: where a probe read a level below a farther level's figure (a shared machine's slow
+spell — a 2-vCPU Zen 3 guest read L1d at 114 GB/s beside L2's 192, and L2 at 143 beside
+L3's 160 — never a property of the caches), the level is scored at the farther one's figure
+(``nearer_never_slower``, among the caches) and a note says so: a bound must not score data
+held nearer as slower to reach. A cache measured below main memory is another matter, left to
+the bound (``analysis.kernels.Levels.implausible``: not used, as a VM's guest can see more of
+a shared cache than it gets).
 """
 
 from __future__ import annotations
@@ -186,6 +193,39 @@ def level_source(figure: Mapping[str, Any]) -> str:
     )
 
 
+def nearer_never_slower(levels: tuple[MemoryLevel, ...]) -> tuple[tuple[MemoryLevel, ...], tuple[str, ...]]:
+    """Raise each level measured below a farther level's bandwidth to the fastest farther figure (levels run
+    nearest first); its source keeps what was measured. One note per raised level; none where all are in order."""
+    raised: list[MemoryLevel] = []
+    notes: list[str] = []
+    fastest: MemoryLevel | None = None
+    for level in reversed(levels):
+        if level.bandwidth is None:
+            raised.append(level)
+            continue
+        if fastest is not None and fastest.bandwidth is not None and level.bandwidth < fastest.bandwidth:
+            own, theirs = format_si(level.bandwidth, "B/s"), format_si(fastest.bandwidth, "B/s")
+            raised.append(
+                dataclasses.replace(
+                    level,
+                    bandwidth=fastest.bandwidth,
+                    bandwidth_source=(
+                        f"{fastest.name}'s {theirs}: a nearer level is never slower (measured {own}: "
+                        f"{level.bandwidth_source})"
+                    ),
+                )
+            )
+            notes.append(
+                f"{level.name} measured {own}, below {fastest.name}'s {theirs}: scored at {theirs}, since data "
+                f"held nearer is never slower to reach (the probe ran slow; `neural-cost hardware --recalibrate` "
+                f"measures again)"
+            )
+            continue
+        raised.append(level)
+        fastest = level
+    return tuple(reversed(raised)), tuple(reversed(notes))
+
+
 def host_levels(
     *,
     meminfo_text: str | None,
@@ -201,9 +241,10 @@ def host_levels(
     levels = with_measured(caches, measured)
     if dram is not None and levels and dram.capacity_bytes < levels[-1].capacity_bytes:
         note, dram = f"DRAM: MemTotal {dram.capacity_bytes} B is smaller than {levels[-1].name}; left out", None
+    levels, raised = nearer_never_slower(levels)  # caches among themselves: one below DRAM is `Levels.implausible`
     levels = levels + ((dram,) if dram is not None else ())
     unmeasured = [level.name for level in levels if level.bandwidth is None]
-    extra = [text for text in (note, stale_levels(measured)) if text]
+    extra = [text for text in (note, stale_levels(measured), *raised) if text]
     if unmeasured:
         extra.append(
             f"no measured bandwidth yet for {', '.join(unmeasured)}: `neural-cost hardware --calibrate` measures it"
