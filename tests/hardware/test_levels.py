@@ -110,6 +110,17 @@ def test_host_levels_end_with_dram_and_attach_measured_figures():
     assert with_measured(levels, None) == levels
 
 
+def _epyc_levels(measured, dram_bandwidth):
+    return host_levels(
+        meminfo_text=MEMINFO,
+        dram_bandwidth=dram_bandwidth,
+        dram_source="measured",
+        logical_cpus=2,
+        measured=measured,
+        root=FIXTURES / "sysfs_amd_epyc_2cpu",
+    )
+
+
 def test_a_level_measured_below_a_farther_one_is_scored_at_the_farther_figure():
     """Two `hardware --calibrate` runs on a 2-vCPU Zen 3 guest read L1d 167 then 114 GB/s, L2 132 then
     192, L3 81 then 128: a slow spell, not the caches. L1d read 114 beside L2's 192 is scored at 192
@@ -128,14 +139,7 @@ def test_a_level_measured_below_a_farther_one_is_scored_at_the_farther_figure():
         "L2": {**fixture, "bytes_per_second": 192e9, "bytes_per_thread": 512 * KIB, "capacity_bytes": MIB},
         "L3": {**fixture, "bytes_per_second": 128e9, "bytes_per_thread": 8 * MIB, "capacity_bytes": 32 * MIB},
     }
-    levels, notes = host_levels(
-        meminfo_text=MEMINFO,
-        dram_bandwidth=31e9,
-        dram_source="measured",
-        logical_cpus=2,
-        measured=measured,
-        root=FIXTURES / "sysfs_amd_epyc_2cpu",
-    )
+    levels, notes = _epyc_levels(measured, dram_bandwidth=31e9)
     assert [(lv.name, lv.bandwidth) for lv in levels] == [("L1d", 192e9), ("L2", 192e9), ("L3", 128e9), ("DRAM", 31e9)]
     assert levels[0].bandwidth_source == (
         "L2's 192 GB/s: a nearer level is never slower (measured 114 GB/s: measured, in-place on 2 thread(s), "
@@ -149,14 +153,7 @@ def test_a_level_measured_below_a_farther_one_is_scored_at_the_farther_figure():
     # (`Levels.implausible`), and L1d beside an unmeasured L2 is compared with the L3 beyond it
     measured["L3"] = {**measured["L3"], "bytes_per_second": 20e9}
     del measured["L2"]
-    levels, notes = host_levels(
-        meminfo_text=MEMINFO,
-        dram_bandwidth=31e9,
-        dram_source="measured",
-        logical_cpus=2,
-        measured=measured,
-        root=FIXTURES / "sysfs_amd_epyc_2cpu",
-    )
+    levels, notes = _epyc_levels(measured, dram_bandwidth=31e9)
     assert [lv.bandwidth for lv in levels] == [114e9, None, 20e9, 31e9]
     assert notes == ("no measured bandwidth yet for L2: `neural-cost hardware --calibrate` measures it",)
 

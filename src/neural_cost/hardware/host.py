@@ -141,7 +141,7 @@ def host_cpu_spec(
 
     Known inaccuracy: the clock is the maximum (turbo) frequency where cpufreq reports one;
     all-core AVX-512 and AMX work runs at a lower licence clock, so the peak is an upper
-    bound. The SIMD rates assume two FMA ports (see ``cpuinfo.py``).
+    bound. The SIMD rates assume two FMA ports, halved for AMD cores with narrower units (see ``cpuinfo.py``).
     """
     live = cpuinfo_text is None
     meminfo_source = "meminfo_text MemTotal"
