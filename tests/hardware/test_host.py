@@ -94,13 +94,14 @@ def test_x86_flops_per_cycle(flags: set[str], expected: dict[str, int]) -> None:
         ({"avx2", "fma"}, "AuthenticAMD", 25, 1, {"float32": 32, "float64": 16}),  # Zen 3: full AVX2
         ({"avx2", "fma"}, "AuthenticAMD", 23, 1, {"float32": 16, "float64": 8}),  # Zen 1: 2 × 4 lanes × 2
         ({"avx2", "fma"}, "AuthenticAMD", 23, 0x31, {"float32": 32, "float64": 16}),  # Zen 2 (Rome)
+        ({"avx2", "fma"}, "AuthenticAMD", 23, None, {"float32": 32, "float64": 16}),  # no model line: not halved
         ({"avx2", "fma"}, "HygonGenuine", 24, 0, {"float32": 16, "float64": 8}),  # Hygon: Zen 1's units
         ({"avx2", "fma", "avx512f"}, "AuthenticAMD", 26, 2, {"float32": 64, "float64": 32}),  # Zen 5: 512-bit
         ({"avx2", "fma", "avx512f"}, "GenuineIntel", 25, 1, {"float32": 64, "float64": 32}),  # only AMD's 25
     ],
 )
 def test_amd_narrow_units_halve_their_widest_tier(
-    flags: set[str], maker: str, family: int, model: int, expected: dict[str, int]
+    flags: set[str], maker: str, family: int, model: int | None, expected: dict[str, int]
 ) -> None:
     assert x86_flops_per_cycle(flags, maker, family, model) == expected
 

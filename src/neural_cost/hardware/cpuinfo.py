@@ -90,7 +90,8 @@ def _half_width(vendor: str | None, family: int | None, model: int | None, flags
     """Why this core's widest tier runs at half rate, or None where nothing says it does."""
     for maker, fam, low, high, widest, why in _HALF_WIDTH:
         tier_is_widest = widest in flags and (widest == "avx512f" or "avx512f" not in flags)
-        if vendor == maker and family == fam and low <= (model or 0) <= high and tier_is_widest:
+        known = (low, high) == (0, 255) or model is not None  # a model range needs the model line
+        if vendor == maker and family == fam and known and low <= (model or 0) <= high and tier_is_widest:
             return why
     return None
 
