@@ -79,19 +79,19 @@ _INT8_TIERS: tuple[tuple[frozenset[str], SimdRate], ...] = (
 # family 23 (0x17) models below 0x30 (Zen, Zen+) and Hygon's family 24 (0x18, built on Zen)
 # have 128-bit FMA units, half the AVX2+FMA tier. Family 26 (Zen 5) is left at the full rate:
 # its server and desktop parts have 512-bit units.
+# Each rule names the FP32 tier (``_FP32_TIERS``) it halves: the tier the flags select.
 _HALF_WIDTH: tuple[tuple[str, int, int, int, str, str], ...] = (
-    ("AuthenticAMD", 25, 0, 255, "avx512f", "512-bit ops on 256-bit units (AMD family 25)"),
-    ("AuthenticAMD", 23, 0, 0x2F, "avx2", "128-bit FMA units (AMD family 23, model < 0x30)"),
-    ("HygonGenuine", 24, 0, 255, "avx2", "128-bit FMA units (Hygon family 24)"),
+    ("AuthenticAMD", 25, 0, 255, "AVX-512, 2 FMA", "512-bit ops on 256-bit units (AMD family 25)"),
+    ("AuthenticAMD", 23, 0, 0x2F, "AVX2+FMA, 2 FMA", "128-bit FMA units (AMD family 23, model < 0x30)"),
+    ("HygonGenuine", 24, 0, 255, "AVX2+FMA, 2 FMA", "128-bit FMA units (Hygon family 24)"),
 )
 
 
-def _half_width(vendor: str | None, family: int | None, model: int | None, flags: frozenset[str]) -> str | None:
-    """Why this core's widest tier runs at half rate, or None where nothing says it does."""
-    for maker, fam, low, high, widest, why in _HALF_WIDTH:
-        tier_is_widest = widest in flags and (widest == "avx512f" or "avx512f" not in flags)
+def _half_width(vendor: str | None, family: int | None, model: int | None, fp32: SimdRate) -> str | None:
+    """Why this core's FP32 tier ``fp32`` runs at half rate, or None where nothing says it does."""
+    for maker, fam, low, high, tier, why in _HALF_WIDTH:
         known = (low, high) == (0, 255) or model is not None  # a model range needs the model line
-        if vendor == maker and family == fam and known and low <= (model or 0) <= high and tier_is_widest:
+        if (vendor, family, fp32.isa) == (maker, fam, tier) and known and low <= (model or 0) <= high:
             return why
     return None
 
@@ -120,7 +120,7 @@ def x86_simd_rates(
     fp32 = _first_tier(flag_set, _FP32_TIERS)
     if fp32 is None:
         return {}
-    half = _half_width(vendor, family, model, flag_set)
+    half = _half_width(vendor, family, model, fp32)
     rates = {"float32": fp32}
     bf16 = _first_tier(flag_set, _BF16_TIERS)
     if bf16 is not None:
