@@ -980,6 +980,26 @@ def test_a_kernel_expected_under_its_bound_is_named_with_the_specs_sources():
     assert not any(n.startswith("under the bound") for n in notes)
 
 
+def test_the_under_bound_note_names_the_peaks_of_its_kernels_dtypes_each_source_once():
+    """The note's compute side names the peaks of the dtypes the kernels under their bound compute in, not every
+    dtype of the program: with the unmapped record "big" in int64 (no kernel of the note runs it) the note reads as
+    in the test above, float32 only. With fusion.0's add in bfloat16 (64 × 64 = 4,096 FLOPs of its 528,384; the
+    mm's 524,288 stay float32, its bound unchanged: the test spec has one peak for every dtype), both dtypes' peaks
+    come from the one source, named once: ``bfloat16, float32: 'user-supplied'``."""
+    fast = ClassModel("thin_matmul", Curve((-7.0, -5.0), (-7.2, -5.2)), None, points=9)
+
+    def note(ops):
+        trace = Trace(ops, Coverage.full(ops), kernels=KERNELS, kernel_source="hand-written", framework="torch")
+        notes = expected_time(estimate_trace(trace), _calibration({"thin_matmul": fast}), machine={}).notes
+        return next(n for n in notes if n.startswith("under the bound"))
+
+    int64 = (*OPS[:2], replace(OPS[2], dtype="int64"))
+    assert "scored at peaks from float32: 'user-supplied' (a formula's clock" in note(int64)
+    assert "int64" not in note(int64)
+    bfloat16 = (OPS[0], replace(OPS[1], dtype="bfloat16"), OPS[2])
+    assert "scored at peaks from bfloat16, float32: 'user-supplied' (a formula's clock" in note(bfloat16)
+
+
 def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
     """A framework's own change raises its own part after the shared revision (PyTorch's were 42.1–42.6, 43.1–43.3,
     TensorFlow's 43.1); the shared 45 (thin convolutions on maps of at most 4 × 4 ``conv:small_map``, in every

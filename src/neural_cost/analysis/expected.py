@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from ..core.errors import RecordError
@@ -357,8 +358,7 @@ def expected_time(
     kernel_seconds = sum(row.seconds for row in rows)
     if past:
         notes.append(extrapolated_note([(kernel, *found) for kernel, found in past.items()], kernel_seconds))
-    dtypes = [dtype for dtype, flops in estimate.flops_by_dtype.items() if flops]
-    if under := under_bound_note(rows, scored, kernel_seconds, calibration, dtypes, past):
+    if under := under_bound_note(rows, scored, kernel_seconds, calibration, partial(_dtypes, estimate), past):
         notes.append(under)
     fresh_seconds = fresh_bytes * (cost or 0.0)
     upper_bytes, kept = _upper_fresh_bytes(estimate, allocator)
@@ -386,6 +386,12 @@ def expected_time(
         first_touch_seconds_per_byte=cost,
         usual_seconds=usual_seconds,
     )
+
+
+def _dtypes(estimate: CostEstimate, row: KernelTime) -> tuple[str, ...]:
+    """The dtypes a scored kernel computes in: its kernel's, or the program's for a record scored as its own."""
+    flops = estimate.kernels[row.index].flops_by_dtype if row.index is not None else estimate.flops_by_dtype
+    return tuple(dtype for dtype, count in flops.items() if count)
 
 
 def _records(estimate: CostEstimate, row: KernelTime) -> tuple[int, ...]:

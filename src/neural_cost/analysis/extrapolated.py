@@ -16,7 +16,7 @@ was expected at 12.6 ms under its 14.6 ms bound, with nothing said. The note nam
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.units import plural
@@ -59,15 +59,16 @@ def under_bound_note(
     scored: Sequence[KernelTime],
     kernel_seconds: float,
     calibration: KernelCalibration,
-    dtypes: Iterable[str],
+    dtypes: Callable[[KernelTime], Iterable[str]],
     skip: Collection[str] = (),
 ) -> str | None:
     """The note on kernels read off their own class's curves under ``UNDER`` × their bound — not those scored at
     their bound, read off another class's curve (``borrowed_class``) or named in ``skip`` (extrapolated past their
     class's points): how many, their share of the kernels' expected time, the farthest three (expected ÷ bound),
     and by the bound's side (``scored``: each row's kernel, in order) where the spec's number came from — the
-    peak of each of ``dtypes`` (the program's, with FLOPs) and, unless measured, that a formula's clock can sit
-    below the device's; each level's bandwidth. None where there is none."""
+    peak of each dtype the compute-bound ones compute in (``dtypes``: a kernel's, with FLOPs), the dtypes whose
+    peaks share a source named together, and, unless measured, that a formula's clock can sit below the
+    device's; each level's bandwidth. None where there is none."""
     from .kernel_classes import borrowed_class
 
     under = [(row, kernel) for row, kernel in zip(rows, scored, strict=True)
@@ -84,12 +85,15 @@ def under_bound_note(
     compute = sum(kernel.bound_side == "compute" for _, kernel in under)
     sides = []
     if compute:
-        numbers = {dtype: f"peak_flops[{dtype}]" for dtype in dtypes} or {"": "peak_flops"}
-        peaks = {dtype: hardware.source_of(number) for dtype, number in numbers.items()}
+        kinds = sorted({dtype for _, kernel in under if kernel.bound_side == "compute" for dtype in dtypes(kernel)})
+        numbers = {dtype: f"peak_flops[{dtype}]" for dtype in kinds} or {"": "peak_flops"}
+        by_source: dict[str, list[str]] = {}
+        for dtype, number in numbers.items():
+            by_source.setdefault(hardware.source_of(number), []).append(dtype)
         measured = all(hardware.measured(number) for number in numbers.values())
         sides.append(
             f"{compute} compute-bound, scored at peaks from "
-            + ", ".join(f"{dtype + ': ' if dtype else ''}{source!r}" for dtype, source in peaks.items())
+            + ", ".join(f"{', '.join(dts) + ': ' if dts[0] else ''}{source!r}" for source, dts in by_source.items())
             + ("" if measured else " (a formula's clock can sit below the one the device runs at: doubt the bound "
                "there, not the expected time; `neural-cost hardware --calibrate` measures the peaks)")
         )  # fmt: skip
