@@ -531,7 +531,8 @@ def test_a_recurrent_layers_weights_are_read_again_at_every_step_unless_a_core_k
         estimate = estimate_trace(adapter_for("torch").trace(layer, (torch.randn(1, steps, 8),)))
     row = next(r for r in kernel_rows(estimate, SPEC)[0] if r.name.endswith("mkldnn_rnn_layer"))
     (part,) = parts(estimate, row, SPEC)
-    assert (part.kernel_class, part.repeats) == ("rnn:streamed" if again else "rnn:kept", steps)
+    # batch 1: one row a step, ``rnn:streamed:few`` (the test below)
+    assert (part.kernel_class, part.repeats) == ("rnn:streamed:few" if again else "rnn:kept", steps)
     assert part.compute_seconds == pytest.approx(max(row.compute_seconds, row.memory_seconds + again))
     assert part.memory_seconds == 0.0
     if again:  # 512 units at batch 1: 2 × 2·512·2,048 FLOPs a step are far under 4 MiB at 100 GB/s
@@ -802,6 +803,35 @@ def test_a_result_written_in_place_lands_on_no_fresh_pages(monkeypatch):
     assert expected.first_touch_seconds == pytest.approx(6.7108864e-3)
 
 
+@pytest.mark.parametrize(("batch", "member"), [(1, "rnn:streamed:few"), (2, "rnn:streamed:few"), (4, "rnn:streamed")])
+def test_a_streamed_layer_of_one_or_two_rows_a_step_is_its_own_member(batch, member):
+    """LSTM(8, 512): W_hh 4 MiB a step, over SPEC's 1 MiB per-core L2: streamed. Its steps multiply ``batch`` rows
+    (its ``hidden_matmul`` records' (batch, 512) inputs): at 1 or 2 (``FEW_STEP_ROWS``) a weight feeds one or two
+    multiply-adds, ``rnn:streamed:few``; at 4 ``rnn:streamed``. Without a curve of its own the few-row member reads
+    ``rnn:streamed``'s, noted: the same seconds as a calibration whose ``rnn:streamed`` curve is all there is."""
+    torch = pytest.importorskip("torch")
+    from neural_cost.adapters import adapter_for
+    from neural_cost.analysis.kernel_classes import parts
+    from neural_cost.analysis.kernels import kernel_rows
+    from neural_cost.analysis.rnn_views import FEW_STEP_ROWS
+
+    layer = torch.nn.LSTM(8, 512, batch_first=True)
+    with torch.no_grad():
+        estimate = estimate_trace(adapter_for("torch").trace(layer, (torch.randn(batch, 3, 8),)))
+    row = next(r for r in kernel_rows(estimate, SPEC)[0] if r.name.endswith("mkldnn_rnn_layer"))
+    (part,) = parts(estimate, row, SPEC)
+    assert FEW_STEP_ROWS == 2 and part.kernel_class == member
+    streamed = ClassModel("rnn:streamed", Curve((-7.0, -4.0), (-6.0, -4.0)), None, points=9)
+    expected = expected_time(estimate, _calibration({"rnn:streamed": streamed}), machine={})
+    found = next(r for r in expected.rows if r.name == row.name)
+    assert found.kernel_class == member and found.seconds == pytest.approx(
+        3 * streamed.seconds(part.compute_seconds / 3, 0.0)
+    )
+    borrowed = [n for n in expected.notes if n.startswith("kernels read off another")]
+    assert borrowed == (["kernels read off another class's curve (the calibration has none of theirs): "
+                         "rnn:streamed:few (1) off rnn:streamed"] if member.endswith("few") else [])  # fmt: skip
+
+
 def test_a_packed_sequences_steps_are_counted_together_for_its_streamed_weights():
     """Sequences of lengths 3 and 2 packed (cuDNN's layer; PyTorch's CPU runs a packed LSTM as
     per-step ops): batch sizes 2, 2, 1 — two per-step matmul records (batch 2 × 2 steps, batch 1 ×
@@ -822,7 +852,7 @@ def test_a_packed_sequences_steps_are_counted_together_for_its_streamed_weights(
     estimate = estimate_trace(Trace(ops, Coverage.full(ops), kernels=(layer,), kernel_source="hand-written"))
     (row,) = kernel_rows(estimate, SPEC)[0]
     (part,) = parts(estimate, row, SPEC)
-    assert part.kernel_class == "rnn:streamed"
+    assert part.kernel_class == "rnn:streamed:few"  # its steps multiply 2 rows at most
     assert part.compute_seconds == pytest.approx(max(row.compute_seconds, row.memory_seconds + 2 * 4_194_304 / 100e9))
     assert part.repeats == 3  # its curve is read per step: 2 + 1 steps (the largest count alone read 2)
 
@@ -1009,20 +1039,21 @@ def test_a_frameworks_own_kernel_model_revision_follows_the_shared_one():
     chained thin convolutions ``conv:chained``), 45.3 (its strided 3-channel stems ``conv:shallow``) and 45.4 (its
     filter gradients ``conv_backward:grad_weight``, a max pool's backward ``pool_backward``), 45.5 (its pointwise
     fusions read across their layout ``elementwise:transposed``) and 45.6 (a top-level softmax's or gelu's record
-    mapped to its kernel); PyTorch's stays 45."""
+    mapped to its kernel), PyTorch's 45.1 (its streamed recurrent layers of one or two rows a step
+    ``rnn:streamed:few``); a framework without a part of its own is the shared revision alone."""
     from neural_cost.analysis import kernel_revision
     from neural_cost.analysis.expected import installed_versions
 
-    assert kernel_revision.revision("torch") == "45"
+    assert kernel_revision.revision("torch") == "45.1"
     assert kernel_revision.revision("jax") == "45.6"
     assert kernel_revision.revision("tensorflow") == "45.2"
-    assert installed_versions("torch")["neural-cost kernel model"] == "45"
+    assert installed_versions("torch")["neural-cost kernel model"] == "45.1"
     assert installed_versions("jax")["neural-cost kernel model"] == "45.6"
-    kernel_revision.REVISIONS["torch"] = 1
+    own = kernel_revision.REVISIONS.pop("torch")
     try:
-        assert installed_versions("torch")["neural-cost kernel model"] == "45.1"
+        assert installed_versions("torch")["neural-cost kernel model"] == "45"
     finally:
-        kernel_revision.REVISIONS.pop("torch")
+        kernel_revision.REVISIONS["torch"] = own
 
 
 def test_a_pointwise_kernel_reads_its_curve_on_the_axis_its_calibration_chose():

@@ -56,11 +56,12 @@ from ..hardware.kernel_model import WAYS, ClassModel, KernelCalibration, Point, 
 from ..hardware.spec import HardwareSpec
 from .attention_views import UNALIGNED, attention_class, query_heads
 from .conv_views import CHAINED, backward_width, chain_class, conv_class, record_view, width
-from .kernels import UNMAPPED, KernelTime, Levels
+from .kernels import UNMAPPED, KernelTime
 from .loop_dots import LOOP_DOTS, loop_dot_class
 from .matmul_views import matmul_class
 from .norm_views import norm_class
 from .pointwise_views import TRANSPOSED, pointwise_view, strided_memory
+from .rnn_views import recurrent, rnn_member
 from .rows import compute_seconds
 
 #: Record kinds → the kernel class they make, heaviest class first in ``PRIORITY``.
@@ -181,8 +182,9 @@ class Part:
 
 def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tuple[Part, ...]:
     """How a kernel's expected time is read off the curves: the whole kernel as one part of its class — a recurrent
-    layer's as ``rnn:kept`` or ``rnn:streamed`` at its step's roofline time, the larger of its compute time and its
-    memory time with streamed weights read again at every step (``_step_memory``) — except a conv or matmul kernel that
+    layer's as ``rnn:kept`` or ``rnn:streamed`` (``rnn:streamed:few`` of at most ``FEW_STEP_ROWS`` rows a step) at its
+    step's roofline time, the larger of its compute time and its memory time with streamed weights read again at
+    every step (``rnn_views``) — except a conv or matmul kernel that
     runs two or more contraction records (not ``conv:chained``, read as a whole), which is one part per contraction,
     each with the records that follow it up to the next one (its epilogue; records before the first join the first),
     of that contraction's own class (``conv:narrow`` for a 3-channel stem beside ``conv:wide`` layers). Each part
@@ -193,9 +195,8 @@ def parts(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tu
     name = loop_dot_class(estimate, row, kernel_class(estimate, row), hardware)
     n = repeats(estimate, row, name)
     if name.split("@", 1)[0] == "rnn":
-        memory, streamed = _step_memory(estimate, row, hardware)
-        member = name.replace("rnn", "rnn:streamed" if streamed else "rnn:kept", 1)
-        return (Part(member, max(row.compute_seconds, memory), 0.0, n),)
+        member, step = rnn_member(estimate, row, hardware)
+        return (Part(name.replace("rnn", member, 1), step, 0.0, n),)
     main = row.bandwidth / hardware.memory_bandwidth  # its memory time ÷ at main memory's bandwidth
     if TRANSPOSED in name:  # its lines beyond its operands' bytes, at the level that holds them between reuses
         return (Part(name, row.compute_seconds, strided_memory(estimate, row, hardware), n),)
@@ -318,7 +319,7 @@ def borrowed_class(calibration: KernelCalibration, name: str) -> str | None:
 
 def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
     """How many times the class's curve is read for one row: its executions, and for a whole
-    recurrent layer (class ``rnn``) times its steps (``_recurrent``: every layer and direction's
+    recurrent layer (class ``rnn``) times its steps (``rnn_views.recurrent``: every layer and direction's
     steps; a kernel without per-step matmul records, its records' largest ``count``) — a layer's
     time is its steps one after another, each a small matmul and its gates, so its curve is per
     step (a 64-step layer at batch 4 is 64 small steps, not one large matmul); attention's times its query
@@ -329,30 +330,11 @@ def repeats(estimate: CostEstimate, row: KernelTime, name: str) -> int:
         return row.executions * query_heads(ops)
     if base != "rnn" or row.index is None:
         return row.executions
-    steps, _ = _recurrent(estimate, row.index)
+    steps, _ = recurrent(estimate, row.index)
     if not steps:
         operations = estimate.kernels[row.index].operations
         return row.executions * max(1, max((estimate.by_operation[i].operation.count for i in operations), default=1))
     return row.executions * sum(steps.values())
-
-
-def _recurrent(estimate: CostEstimate, index: int) -> tuple[dict[str, int], dict[str, int]]:
-    """A recurrent kernel's steps and one step's weight bytes, per layer and direction (a record's
-    name less its suffix), from the per-step matmuls ``ops_rnn`` names: ``hidden_matmul`` records
-    (a packed sequence's batch sizes each one, their counts together) and W_hh, with an LSTM
-    projection's W_hr."""
-    steps: dict[str, int] = {}
-    weights: dict[tuple[str, str], int] = {}
-    for cost in (estimate.by_operation[i] for i in estimate.kernels[index].operations):
-        base, _, role = cost.operation.name.rpartition(".")
-        if cost.kind != "matmul" or role not in ("hidden_matmul", "projection") or len(cost.operation.inputs) < 2:
-            continue
-        if role == "hidden_matmul":
-            steps[base] = steps.get(base, 0) + cost.operation.count
-        if (base, role) not in weights:  # one step reads each matrix once, whatever its batch size
-            weights[base, role] = cost.operation.input_bytes(1)
-    per_step = {base: sum(size for (layer, _), size in weights.items() if layer == base) for base in steps}
-    return steps, per_step
 
 
 def call_name(kernel: Kernel) -> str:
@@ -418,26 +400,3 @@ def one_part(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) ->
             f"its main kernel {row.name} runs {len(found)} contractions one after another: no one class's point"
         )
     return found[0]
-
-
-def _step_memory(estimate: CostEstimate, row: KernelTime, hardware: HardwareSpec) -> tuple[float, bool]:
-    """A whole recurrent layer's (``rnn``) memory time, and whether its weights stream: when one
-    step's recurrent weights do not fit a core's own cache (its largest per-core level), they are
-    read again at every step after the first, at the level that holds them (its bandwidth when
-    measured, else main memory's), on top of its roofline memory time. Such a layer is
-    ``rnn:streamed``, another ``rnn:kept``: each class one curve of its step's roofline time, the
-    larger of its compute and memory times (``parts``). A kernel's traffic counts each region
-    once, as if the weights stayed in cache: at batch 1 and 1,024 hidden units W_hh is 16 MiB a
-    step, and an LSTM ran a step in 336 µs against 32 µs of compute on a CPU of 2 MiB L2 per core —
-    a curve of compute alone read 38 µs. Read on one curve with the kept layers, the streamed steps
-    (0.6–0.8 of their roofline) put a 256-unit layer at batch 16 (0.94 of it) 50% too slow.
-    """
-    if row.index is None:
-        return row.memory_seconds, False
-    steps, per_step = _recurrent(estimate, row.index)
-    again = row.executions * sum(per_step[base] * (steps[base] - 1) for base in steps)
-    step = max(per_step.values(), default=0)
-    kept = max((level.capacity_bytes for level in hardware.memory_levels if level.per_core), default=None)
-    if not again or kept is None or step <= kept:  # no per-core level known: as its traffic says, kept
-        return row.memory_seconds, False
-    return row.memory_seconds + again / Levels.of(hardware).place(step)[1], True
