@@ -254,17 +254,14 @@ def _memory_ops(quick: bool) -> Iterator[MicroProgram]:
 #: a step's roofline time from 10 ns to 0.6 ms — densely the 10–200 µs of a step of 128–1,024 hidden
 #: units at batches 1–64, in the powers of two layers have (a step of 160–320 units ran at 0.57–0.71
 #: of its roofline, of 256 at 0.75–0.99: one curve of odd sizes read 256-unit layers 15–25% slow),
-#: ten whose step's weights (4–16 MiB) outgrow a core's cache (``rnn:streamed``), five of them of one or two rows
-#: a step (``rnn:streamed:few``, ``rnn_views.FEW_STEP_ROWS``: the last two added for it); none the shape of
-#: a step of a layer of benchmarks/heldout_models.py at any of its batches (the benchmark's models
-#: stay unseen; ``tests/test_heldout_zoo.py`` checks it). No GRU: PyTorch runs one on the CPU as per-step products
-#: and gates, eager kernels of their own classes (three GRU cells here had given no point in any calibration: the
-#: program's other kernels were expected to take 1.5–3.5× its time).
+#: ten whose step's weights (4–16 MiB) outgrow a core's cache (``rnn:streamed``), five of one or two rows a step
+#: (``rnn:streamed:few``: the last two added for it); none the shape of a step of a layer of
+#: benchmarks/heldout_models.py at any of its batches (``tests/test_heldout_zoo.py`` checks it). No GRU: PyTorch runs
+#: one on the CPU as per-step products and gates (three GRU cells had never given a point).
 RNN_CELLS = (
-    ("lstm", 4, 16, 32, 64), ("lstm", 8, 32, 64, 128), ("lstm", 16, 48, 96, 192),
-    ("lstm", 32, 64, 256, 256), ("lstm", 1, 8, 16, 16), ("lstm", 2, 16, 32, 32),
-    ("lstm", 4, 32, 64, 64), ("lstm", 8, 64, 128, 128), ("lstm", 4, 64, 64, 128), ("lstm", 16, 32, 256, 512),
-    ("lstm", 2, 128, 32, 64), ("lstm", 64, 16, 64, 64),
+    ("lstm", 4, 16, 32, 64), ("lstm", 8, 32, 64, 128), ("lstm", 16, 48, 96, 192), ("lstm", 32, 64, 256, 256),
+    ("lstm", 1, 8, 16, 16), ("lstm", 2, 16, 32, 32), ("lstm", 4, 32, 64, 64), ("lstm", 8, 64, 128, 128),
+    ("lstm", 4, 64, 64, 128), ("lstm", 16, 32, 256, 512), ("lstm", 2, 128, 32, 64), ("lstm", 64, 16, 64, 64),
     ("lstm", 2, 64, 256, 256), ("lstm", 12, 32, 128, 256), ("lstm", 24, 32, 256, 256), ("lstm", 32, 16, 64, 128),
     ("lstm", 8, 32, 512, 128), ("lstm", 48, 32, 128, 256), ("lstm", 6, 48, 64, 256), ("lstm", 64, 16, 256, 256),
     ("lstm", 2, 64, 256, 512), ("lstm", 4, 64, 512, 512), ("lstm", 12, 32, 256, 512), ("lstm", 8, 32, 256, 1024),
