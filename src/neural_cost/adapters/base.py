@@ -255,6 +255,12 @@ class FrameworkAdapter:
         for tests); none for an adapter without them (its kernels are then expected at their bound)."""
         return []
 
+    def harness_program(self) -> MicroProgram | None:
+        """A wall-timed adapter's empty micro-program: nothing but the wrapper its micro-programs run in, whose
+        time a timed run pays once and a model's ops do not (``calibrate_kernels.harness_seconds``); None where
+        the kernels are timed from a profiler or the adapter cannot say."""
+        return None
+
     # -- hardware ---------------------------------------------------------------------------
     def device_of(self, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """The device a workload runs on, when its model or arrays say (PyTorch: where its

@@ -352,6 +352,9 @@ class TorchAdapter(FrameworkAdapter):
     def microbenchmarks(self, quick: bool = False) -> list[MicroProgram]:
         return microbench.torch_microbenchmarks(quick)
 
+    def harness_program(self) -> MicroProgram | None:
+        return microbench.harness_program()
+
     def hardware(self, device: Any = None) -> HardwareSpec:
         """The spec of ``device`` (a device, its name, or a tensor on it); the CPU by default."""
         from ..hardware.detect import detect_hardware

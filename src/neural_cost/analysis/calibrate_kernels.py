@@ -36,6 +36,7 @@ from ..hardware.spec import HardwareSpec
 from ..hardware.wake import cross_core_wake
 from .calibration_history import history_path, is_loop, load_history, merged, save_history
 from .expected import installed_versions
+from .harness import harness_seconds, net
 from .kernel_classes import class_model
 from .kernels import kernel_rows
 from .profiled_points import (
@@ -102,13 +103,14 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         loop = looped(prepared)  # a whole recurrent layer: a loop, its passes and host states kept
         if loop:
             prepared.wakes.append(cross_core_wake())
+        harness = harness_seconds(adapter)  # each wall less what the timing harness adds (``harness.py``)
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
-        prepared.keep(None, timed.median_seconds)
+        prepared.keep(None, net(timed.median_seconds, harness))
         if loop:
-            prepared.walls.append(timed.median_seconds)
+            prepared.walls.append(net(timed.median_seconds, harness))
         if (fewer := program.fewer_steps) is not None:  # just after it: a pass's two walls of one state
             few = time_workload(adapter, fewer.fn, fewer.args, fewer.kwargs, warmup=2, repeats=prepared.repeats)
-            prepared.fewer_walls.append(few.median_seconds)
+            prepared.fewer_walls.append(net(few.median_seconds, harness))
         return
     if program.shorter is not None:  # the host's state for this pass's loop time (``loop_wakes``)
         prepared.wakes.append(cross_core_wake())
