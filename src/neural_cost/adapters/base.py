@@ -257,7 +257,7 @@ class FrameworkAdapter:
 
     def harness_program(self) -> MicroProgram | None:
         """A wall-timed adapter's empty micro-program: nothing but the wrapper its micro-programs run in, whose
-        time a timed run pays once and a model's ops do not (``calibrate_kernels.harness_seconds``); None where
+        time a timed run pays once and a model's ops do not (``analysis.harness.harness_seconds``); None where
         the kernels are timed from a profiler or the adapter cannot say."""
         return None
 
