@@ -21,6 +21,7 @@ trip count.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -135,27 +136,47 @@ def test_a_loop_kernel_never_reads_slower_than_its_events():
     assert _loop_times(_prepared(walls=(30 * US, 7.3 * US)), None) == pytest.approx({0: 10 * US, 2: 3 * US})
 
 
-def test_loop_programs_get_their_further_passes_after_the_grids(monkeypatch):
-    """measure_points over a plain program and a loop program (one with a shorter twin), 3 passes
-    and 2 loop passes: the plain one is timed 3 times, the loop one 3 + 2 = 5, the loop passes last;
-    with no loop passes (the quick grid's calibration) both 3 times."""
+def test_loop_programs_get_their_further_passes_of_walls_only_halfway_through_the_grids(monkeypatch):
+    """measure_points over a plain program, a loop program (one with a shorter twin) and another plain one, 3
+    passes and 2 loop passes: the plain ones are timed 3 times, profiled, the loop one 3 + 2 = 5, its
+    further passes of walls only (``-``) just after the grid's middle program (index 3 // 2 = 1) in the first two
+    passes; 4 loop passes: the 4 − 3 = 1 left after the grid; none (the quick grid's calibration): 3 times each."""
     from neural_cost.analysis import calibrate_kernels
 
     timed: list[str] = []
+
+    def time_once(adapter, item, *, profiled=True):
+        timed.append(item.program.name + ("" if profiled else "-"))
+
     monkeypatch.setattr(calibrate_kernels, "LOOP_PAUSE", 0.0)
     monkeypatch.setattr(calibrate_kernels, "_prepare", lambda adapter, hardware, program: _Item(program))
-    monkeypatch.setattr(calibrate_kernels, "_time_once", lambda adapter, item: timed.append(item.program.name))
+    monkeypatch.setattr(calibrate_kernels, "_time_once", time_once)
     monkeypatch.setattr(calibrate_kernels, "profiler_cost", lambda items: None)
     monkeypatch.setattr(calibrate_kernels, "_points", lambda adapter, item, touch, cost: [item.program.name])
-    plain = MicroProgram("plain", _long)
+    plain, other = MicroProgram("plain", _long), MicroProgram("other", _long)
     loop = MicroProgram("loop", _long, trips=10, shorter=MicroProgram("", _short, trips=2))
     adapter = _LoopAdapter(LOOP, {}, {})
-    points, notes = calibrate_kernels.measure_points(adapter, SPEC, [plain, loop], passes=3, loop_passes=2)
-    assert (points, notes) == (["plain", "loop"], [])
-    assert timed == ["plain", "loop"] * 3 + ["loop"] * 2
+    grid = [plain, loop, other]
+    points, notes = calibrate_kernels.measure_points(adapter, SPEC, grid, passes=3, loop_passes=2)
+    assert (points, notes) == (["plain", "loop", "other"], [])
+    assert timed == ["plain", "loop", "loop-", "other"] * 2 + ["plain", "loop", "other"]
     timed.clear()
-    calibrate_kernels.measure_points(adapter, SPEC, [plain, loop], passes=3, loop_passes=0)
-    assert timed == ["plain", "loop"] * 3
+    calibrate_kernels.measure_points(adapter, SPEC, grid, passes=3, loop_passes=4)
+    assert timed == ["plain", "loop", "loop-", "other"] * 3 + ["loop-"]
+    timed.clear()
+    calibrate_kernels.measure_points(adapter, SPEC, grid, passes=3, loop_passes=0)
+    assert timed == ["plain", "loop", "other"] * 3
+
+
+def test_a_loop_programs_further_pass_times_its_walls_and_no_profile():
+    """``_time_once(profiled=False)`` on a profiled loop program: a wake-up, its wall and its twin's, no profile (its
+    kernels' times and the unwatched ratios stay the grid passes')."""
+    prepared = _prepared()  # two profiled passes
+    best, unwatched = dict(prepared.best), list(prepared.unwatched)
+    adapter = _LoopAdapter(LOOP, {}, {_long: 20 * US, _short: 9 * US})  # no events: a profile would find none
+    _time_once(adapter, prepared, profiled=False)
+    assert prepared.walls == [14.5 * US] * 2 + [20 * US] and prepared.short_walls == [7.3 * US] * 2 + [9 * US]
+    assert len(prepared.wakes) == 3 and (prepared.best, prepared.unwatched) == (best, unwatched)
 
 
 class _Item:
@@ -187,14 +208,18 @@ def test_no_profiler_cost_when_most_loops_spend_time_between_their_events():
     assert _loop_times(first, 0.0) == pytest.approx({0: 90 / 13 * US, 2: 27 / 13 * US}, rel=1e-9)
 
 
-def test_a_profile_gathers_at_most_ten_thousand_events():
+def test_a_profile_gathers_at_most_four_thousand_events():
     prepared = _prepared()  # 21 events a run; repeats 400 (0.02 s ÷ 14.5 µs, capped)
     assert _profiled_runs(prepared) == 10  # _PROFILED_RUNS
     many = tuple(Kernel(k.name, k.operations, traffic_bytes=k.traffic_bytes, footprint_bytes=k.footprint_bytes,
                         executions=k.executions * 100, kind=k.kind) for k in LOOP)  # fmt: skip
     adapter = _LoopAdapter(many, {}, {_long: 14.5 * US})
     wide = _prepare(adapter, SPEC, MicroProgram("wide", _long))  # (10 + 1 + 10) × 100 = 2,100 a run
-    assert _profiled_runs(wide) == 4  # 10 runs would gather 21,000: 10,000 // 2,100
+    assert _profiled_runs(wide) == 1  # 10 runs would gather 21,000: 4,000 // 2,100
+    adapter = _LoopAdapter(LOOP[:1] + LOOP[2:], {}, {_long: 14.5 * US})  # without copy.1: 20 a run; × 100 below
+    narrow = _prepare(adapter, SPEC, MicroProgram("narrow", _long))
+    narrow.scored = tuple(replace(row, executions=row.executions * 10) for row in narrow.scored)  # 200 a run
+    assert _profiled_runs(narrow) == 10  # 10 × 200 = 2,000, under 4,000
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ calibration cache by ``kernel_calibration``, one file per framework, with the da
 version, each point the median of this and the last two calibrations' (a loop's kernel: the smallest where
 their fastest passes ran in two host states; ``calibration_history``); it reads that file, or calibrates when there is
 none (or it was made with another framework version). A loop program (one with a shorter twin, or a whole
-recurrent layer timed by its wall) gets ``LOOP_PASSES`` more passes after the grid's.
+recurrent layer timed by its wall) gets ``LOOP_PASSES`` more passes, halfway through the grid's, of its walls only.
 """
 
 from __future__ import annotations
@@ -81,9 +81,10 @@ def _prepare(adapter: FrameworkAdapter, hardware: HardwareSpec, program: MicroPr
     return _Prepared(program, estimate, scored, repeats, trace, hardware, first_run=first)
 
 
-#: Kernel events a profile of one program gathers at most (fewer runs of a loop of thousands a run:
-#: reading a profile costs about 0.1 ms an event).
-_PROFILED_EVENTS = 10_000
+#: Kernel events a profile of one program gathers at most (fewer runs of a loop of thousands a run: stopping
+#: ``jax.profiler`` and reading its events cost about 50 µs an event on a 2-core VM, 1.8 s for three loop
+#: programs' 35,600; a loop kernel's median over one run's trips is of hundreds of events already).
+_PROFILED_EVENTS = 4_000
 #: Profiled runs of a program per pass at most: a kernel's point is the median of its events.
 _PROFILED_RUNS = 10
 
@@ -96,8 +97,9 @@ def _profiled_runs(prepared: _Prepared) -> int:
     return runs if events * runs <= _PROFILED_EVENTS else max(1, _PROFILED_EVENTS // events)
 
 
-def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
-    """One pass over one program: its wall time, or one profile of its kernels."""
+def _time_once(adapter: FrameworkAdapter, prepared: _Prepared, *, profiled: bool = True) -> None:
+    """One pass over one program: its wall time, or one profile of its kernels (a loop program's walls before it;
+    ``profiled`` False: those walls only — a loop's further passes, ``measure_points``)."""
     program = prepared.program
     if adapter.kernel_timing == "wall":
         loop = looped(prepared)  # a whole recurrent layer: a loop, its passes and host states kept
@@ -119,6 +121,8 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared) -> None:
         prepared.walls.append(wall.median_seconds)
         timed = time_workload(adapter, short.fn, short.args, short.kwargs, warmup=1, repeats=prepared.repeats)
         prepared.short_walls.append(timed.median_seconds)
+    if not profiled and program.shorter is not None:
+        return
     profile = adapter.profile(
         program.fn,
         program.args,
@@ -178,9 +182,12 @@ def _points(
 
 
 #: A loop program (one with a shorter twin, or a wall-timed recurrent layer: ``wall_points.looped``) gets this
-#: many more passes after the grid's, this many seconds apart: on a 2-core VM small kernels in a loop ran in two states
-#: 1.5–2.3× apart for 10–40 s at a time, and the grid's three passes, about 35 s apart, caught only the
-#: slow one for three of JAX's seven kept scan cells in each of three calibrations.
+#: many more passes, one halfway through each of the grid's (those beyond the grid's passes after it, this many
+#: seconds apart): on a 2-core VM small kernels in a loop ran in two states 1.5–2.3× apart for 10–40 s at a time,
+#: and the grid's three passes, about 35 s apart, caught only the slow one for three of JAX's seven kept scan cells
+#: in each of three calibrations. A further pass of a profiled loop program times its walls only (its loop's time:
+#: ``profiled_points._loop``): its profile, which shares that time among its kernels, is the grid passes' (a JAX
+#: calibration's loop programs took 13 s a pass profiled, most of it reading thousands of events).
 LOOP_PASSES, LOOP_PAUSE = 3, 5.0
 
 
@@ -199,8 +206,8 @@ def measure_points(
     program that could not be measured; ``wakes`` gets each loop program's host states (``pass_wakes``).
     The passes go round the whole grid in turn, so that
     one program's passes are minutes apart: a slow spell of a shared machine (everything 1.7×
-    slower for seconds at a time here) rarely covers all of them. Then the loop programs get
-    ``loop_passes`` more, ``LOOP_PAUSE`` seconds apart (none for the quick grid's calibration)."""
+    slower for seconds at a time here) rarely covers all of them. The loop programs get
+    ``loop_passes`` more (``LOOP_PASSES``; none for the quick grid's calibration)."""
     with adapter.keeping_compiled(2 * len(programs)):  # each program and its shorter twin
         return _measure_points(adapter, hardware, programs, passes, progress, first_touch, loop_passes, wakes)
 
@@ -226,26 +233,30 @@ def _measure_points(
         except NeuralCostError as error:
             notes.append(f"{program.name}: {error}")
     failed: set[str] = set()
+
+    def time_once(item: _Prepared, profiled: bool = True) -> None:
+        if item.program.name in failed:
+            return
+        try:
+            _time_once(adapter, item, profiled=profiled)
+        except NeuralCostError as error:
+            failed.add(item.program.name)
+            notes.append(f"{item.program.name}: {error}")
+
+    loops = [item for item in prepared if looped(item)]
+    middle = len(prepared) // 2
     for number in range(passes):
         for i, item in enumerate(prepared):
             if progress is not None:
                 progress(len(programs) * (number + 1) + i, steps, item.program.name)
-            if item.program.name in failed:
-                continue
-            try:
-                _time_once(adapter, item)
-            except NeuralCostError as error:
-                failed.add(item.program.name)
-                notes.append(f"{item.program.name}: {error}")
-    loops = [item for item in prepared if looped(item)]
-    for _ in range(loop_passes if loops else 0):  # a loop program's further passes, seconds apart
+            time_once(item)
+            if i == middle and number < loop_passes:  # a loop program's further pass: half a grid pass away
+                for loop in loops:
+                    time_once(loop, profiled=False)
+    for _ in range(loop_passes - passes if loops else 0):  # any more, seconds apart
         time.sleep(LOOP_PAUSE)
-        for item in (item for item in loops if item.program.name not in failed):
-            try:
-                _time_once(adapter, item)
-            except NeuralCostError as error:
-                failed.add(item.program.name)
-                notes.append(f"{item.program.name}: {error}")
+        for loop in loops:
+            time_once(loop, profiled=False)
     if wakes is not None:
         kept = (item for item in loops if item.program.name not in failed and usual_of(item) is not None)
         wakes += filter(None, (pass_wakes(item) for item in kept))  # of the loops that have a usual time
