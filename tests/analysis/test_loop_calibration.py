@@ -216,10 +216,12 @@ def test_a_profile_gathers_at_most_four_thousand_events():
     adapter = _LoopAdapter(many, {}, {_long: 14.5 * US})
     wide = _prepare(adapter, SPEC, MicroProgram("wide", _long))  # (10 + 1 + 10) × 100 = 2,100 a run
     assert _profiled_runs(wide) == 1  # 10 runs would gather 21,000: 4,000 // 2,100
-    adapter = _LoopAdapter(LOOP[:1] + LOOP[2:], {}, {_long: 14.5 * US})  # without copy.1: 20 a run; × 100 below
+    adapter = _LoopAdapter(LOOP[:1] + LOOP[2:], {}, {_long: 14.5 * US})  # without copy.1: 10 + 10 = 20 a run
     narrow = _prepare(adapter, SPEC, MicroProgram("narrow", _long))
     narrow.scored = tuple(replace(row, executions=row.executions * 10) for row in narrow.scored)  # 200 a run
     assert _profiled_runs(narrow) == 10  # 10 × 200 = 2,000, under 4,000
+    narrow.scored = tuple(replace(row, executions=row.executions * 5 // 2) for row in narrow.scored)  # 500 a run
+    assert _profiled_runs(narrow) == 8  # 10 × 500 = 5,000 over 4,000: 4,000 // 500
 
 
 @pytest.mark.parametrize(
