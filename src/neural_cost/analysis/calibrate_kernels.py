@@ -107,9 +107,10 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared, *, profiled: bool
             prepared.wakes.append(cross_core_wake())
         harness = harness_seconds(adapter)  # each wall less what the timing harness adds (``harness.py``)
         timed = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=2, repeats=prepared.repeats)
-        prepared.keep(None, net(timed.median_seconds, harness))
+        kept = net(timed.median_seconds, harness)
+        prepared.keep(None, kept)
         if loop:
-            prepared.walls.append(net(timed.median_seconds, harness))
+            prepared.walls.append(kept)
         if (fewer := program.fewer_steps) is not None:  # just after it: a pass's two walls of one state
             few = time_workload(adapter, fewer.fn, fewer.args, fewer.kwargs, warmup=2, repeats=prepared.repeats)
             prepared.fewer_walls.append(net(few.median_seconds, harness))
@@ -121,7 +122,7 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared, *, profiled: bool
         prepared.walls.append(wall.median_seconds)
         timed = time_workload(adapter, short.fn, short.args, short.kwargs, warmup=1, repeats=prepared.repeats)
         prepared.short_walls.append(timed.median_seconds)
-    if not profiled and program.shorter is not None:
+    if not profiled and program.shorter is not None:  # without a twin its profile is its only measure
         return
     profile = adapter.profile(
         program.fn,
