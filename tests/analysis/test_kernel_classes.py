@@ -539,7 +539,7 @@ def test_the_torch_grids_wide_linears_are_wide_matmul_points():
     """PyTorch's grid times 256 → 4096, 1024 → 4096 and 512 → 8192 linears at row counts whose result
     stays under 32 MiB (glibc would map a larger one anew every call), and their kernels of 256 rows or more
     are ``wide_matmul`` (traced as the calibration traces them); 768 → 3072 is not. Under 256 rows every one is
-    ``thin_matmul``, however wide."""
+    ``thin_matmul``, however wide, and under 32 ``thin_matmul:few``."""
     from neural_cost.adapters import adapter_for
 
     adapter = adapter_for("torch")
@@ -548,12 +548,13 @@ def test_the_torch_grids_wide_linears_are_wide_matmul_points():
     assert "linear 1024x512x8192" not in programs  # a 32 MiB result: its page faults, not its kernel
     for name, kind in (("linear 512x256x4096", "wide_matmul"), ("linear 512x768x3072", "matmul"),
                        ("linear 200x512x8192", "thin_matmul"), ("linear 64x768x3072", "thin_matmul"),
-                       ("linear 1x2048x2048", "thin_matmul")):  # fmt: skip
+                       ("linear 1x2048x2048", "thin_matmul:few"),
+                       ("linear 16x768x3072", "thin_matmul:few")):  # fmt: skip
         program = programs[name]
         estimate = estimate_trace(adapter.trace(program.fn, program.args))
         rows = kernel_rows(estimate, SPEC)[0]
         classes = [kernel_class(estimate, row) for row in rows]
-        assert [c for c in classes if c.endswith("matmul")] == [kind], (name, classes)
+        assert [c for c in classes if "matmul" in c] == [kind], (name, classes)
 
 
 def test_a_pytorch_product_of_fewer_than_256_rows_is_thin_matmul_read_off_matmul_without_one():
@@ -596,6 +597,21 @@ def test_a_pytorch_product_of_fewer_than_256_rows_is_thin_matmul_read_off_matmul
     found = {(row.name, kernel_class(step, row)) for row in kernel_rows(step, SPEC)[0] if "mm" in row.name}
     assert {kind for name, kind in found if not name.startswith("backward")} == {"thin_matmul"}
     assert {kind for name, kind in found if name.startswith("backward")} == {"matmul"}
+    # 31 rows: ``thin_matmul:few`` (``FEW_ROWS``), 32 rows ``thin_matmul``; without a curve of its own the few-row
+    # product reads ``thin_matmul``'s (3 µs), noted; with one flat at 10^-5 = 10 µs, 10 µs
+    few = estimate_trace(adapter_for("torch").trace(Products(), (torch.randn(31, 64), torch.randn(32, 64), *args[2:])))
+    few_rows = {row.name: row for row in kernel_rows(few, SPEC)[0]}
+    linears = ("linear/addmm", "linear/addmm#2")  # the 31-row call, then the 32-row one
+    assert [kernel_class(few, few_rows[name]) for name in linears] == ["thin_matmul:few", "thin_matmul"]
+    expected = expected_time(few, _calibration(both), machine={})
+    seconds = {row.name: row.seconds for row in expected.rows}
+    assert [seconds[name] for name in linears] == pytest.approx([3e-6, 3e-6], rel=1e-5)
+    assert any("thin_matmul:few (1) off thin_matmul" in note for note in expected.notes), expected.notes
+    three = {**both, "thin_matmul:few": _flat("thin_matmul:few", -5.0)}
+    expected = expected_time(few, _calibration(three), machine={})
+    seconds = {row.name: row.seconds for row in expected.rows}
+    assert [seconds[name] for name in linears] == pytest.approx([1e-5, 3e-6], rel=1e-5)
+    assert not any(" off " in note for note in expected.notes), expected.notes
     jax = pytest.importorskip("jax")
     traced = adapter_for("jax").trace(jax.jit(lambda x, w: x @ w), (jax.numpy.ones((8, 64)), jax.numpy.ones((64, 64))))
     jax_estimate = estimate_trace(traced)

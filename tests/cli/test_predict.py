@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -58,8 +59,9 @@ def _calibration(tmp_path, machine=None):
 
     model = ClassModel("matmul", CURVE, None, points=12, median_error=0.08, p90_error=0.2)
     thin = ClassModel("thin_matmul", CURVE, None, points=12, median_error=0.08, p90_error=0.2)  # under 256 rows
+    few = replace(thin, name="thin_matmul:few")  # under 32 rows (the script's batches)
     calibration = KernelCalibration(
-        "torch", SPEC, {"matmul": model, "thin_matmul": thin}, machine=machine or live_machine_key(),
+        "torch", SPEC, {"matmul": model, "thin_matmul": thin, few.name: few}, machine=machine or live_machine_key(),
         versions=installed_versions("torch"), date="2026-12-01", median_error=0.08, p90_error=0.2,
     )  # fmt: skip
     return save_calibration(calibration, tmp_path / "cal.json")
@@ -117,8 +119,6 @@ def test_calibrate_kernels_fresh_starts_the_history_over(tmp_path, monkeypatch, 
     """``calibrate --kernels`` measures afresh and merges with the history; ``--fresh`` asks
     ``kernel_calibration`` to start it over (the measuring replaced: a real one takes minutes),
     and the merge note is printed."""
-    from dataclasses import replace
-
     from neural_cost.analysis import calibrate_kernels
 
     made = replace(load_calibration(_calibration(tmp_path)), notes=("points: the median of its times in …",))
@@ -142,8 +142,6 @@ def test_analyze_expected_uses_this_machines_cached_model(tmp_path, script, caps
     4·(4·256 + 256·256 + 4·256) = 270,336 B → 2.70336 µs at 100 GB/s, between the first two knots
     (the memory side uses the compute curve: one side only) → the larger — plus the framework floor
     of a batch-1 run (never below 0)."""
-    from dataclasses import replace
-
     from neural_cost.analysis.calibrate_kernels import calibration_path
     from neural_cost.hardware.host_calibration import live_machine_key
     from neural_cost.hardware.kernel_model import load_calibration

@@ -80,7 +80,9 @@ def compiled_work_note(beyond: Sequence[tuple[str, int, int]]) -> str:
 
 #: Classes whose grid programs run on operands they reused a moment before, results of any size included
 #: (PyTorch's products and attention): their kernels' evicted operands count wherever they are placed.
-REUSED_GRID = frozenset({"matmul", "thin_matmul", "wide_matmul", "batched_matmul", "attention", "unaligned_attention"})
+REUSED_GRID = frozenset(
+    {"matmul", "thin_matmul", "thin_matmul:few", "wide_matmul", "batched_matmul", "attention", "unaligned_attention"}
+)
 
 
 def evicted_bytes(kernel: Kernel, row: KernelTime, hardware: HardwareSpec, reused: bool = False) -> int:

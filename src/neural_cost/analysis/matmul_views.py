@@ -37,6 +37,14 @@ WIDE_MATMUL = 4096
 #: ``matmul``. XLA's dots lose less with few rows (JAX's grid: 0.82× the bound at 64 rows × 768 → 3072,
 #: 0.69–0.73× at 256 rows and more), so JAX's and TensorFlow's products stay ``matmul`` too.
 THIN_MATMUL = 256
+#: Of those, a product of fewer rows than this is ``thin_matmul:few`` (a way to run, ``kernel_model.WAYS``: without a
+#: curve of its own it reads ``thin_matmul``'s). MKL ran 1-, 4- and 16-row products at 2–12× their compute bound (a
+#: matrix-vector product or a packed weight read for a handful of rows) where 64- and 200-row ones of the same
+#: roofline time ran at 1.0–2.0× (this project's AMD VM, PyTorch's 45.2 grid): on one curve the few-row points set the
+#: 120-row linears of a BERT-style encoder at batch 1 (a program's framework floor is its batch-1 run less its
+#: kernels) to 1.6× their time alone — 855 µs for 120 rows × 240 → 960, measured 541 — and the curve's cross-validated
+#: median error was 37%; split, 19% (64 and 200 rows) and 27% (1–16 rows), that linear read 456 µs.
+FEW_ROWS = 32
 #: A JAX ``dot_general`` with batch dimensions (their product above 1: attention's scores and its product by the values,
 #: one small product a head) run once a run is ``batched_matmul``. XLA:CPU 0.10.2 ran such dots at 1.1–6.2× their
 #: compute bound where its plain dots of the same roofline time ran at 1.0–1.4× (JAX's grid on an Intel VM: the
@@ -52,8 +60,8 @@ BATCHED_MATMUL = "batched_matmul"
 def matmul_class(cost: OperationCost, framework: str | None = None, executions: int = 1) -> str:
     """For a JAX dot with batch dimensions run once a run, ``batched_matmul`` (``batched``). For a 2-D matmul
     record (both operands and the result matrices): ``thin_matmul`` for a PyTorch forward one
-    with fewer than ``THIN_MATMUL`` rows run once a run (``executions``), else ``wide_matmul`` for one whose result is
-    at least ``WIDE_MATMUL`` wide; ``matmul`` for any other."""
+    with fewer than ``THIN_MATMUL`` rows run once a run (``executions``; ``thin_matmul:few`` under ``FEW_ROWS``), else
+    ``wide_matmul`` for one whose result is at least ``WIDE_MATMUL`` wide; ``matmul`` for any other."""
     op = cost.operation
     if framework == "jax" and executions <= 1 and cost.kind == "matmul" and batched(cost):
         return BATCHED_MATMUL
@@ -64,7 +72,7 @@ def matmul_class(cost: OperationCost, framework: str | None = None, executions: 
     elif cost.kind not in ("matmul", "linear") or not two_d:
         return "matmul"
     if framework == "torch" and executions <= 1 and not is_backward(op, framework) and rows < THIN_MATMUL:
-        return "thin_matmul"
+        return "thin_matmul:few" if rows < FEW_ROWS else "thin_matmul"
     return "wide_matmul" if op.output[-1] >= WIDE_MATMUL else "matmul"
 
 
