@@ -115,6 +115,24 @@ def test_a_products_evicted_regions_count_at_any_level_and_its_large_results_too
     assert row.kernel_class == "matmul" and row.seconds == pytest.approx(1_073.741824e-6 + 62.91456e-6)
 
 
+def test_a_kernel_brings_from_main_memory_no_more_than_it_moves():
+    """An embedding lookup of 120 tokens in an 8,192 × 240 float32 table: its record reads the 120 rows (115,200 B)
+    and the 960 B of token ids and writes 115,200 B, 231,360 B (L2: 0.46272 µs at 500 GB/s; no FLOPs). Its table
+    (7,864,320 B) and ids were last in use 3,000,000 B ago, past L2: the regions sum to 7,865,280 B, but the kernel
+    moves 231,360 B, so 231,360 B are evicted, 2.3136 µs at 100 GB/s (78.65 µs for the whole table)."""
+    lookup = Operation(
+        "embedding", "embedding", ((8192, 240), (1, 120)), (1, 120, 240), input_dtypes=("float32", "int64")
+    )
+    reuse = ((7_864_320, FAR, False), (960, FAR, False), (115_200, NEAR, True))
+    kernel = Kernel("embedding", (0,), traffic_bytes=231_360, footprint_bytes=231_360, reuse=reuse)
+    trace = Trace((lookup,), Coverage.full((lookup,)), kernels=(kernel,), framework="torch")
+    estimate = estimate_trace(trace)
+    cost = estimate.by_operation[0]
+    assert (cost.read_bytes, cost.write_bytes) == (116_160, 115_200)
+    row = expected_time(estimate, KernelCalibration("torch", SPEC, {}), machine={}).rows[0]
+    assert row.seconds == pytest.approx(0.46272e-6 + 2.3136e-6)
+
+
 def test_a_region_is_in_main_memory_only_past_the_largest_cache_and_an_unmeasured_cache_still_holds_it():
     """A 2,048-element add (8 KiB a tensor, 24,576 B: L1d, 24.576 ns at 1 TB/s) whose first input was last in use
     100,000 B ago: past L1d's 65,536 B in all but held by L2 (2,097,152): nothing added; its second input
