@@ -1,17 +1,15 @@
 """Expected time: the program's kernels through this device's calibrated kernel model.
 
-``expected_time(estimate, calibration, floor_seconds)`` scores each kernel of the estimate on
-the calibration's own spec (``analysis/kernels.py``: its compute time, and its traffic at the
-level its footprint fits), names its *class* (below), and reads its expected time from that
-class's fitted curves (``hardware/kernel_model.py``), per execution, times its executions. The
-program's expected time is the sum over kernels plus the framework *floor*: what a run costs
-beyond its kernels (Python between eager ops, a jitted call's dispatch), measured once with a
-tiny input of the same program (``analysis.workload.framework_floor``). Nothing here reads the timed runs of the
-program it describes: the expected time comes from the trace, the calibration and the floor.
+``expected_time(estimate, calibration, floor_seconds)`` scores each kernel of the estimate on the calibration's own
+spec (``analysis/kernels.py``: its compute time, and its traffic at the level its footprint fits), names its *class*
+(below), reads its expected time from that class's fitted curves (``hardware/kernel_model.py``; PyTorch's few-row
+products by their rows, ``linear_rows``), per execution, times its executions. The program's expected time is the sum
+over kernels plus the framework *floor*: what a run costs beyond its kernels (Python between eager ops, a jitted
+call's dispatch), measured once with a tiny input of the same program (``analysis.workload.framework_floor``). It
+reads nothing of the timed runs of the program it describes: only the trace, the calibration and the floor.
 
-Kernels are named by class (``analysis/kernel_classes.py``). A kernel whose class
-the calibration lacks is scored at its roofline bound, with a note; a kernel that runs an
-unmodeled operation has no expectation for that part (the total is then a floor, said so).
+Kernels are named by class (``analysis/kernel_classes.py``). A kernel of a class the calibration lacks is scored at its
+bound, noted; a kernel running an unmodeled operation has no expectation for that part (the total is a floor, said).
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ from .kernel_extras import (
 )
 from .kernel_revision import revision
 from .kernels import UNMAPPED, KernelTime, kernel_rows
+from .linear_rows import fitted, rows_note, thin_seconds
 from .rows import share_fused, split_by_bounds
 from .usual_loops import loops_as_usual
 
@@ -280,13 +279,13 @@ def expected_time(
     borrowed: dict[str, int] = {}
     unmodeled: list[str] = []
     fresh_bytes, evicted = 0, (0, 0)  # kernels, bytes whose level no longer held them (``evicted_bytes``)
-    main_bandwidth = calibration.hardware.memory_bandwidth
     measured_rate = calibration.evicted_seconds_per_byte  # an evicted operand's cost a byte (``_torch/evicted.py``)
-    per_evicted_byte = 1 / main_bandwidth if measured_rate is None else measured_rate
+    per_evicted_byte = 1 / calibration.hardware.memory_bandwidth if measured_rate is None else measured_rate
     floors = calibration.floors()  # where a curve falls to below its first knot
     beyond: list[tuple[str, int, int]] = []  # kernels read at their compiled work: (name, compiled, records)
     largest = ceilings(calibration)
     call = call_cost(calibration)  # a recurrent layer's cost per call, beside its per-step curve
+    by_rows, thin = fitted(calibration), 0  # PyTorch's few-row products read by their rows (``linear_rows``)
     past: dict[str, tuple[str, float, float]] = {}  # kernels past their class's points: name → (class, ×, seconds)
     for row in scored:
         compiled = compiled_work(estimate, row, calibration.hardware, beyond)  # its bound stays the program's
@@ -312,10 +311,13 @@ def expected_time(
                     continue
                 n, memory = part.repeats, part.memory_on(found)  # on its curve's axis
                 share = n * found.seconds(part.compute_seconds / n, memory / n, floors.get(found.name))
+                if (read := thin_seconds(by_rows, estimate, row, part)) is not None:
+                    share, thin = read, thin + 1
                 if call is not None and row.index is not None and found.name.split(":")[0] == "rnn":
                     share += row.executions * (call[0] + call[1] * layer_weight_bytes(estimate, row.index))
                 seconds += share
-                factor = max(part.compute_seconds, memory) / n / largest.get(found.name, float("inf"))
+                ceiling = largest.get(found.name, float("inf")) if read is None else float("inf")  # by rows: no curve
+                factor = max(part.compute_seconds, memory) / n / ceiling
                 if factor > PAST:  # the row's farthest part names it; every past part's time counts
                     name_of, most, extra = past.get(row.name, (found.name, factor, 0.0))
                     name_of, most = (found.name, factor) if factor >= most else (name_of, most)
@@ -353,6 +355,7 @@ def expected_time(
         )
     if beyond:
         notes.append(compiled_work_note(beyond))
+    notes += [rows_note(thin, by_rows)] if thin and by_rows is not None else []
     if evicted[0]:
         notes.append(evicted_note(evicted[0], evicted[1], evicted[1] * per_evicted_byte, measured_rate is not None))
     kernel_seconds = sum(row.seconds for row in rows)

@@ -16,6 +16,7 @@ from ..analysis.calibration_history import NOTE_PREFIX as HISTORY_NOTE
 from ..analysis.calibration_history import apart, is_loop
 from ..analysis.expected import Expected
 from ..analysis.fresh_pages import measured_fault_seconds
+from ..analysis.linear_rows import fitted
 from ..analysis.usual_loops import MAX_SHARE, changed_state, split_state
 from ..core.units import format_seconds, format_si
 from ..hardware.kernel_model import KernelCalibration
@@ -206,6 +207,8 @@ def calibration_lines(calibration: KernelCalibration) -> list[str]:
             f"their programs' passes, {statistics.median(usual):.2f}× their fastest (median of {len(usual)} points; "
             f"`expected with its loops as usual`)"
         )
+    if (rows := fitted(calibration)) is not None:
+        lines.append(f"few-row products (`thin_matmul`, `thin_matmul:few`) by their rows: {rows.describe()}")
     if (cost := calibration.evicted_seconds_per_byte) is not None:
         lines.append(
             f"evicted operands: {format_si(1 / cost, 'B/s') if cost > 0 else 'no cost'} (an operand last in use "
