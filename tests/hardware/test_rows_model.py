@@ -126,3 +126,21 @@ def test_a_pytorch_few_row_linear_is_expected_by_its_rows_and_any_other_product_
     two = _expected(2)
     (row,) = [row for row in two.rows if row.kernel_class == "thin_matmul:few"]
     assert row.seconds != pytest.approx(552.6336e-6) and not any("by their rows" in note for note in two.notes)
+
+
+def test_calibrate_prints_the_rows_model_of_a_pytorch_calibration_only():
+    """``neural-cost calibrate --kernels`` (``calibration_lines``) prints the model fitted over the points, with its
+    cross-validated error (0% on the hand-made times); a JAX calibration of the same points has none."""
+    from neural_cost.report.expected_text import calibration_lines
+
+    spec = HardwareSpec("T", peak_flops=1e12, memory_bandwidth=100e9, kind="cpu", memory_levels=(
+        MemoryLevel("L3", 32 * MiB, 200e9), MemoryLevel("DRAM", 1 << 36, 100e9)))  # fmt: skip
+    flat = ClassModel("thin_matmul", Curve((-3.0,), (-2.0,)), None, points=3)
+    lines = calibration_lines(KernelCalibration("torch", spec, {"thin_matmul": flat}, points=tuple(_points())))
+    assert (
+        "few-row products (`thin_matmul`, `thin_matmul:few`) by their rows: 10.0 µs + 200 ps a weight element (800 "
+        "past 16 MiB) + 15.0 ps a row and weight element (20.0 for results 4096 wide or more), over 20 linears; ±0% on "
+        "held-out linears"
+    ) in lines
+    jax = calibration_lines(KernelCalibration("jax", spec, {"thin_matmul": flat}, points=tuple(_points())))
+    assert not any(line.startswith("few-row products") for line in jax)
