@@ -74,6 +74,12 @@ def test_a_coefficient_the_data_would_make_negative_is_left_at_zero_and_more_wor
     assert model is not None
     assert model.per_weight == 0.0 and model.per_weight_past == 0.0
     assert min(model.overhead, model.per_row, model.per_row_wide) > 0
+    # a wide result and a weight past 16 MiB cost more an element, never less: widening 4095 → 4096 and deepening
+    # 4095 → 4096 across both steps predicts more
+    cheaper = fit_rows_model(_points(lambda m, k, n: 1e-4 + (5e-12 if n >= 4096 else 15e-12) * m * k * n), 16 * MiB)
+    assert cheaper is not None and cheaper.per_row_wide == cheaper.per_row
+    assert cheaper.seconds(64, 1024, 4096) >= cheaper.seconds(64, 1024, 4095)
+    assert cheaper.seconds(64, 4096, 1024) >= cheaper.seconds(64, 4095, 1024)
     for rows, depth, width in ((16, 256, 1024), (64, 768, 3072), (200, 1024, 4096), (4, 256, 4000)):
         base = model.seconds(rows, depth, width)
         assert model.seconds(rows + 1, depth, width) >= base

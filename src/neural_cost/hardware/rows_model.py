@@ -11,7 +11,8 @@ larger weights (1.7–2.1× their bound) where its own rows ran at about 1.4×. 
                        + per_row · M·K·N (per_row_wide for results ``WIDE`` wide or more)
 
 by least squares in relative error, each coefficient at least 0 (a negative one is left out and the rest fitted
-again), five-fold cross-validated. Monotone: more rows, a deeper or wider weight never predict less time. A
+again; the past and wide rates at least the plain ones), five-fold cross-validated. Monotone: more rows, a deeper
+or wider weight never predict less time. A
 ``thin_matmul`` or ``thin_matmul:few`` kernel of one 2-D product is read off it where the calibration's linears
 fit one (``analysis/linear_rows.py``); one-row products (a matrix-vector kernel of its own) and the other classes
 keep their curves.
@@ -120,7 +121,9 @@ def _fit(data: Sequence[tuple[int, int, int, float]], past_bytes: int) -> RowsMo
     for i, v in zip(active, solved or [], strict=False):
         values[i] = max(v, 0.0)
     overhead, per_weight, per_weight_past, per_row, per_row_wide = values
-    return RowsModel(overhead, per_weight, per_weight_past, per_row, per_row_wide, past_bytes, len(data))
+    # a larger weight or a wider result never cheaper an element: no step down at ``past_bytes`` or ``WIDE``
+    past, wide = max(per_weight_past, per_weight), max(per_row_wide, per_row)
+    return RowsModel(overhead, per_weight, past, per_row, wide, past_bytes, len(data))
 
 
 def _solve(matrix: Sequence[Sequence[float]]) -> list[float] | None:
