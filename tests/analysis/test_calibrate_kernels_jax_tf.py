@@ -390,6 +390,49 @@ def test_a_dispatch_bound_programs_slowdown_does_not_scale_its_kernels():
     assert isinstance(point, Point) and point.measured_seconds == pytest.approx(1.2e-6, rel=1e-12)
 
 
+class _TimedAdapter(_HandAdapter):
+    """Runs in ``run`` seconds unwatched and twice that under the profiler, its kernels filling three quarters of the
+    profiled runs (so a measured ratio, run ÷ 2·run = 0.5, scales them); counts its timed (unprofiled) calls."""
+
+    def __init__(self, kernels: tuple[Kernel, ...], per_run: dict[int, list[tuple[float, Any]]], run: float) -> None:
+        super().__init__(kernels, per_run)
+        self.run, self.timed = run, 0
+
+    def benchmark(self, model: Any, *args: Any, warmup: int = 10, repeats: int = 30, **options: Any) -> Measurement:
+        self.timed += 1
+        return Measurement(samples_seconds=(self.run,) * repeats)
+
+    def profile(self, model: Any, args: Any = (), kwargs: Any = None, *, trace: Trace, runs: int = 3, **options: Any):
+        profile = super().profile(model, args, kwargs, trace=trace, runs=3, **options)
+        return replace(profile, wall_seconds=3 * 2 * self.run, kernel_seconds=3 * 1.5 * self.run)
+
+
+@pytest.mark.parametrize(
+    ("run", "loop_executions", "alone"),
+    [
+        (8e-3, 10, True),  # 12 events a run: 12 µs at 1 µs each ≤ 1% of 8 ms (80 µs), and 8 ms ≥ 2 ms
+        (1.9e-3, 10, False),  # 12 µs ≤ 19 µs, but under 2 ms: its wall is timed
+        (8e-3, 100, False),  # 102 events a run: 102 µs > 80 µs — the profiler could slow it past 1%
+    ],
+)
+def test_a_long_program_with_few_kernel_events_is_profiled_without_an_unwatched_wall(run, loop_executions, alone):
+    """A program of 2 ms a run or more whose kernel events (its kernels' executions a run) would cost the profiler at
+    most 1% of a run at 1 µs each (``profiled_points.WATCHED_ALONE``) is profiled without an unwatched wall of its
+    own: over two passes it is timed once only (``_prepare``'s first run), and fusion.0's point is its profiled
+    median, 1.2 µs, unscaled. Otherwise each pass times its wall too (1 + 2 calls) and the profiler's doubling of
+    the run is taken out: 1.2 µs × 0.5 = 0.6 µs."""
+    kernels = (*KERNELS[:2], replace(KERNELS[2], executions=loop_executions))
+    adapter = _TimedAdapter(kernels, {0: [(0.0, _stalled)]}, run)
+    prepared = _prepare(adapter, SPEC, MicroProgram("hand", lambda: None))
+    assert prepared.first_run == run and prepared.watched_alone is alone
+    for _ in range(2):
+        _time_once(adapter, prepared)
+    (point,) = _profiled_points(prepared)
+    assert isinstance(point, Point)
+    assert adapter.timed == (1 if alone else 3) and len(prepared.unwatched) == (0 if alone else 2)
+    assert point.measured_seconds == pytest.approx(1.2e-6 if alone else 0.6e-6, rel=1e-12)
+
+
 def test_the_first_touch_cost_is_the_smallest_of_probes_apart():
     """Three probes reading 3, 1 and 2 × 10⁻¹⁰ s a byte (a slow spell slows page faults for
     seconds): the calibration keeps 10⁻¹⁰; an adapter without the cost gives None at once."""

@@ -117,26 +117,22 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared, *, profiled: bool
         return
     if program.shorter is not None:  # the host's state for this pass's loop time (``loop_wakes``)
         prepared.wakes.append(cross_core_wake())
-    wall = time_workload(adapter, program.fn, program.args, program.kwargs, warmup=1, repeats=prepared.repeats)
-    if (short := program.shorter) is not None:  # its twin just after it: a pass's two walls of one state
+    fn, args, kwargs, repeats = program.fn, program.args, program.kwargs, prepared.repeats
+    # ``watched_alone``: no unwatched wall, its ratio 1
+    wall = None if prepared.watched_alone else time_workload(adapter, fn, args, kwargs, warmup=1, repeats=repeats)
+    if (short := program.shorter) is not None and wall is not None:  # its twin just after: two walls of one state
         prepared.walls.append(wall.median_seconds)
         timed = time_workload(adapter, short.fn, short.args, short.kwargs, warmup=1, repeats=prepared.repeats)
         prepared.short_walls.append(timed.median_seconds)
     if not profiled and program.shorter is not None:  # without a twin its profile is its only measure
         return
     profile = adapter.profile(
-        program.fn,
-        program.args,
-        program.kwargs,
-        trace=prepared.trace,
-        runs=_profiled_runs(prepared),
-        **program.trace_options,
+        fn, args, kwargs, trace=prepared.trace, runs=_profiled_runs(prepared), **program.trace_options
     )
     prepared.fused = prepared.fused or _fused(profile, {measured.kernel for measured in profile.kernels})
-    # The profiler slows what it watches; its kernels are scaled by the run's own wall time ÷ its
-    # wall time under the profiler (``Profile.unwatched_ratio``), so the model predicts runs nobody
-    # profiles.
-    prepared.unwatched.append(profile.unwatched_ratio(wall.median_seconds))
+    # the profiler slows what it watches: the kernels scaled by the wall unwatched ÷ under it (``unwatched_ratio``)
+    if wall is not None:
+        prepared.unwatched.append(profile.unwatched_ratio(wall.median_seconds))
     executions = {row.index: row.executions for row in prepared.scored if row.index is not None}
     for measured in profile.kernels:
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
