@@ -58,8 +58,9 @@ if TYPE_CHECKING:
 _WALL = "wall time of one-kernel programs (Python and dispatch included)"
 _PROFILED = (
     "each kernel's profiled time, scaled by its program's wall time ÷ its wall time under the profiler when its "
-    "kernels fill at least half of the latter; a loop's kernels share its own wall time (the program's less its "
-    "twin's at fewer trips), less the profiler's cost per event"
+    "kernels fill at least half of the latter (unscaled in a program of 2 ms or more with few kernel events); a "
+    "loop's kernels share its own wall time (the program's less its twin's at fewer trips), less the profiler's cost "
+    "per event"
 )
 
 #: Seconds of timed runs each program gets per pass (at least ``_MIN_REPEATS`` runs): 0.04 s and
