@@ -86,7 +86,7 @@ def test_a_coefficient_the_data_would_make_negative_is_left_at_zero_and_more_wor
         assert model.seconds(rows, depth + 64, width) >= base and model.seconds(rows, depth, width + 64) >= base
 
 
-def _expected(rows: int, framework: str = "torch"):
+def _expected(rows: int, framework: str = "torch", dtype: str = "float32"):
     import torch
 
     from neural_cost.adapters import adapter_for
@@ -102,8 +102,9 @@ def _expected(rows: int, framework: str = "torch"):
     flat = Curve((-3.0,), (-2.0,))  # every product read off a curve: 10 ms
     classes = {name: ClassModel(name, flat, None, points=3) for name in ("matmul", "thin_matmul", "thin_matmul:few")}
     calibration = KernelCalibration(framework, spec, classes, machine={}, points=tuple(_points()))
-    layer = torch.nn.Linear(768, 3072)
-    estimate = estimate_trace(adapter_for("torch").trace(layer, (torch.randn(rows, 768),)))
+    kind = getattr(torch, dtype)
+    layer = torch.nn.Linear(768, 3072, dtype=kind)
+    estimate = estimate_trace(adapter_for("torch").trace(layer, (torch.randn(rows, 768, dtype=kind),)))
     return expected_time(estimate, calibration, machine={})
 
 
@@ -132,6 +133,11 @@ def test_a_pytorch_few_row_linear_is_expected_by_its_rows_and_any_other_product_
     two = _expected(2)
     (row,) = [row for row in two.rows if row.kernel_class == "thin_matmul:few"]
     assert row.seconds != pytest.approx(552.6336e-6) and not any("by their rows" in note for note in two.notes)
+    # a float64 product of the same 100 rows: the grid's linears are float32 (``rows_model.DTYPE``), its rates not
+    # float64's dgemm: its curve, not the rows model's 4,020.8032 µs
+    wide = _expected(100, dtype="float64")
+    (row,) = [row for row in wide.rows if row.kernel_class.startswith("thin_matmul")]
+    assert row.seconds != pytest.approx(4020.8032e-6) and not any("by their rows" in note for note in wide.notes)
 
 
 def test_calibrate_prints_the_rows_model_of_a_pytorch_calibration_only():

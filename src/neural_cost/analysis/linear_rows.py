@@ -15,7 +15,7 @@ from ..core.dtypes import dtype_info
 from ..core.estimate import CostEstimate
 from ..core.units import plural
 from ..hardware.kernel_model import KernelCalibration
-from ..hardware.rows_model import MIN_ROWS, RowsModel, fit_rows_model
+from ..hardware.rows_model import DTYPE, MIN_ROWS, RowsModel, fit_rows_model
 from .kernel_classes import Part
 from .kernels import KernelTime, Levels
 
@@ -35,7 +35,8 @@ def fitted(calibration: KernelCalibration) -> RowsModel | None:
 
 def product_shape(estimate: CostEstimate, row: KernelTime) -> tuple[int, int, int, int] | None:
     """``(M, K, N, bytes an element)`` of the one 2-D product a kernel runs (its output M × N, its left operand's
-    last dim K); None for a kernel of no record, of several contractions, or of one that is not two matrices."""
+    last dim K); None for a kernel of no record, of several contractions, of one that is not two matrices, or of
+    another dtype than the grid's linears (``rows_model.DTYPE``: the model's rates are of that dtype)."""
     if row.index is None:
         return None
     costs = [estimate.by_operation[i] for i in estimate.kernels[row.index].operations]
@@ -43,7 +44,7 @@ def product_shape(estimate: CostEstimate, row: KernelTime) -> tuple[int, int, in
     if len(products) != 1:
         return None
     op = products[0].operation
-    if len(op.output) != 2 or len(op.inputs) < 2 or any(len(shape) != 2 for shape in op.inputs[:2]):
+    if op.dtype != DTYPE or len(op.output) != 2 or len(op.inputs) < 2 or any(len(s) != 2 for s in op.inputs[:2]):
         return None
     rows, width = op.output
     depth = op.inputs[0][1]

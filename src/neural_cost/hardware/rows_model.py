@@ -36,6 +36,9 @@ MIN_ROWS = 4
 #: A result this wide or more (a vocabulary projection) costs ``per_row_wide`` a row and weight element: MKL ran
 #: them 1.2–1.4× slower than narrower ones (``analysis/matmul_views.WIDE_MATMUL``, the same width).
 WIDE = 4096
+#: The dtype of the grid's linears (``torch.randn``'s default): a product of another runs another MKL kernel at
+#: other rates (float64's dgemm, bf16's), so it keeps its class's curve, which reads its dtype's peak.
+DTYPE = "float32"
 #: Points at least, and the classes whose linears are fitted.
 MIN_POINTS = 12
 CLASSES = frozenset({"matmul", "wide_matmul", "thin_matmul", "thin_matmul:few"})
