@@ -28,6 +28,7 @@ from neural_cost.analysis.calibration_history import (
     load_history,
     merged,
     point_keys,
+    probes_before,
     save_history,
 )
 from neural_cost.hardware.kernel_model import Point, fit_calibration, load_calibration
@@ -202,11 +203,22 @@ def test_a_history_entry_that_cannot_be_read_is_left_out_and_another_schema_is_n
 def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_path):
     """Through ``kernel_calibration`` (its measuring replaced: a real one takes minutes), in a cache
     of its own: the cached file holds the medians, the history file the last three, ``fresh``
-    starts over, and an unreadable history is none."""
+    starts over, and an unreadable history is none. Each calibration after the first measures the
+    newest entry's drift probe ("mm") again (``probes_before``) rather than choosing its own; one
+    with the history started over, or unreadable, chooses its own."""
+    from neural_cost.hardware import host_calibration
+
     monkeypatch.setenv("NEURAL_COST_CACHE_DIR", str(tmp_path))
     made = iter([_calibration(t * MS, 2 * MS) for t in (1.0, 1.2, 0.9, 5.0, 7.0, 3.0)])
-    monkeypatch.setattr(calibrate_kernels, "calibrate_kernels", lambda adapter, progress=None: next(made))
+    asked: list[tuple[str, ...]] = []
+
+    def measure(adapter, progress=None, probes_of=()):
+        asked.append(tuple(probes_of))
+        return next(made)
+
+    monkeypatch.setattr(calibrate_kernels, "calibrate_kernels", measure)
     monkeypatch.setattr(calibrate_kernels, "installed_versions", lambda framework: VERSIONS)
+    monkeypatch.setattr(host_calibration, "live_machine_key", lambda: MACHINE)
 
     class Adapter:
         framework = "torch"
@@ -225,6 +237,7 @@ def test_kernel_calibration_caches_the_merge_and_its_history(monkeypatch, tmp_pa
     alone = kernel_calibration(Adapter(), recalibrate=True)
     assert alone.points[0].measured_seconds == pytest.approx(3.0 * MS)
     assert json.loads(history_path(path).read_text())["schema"] == 2
+    assert asked == [(), ("mm",), ("mm",), ("mm",), (), ()]
 
 
 def test_the_cost_of_an_evicted_operand_is_kept_saved_and_merged_as_a_median():
@@ -251,3 +264,26 @@ def test_the_cost_of_an_evicted_operand_is_kept_saved_and_merged_as_a_median():
     assert not any(line.startswith("evicted operands") for line in calibration_lines(_calibration(1 * MS, 2 * MS)))
     with pytest.raises(Exception, match=r"evicted_seconds_per_byte=-1 is not a finite non-negative number"):
         KernelCalibration.from_dict({**saved, "evicted_seconds_per_byte": -1})
+
+
+def test_the_drift_probes_measured_again_are_the_newest_entry_s_of_this_machine_and_versions():
+    """``probes_before``: of entries probing "mm" (this machine, these versions, 1 ms), "add" (the same, newer)
+    and "conv" (newest, another framework version), the newest of this machine and versions, "add"; on another
+    machine, or with no entry, none."""
+    from dataclasses import replace
+
+    older, newer = (
+        _calibration(1 * MS, 2 * MS),
+        replace(_calibration(1 * MS, 2 * MS), probes={"add": ("elementwise", 2 * MS)}),
+    )
+    other = replace(
+        _calibration(1 * MS, 2 * MS, versions={**VERSIONS, "torch": "2.12.0"}), probes={"conv": ("conv", MS)}
+    )
+    earlier = [
+        entry_of(older, "2026-12-07T10:00"),
+        entry_of(newer, "2026-12-07T11:00"),
+        entry_of(other, "2026-12-07T12:00"),
+    ]
+    assert probes_before(earlier, VERSIONS, MACHINE) == ("add",)
+    assert probes_before(earlier, VERSIONS, {**MACHINE, "logical_cpus": 4}) == ()
+    assert probes_before([], VERSIONS, MACHINE) == ()

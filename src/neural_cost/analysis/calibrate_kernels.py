@@ -29,12 +29,11 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from ..costs.estimate import estimate_trace
-from ..hardware import kernel_model
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
 from ..hardware.wake import cross_core_wake
-from .calibration_history import history_path, is_loop, load_history, merged, save_history
+from .calibration_history import history_path, is_loop, load_history, merged, probes_before, save_history
 from .expected import installed_versions
 from .harness import harness_seconds, net
 from .kernel_classes import class_model
@@ -296,8 +295,10 @@ def calibrate_kernels(
     quick: bool = False,
     passes: int = 3,
     progress: Callable[[int, int, str], None] | None = None,
+    probes_of: Sequence[str] = (),
 ) -> KernelCalibration:
-    """Measure the adapter's micro-programs and fit them (the module docstring); not saved."""
+    """Measure the adapter's micro-programs and fit them (the module docstring); not saved. ``probes_of``: the
+    drift probes' programs of an earlier calibration, measured again (``drift.probe_times``)."""
     from ..hardware.host_calibration import live_machine_key
 
     programs = adapter.microbenchmarks(quick)
@@ -326,7 +327,9 @@ def calibrate_kernels(
     wall = adapter.kernel_timing == "wall"
     took = time.perf_counter() - started
     notes.append(f"{len(programs)} micro-programs, {len(points)} kernel points in {took:.0f} s")
-    probes = probe_times(adapter, spec, first_touch)
+    from .drift import probe_times  # drift reads this module's measure_once_more
+
+    probes = probe_times(adapter, spec, first_touch, names=probes_of)
     calibration = fit_calibration(
         adapter.framework,
         spec,
@@ -341,18 +344,6 @@ def calibrate_kernels(
         evicted_seconds_per_byte=evicted,
     )
     return replace(calibration, probes=probes, loop_wakes=loop_wakes(wakes))
-
-
-#: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
-#: enough to take a second or two in all), the longest of each family, these first: of JAX's six
-#: probes of 50–260 µs, the add, softmax and sum re-ran at 0.3–0.7× minutes after their
-#: calibration in a fresh process (a median of 0.42–0.81 over six), its 260 µs convolution at 1.0–1.7×.
-_PROBE_RANGE = (50e-6, 2e-3)
-#: A probe candidate's first run, as a multiple of the range's ends, past which it is not measured
-#: further: half the start (one run is rarely twice as fast as its median), thrice the end (a
-#: program of several kernels runs longer than its longest).
-_PROBE_SCREEN = (0.5, 3.0)
-_PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
 
 
 def measure_once_more(
@@ -380,40 +371,6 @@ def measure_once_more(
     return None if point is None else (point, prepared.first_run)
 
 
-def probe_times(
-    adapter: FrameworkAdapter, hardware: HardwareSpec, touch: float | None = None, *, count: int = 6, passes: int = 2
-) -> dict[str, tuple[str, float]]:
-    """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
-    and of its programs of 50 µs to 2 ms the longest of each family (``conv:narrow`` is a conv),
-    up to ``count``, families in ``_PROBED`` order first (compute- and memory-bound both), and
-    beside them the longest program of 50 µs to 2 ms whose kernel is a loop's (``is_loop``: its
-    step's time is short). A program whose first run took under half the range's start, or over
-    thrice its end, is not measured further (``_PROBE_SCREEN``: its kernel cannot be in range; a
-    run is never shorter than its kernel)."""
-    found: dict[str, tuple[str, float]] = {}
-    loops: list[tuple[float, str, tuple[str, float]]] = []  # (program seconds, name, (class, kernel seconds))
-    screen = (_PROBE_RANGE[0] * _PROBE_SCREEN[0], _PROBE_RANGE[1] * _PROBE_SCREEN[1])
-    for program in adapter.microbenchmarks(True):
-        try:
-            probed = measure_once_more(adapter, hardware, program, passes, touch, screen)
-        except NeuralCostError:
-            continue
-        if probed is None:
-            continue
-        (point, first_run), low, high = probed, *_PROBE_RANGE
-        if is_loop(point.kernel_class):
-            if low <= first_run <= high and point.measured_seconds > 0:
-                loops.append((first_run, program.name, (point.kernel_class, point.measured_seconds)))
-        elif low <= point.measured_seconds <= high:
-            found[program.name] = (point.kernel_class, point.measured_seconds)
-    chosen: dict[str, tuple[str, tuple[str, float]]] = {}
-    rank, group = {n: i for i, n in enumerate(_PROBED)}, {k: kernel_model.family(k) or k for k, _ in found.values()}
-    for name, (kind, seconds) in sorted(found.items(), key=lambda it: (rank.get(group[it[1][0]], 99), -it[1][1])):
-        chosen.setdefault(group[kind], (name, (kind, seconds)))
-    loop = [(name, probe) for _, name, probe in sorted(loops, reverse=True)[:1]]
-    return dict(list(chosen.values())[:count] + loop)
-
-
 def calibration_path(framework: str, root: Path | None = None) -> Path:
     """This machine's kernel calibration file for ``framework`` in the calibration cache."""
     from ..hardware.host_calibration import live_machine_key
@@ -430,7 +387,9 @@ def kernel_calibration(
 ) -> KernelCalibration:
     """This machine's kernel model for ``adapter``'s framework: the cached one when it was made with the installed
     framework version, else calibrated now (minutes), merged with the last two (``calibration_history``; ``fresh``:
-    the history starts over), and cached."""
+    the history starts over; its newest entry's drift probes are measured again: ``probes_before``), and cached."""
+    from ..hardware.host_calibration import live_machine_key
+
     path = calibration_path(framework := adapter.framework)
     if path.exists() and not recalibrate:
         try:
@@ -439,8 +398,9 @@ def kernel_calibration(
             cached = None
         if cached is not None and cached.versions == installed_versions(framework):
             return cached
-    calibration = calibrate_kernels(adapter, progress=progress)
-    calibration, entries = merged(calibration, [] if fresh else load_history(history_path(path)))
+    earlier = [] if fresh else load_history(history_path(path))
+    probes = probes_before(earlier, installed_versions(framework), live_machine_key())
+    calibration, entries = merged(calibrate_kernels(adapter, progress=progress, probes_of=probes), earlier)
     save_history(entries, history_path(path))  # first: a history without its calibration only steadies the next
     save_calibration(calibration, path)
     return calibration
