@@ -279,7 +279,8 @@ def test_drift_probes_are_the_longest_quick_program_of_each_class_in_range_and_a
     1.0×. A calibration without probes gives None."""
     from dataclasses import replace
 
-    from neural_cost.analysis.drift import machine_drift, probe_times
+    from neural_cost.analysis.calibrate_kernels import probe_times
+    from neural_cost.analysis.drift import machine_drift
     from neural_cost.hardware.kernel_model import KernelCalibration
 
     mm, add = OPS[0], OPS[1]
@@ -318,7 +319,7 @@ def test_a_probe_candidate_far_outside_the_range_is_not_timed_further():
     never shorter than its kernel) or over 6 ms (thrice its end) ends the candidate: 'add 1' at
     10 µs and 'mm 3' at 10 ms get their first run only (warmup and one timed run: 2 calls), 'mm 1'
     at 1 ms two passes more: 2 + 2 × (2 warmups + 20 runs, 0.02 s ÷ 1 ms) = 46 calls."""
-    from neural_cost.analysis.drift import probe_times
+    from neural_cost.analysis.calibrate_kernels import probe_times
 
     mm, add = OPS[0], OPS[1]
     adapter = _CountingAdapter({"mm 1": (mm, 1e-3), "add 1": (add, 10e-6), "mm 3": (mm, 10e-3)})
@@ -332,7 +333,7 @@ def test_an_earlier_calibration_s_probes_are_measured_again_and_alone():
     reads) is kept, 2 + 2 × (2 warmups + 3 runs, the least a pass) = 12 calls; "add 1" at 10 µs, 2 + 2 × (2 + 400
     runs, the most) = 806 calls; "mm 1" is not run. Naming none of the grid's programs, the whole grid is measured
     to choose, as without names."""
-    from neural_cost.analysis.drift import probe_times
+    from neural_cost.analysis.calibrate_kernels import probe_times
 
     mm, add = OPS[0], OPS[1]
     times = {"mm 1": (mm, 1e-3), "add 1": (add, 10e-6), "mm 3": (mm, 10e-3)}
@@ -496,7 +497,8 @@ def test_a_loop_probe_is_chosen_by_its_programs_time_and_read_apart_from_the_med
     loop in range, loop 1 (40 µs a step: under the range's 50 µs, which a loop's program is held
     to). Later loop 1 runs 160 µs (0.4×) and the others as before: the drift is the median of
     mm 1 and add 1, 1.0×; the loop, 0.4 ÷ 1.0 = 2.5× apart from it (≥ SPREAD_NAMED), is named."""
-    from neural_cost.analysis.drift import machine_drift, probe_times
+    from neural_cost.analysis.calibrate_kernels import probe_times
+    from neural_cost.analysis.drift import machine_drift
     from neural_cost.hardware.kernel_model import KernelCalibration
 
     mm, add = OPS[0], OPS[1]

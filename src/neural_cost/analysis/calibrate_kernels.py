@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from ..costs.estimate import estimate_trace
+from ..hardware import kernel_model
 from ..hardware.host_cache import cache_dir, key_digest
 from ..hardware.kernel_model import KernelCalibration, Point, fit_calibration, load_calibration, save_calibration
 from ..hardware.spec import HardwareSpec
@@ -36,7 +37,6 @@ from ..hardware.wake import cross_core_wake
 from .calibration_history import history_path, is_loop, load_history, merged, probes_before, save_history
 from .expected import installed_versions
 from .harness import harness_seconds, net
-from .kernel_classes import class_model
 from .kernels import kernel_rows
 from .profiled_points import (
     _fused,
@@ -44,6 +44,7 @@ from .profiled_points import (
     _per_run,
     _Prepared,
     _profiled_points,
+    _resolve,
     loop_wakes,
     pass_wakes,
     profiler_cost,
@@ -138,34 +139,6 @@ def _time_once(adapter: FrameworkAdapter, prepared: _Prepared, *, profiled: bool
         seconds = _per_run(profile, measured.kernel, executions.get(measured.kernel, 0))
         if seconds is not None and seconds > 0:
             prepared.keep(measured.kernel, seconds)  # raw: scaled once, by the passes' median ratio
-
-
-def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[list[Point], list[str]]:
-    """Points for several-kernel programs, each main kernel's time the program's less the other
-    kernels' expected time by the first fit (their bound where it has no class); a program whose
-    other kernels would take most of its time gives none (its main kernel's share is too uncertain)."""
-    points, notes = [], []
-    floors = first.floors()
-    for item in pending:
-        others = 0.0
-        for part in item.others:
-            model, n = class_model(first, part.kernel_class), part.repeats
-            bound = max(part.compute_seconds, part.memory_seconds)
-            floor = floors.get(model.name) if model else None
-            memory = part.memory_on(model) if model else part.memory_seconds
-            others += n * model.seconds(part.compute_seconds / n, memory / n, floor) if model else bound
-        left = item.seconds - others
-        if left < 0.5 * item.seconds:
-            notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
-            continue
-        usual = None if item.usual_seconds is None else max(left, item.usual_seconds - others)  # the others alike
-        call = None
-        if item.steps_seconds is not None:  # a layer's steps apart from its cost per call, the others' in the call's
-            call, usual = max(left - item.steps_seconds, 0.0), usual and usual * item.steps_seconds / left
-            left = item.steps_seconds
-        point = replace(item.main.point(left, item.program), call_seconds=call, call_bytes=item.call_bytes)  # a step
-        points.append(point if usual is None else replace(point, usual_seconds=point.measured_seconds * usual / left))
-    return points, notes
 
 
 def _points(
@@ -298,7 +271,7 @@ def calibrate_kernels(
     probes_of: Sequence[str] = (),
 ) -> KernelCalibration:
     """Measure the adapter's micro-programs and fit them (the module docstring); not saved. ``probes_of``: the
-    drift probes' programs of an earlier calibration, measured again (``drift.probe_times``)."""
+    drift probes' programs of an earlier calibration, measured again (``probe_times``)."""
     from ..hardware.host_calibration import live_machine_key
 
     programs = adapter.microbenchmarks(quick)
@@ -327,8 +300,6 @@ def calibrate_kernels(
     wall = adapter.kernel_timing == "wall"
     took = time.perf_counter() - started
     notes.append(f"{len(programs)} micro-programs, {len(points)} kernel points in {took:.0f} s")
-    from .drift import probe_times  # drift reads this module's measure_once_more
-
     probes = probe_times(adapter, spec, first_touch, names=probes_of)
     calibration = fit_calibration(
         adapter.framework,
@@ -369,6 +340,78 @@ def measure_once_more(
     ]
     point = max(points, key=lambda p: p.measured_seconds, default=None)
     return None if point is None else (point, prepared.first_run)
+
+
+#: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
+#: enough to take a second or two in all), the longest of each family, these first: of JAX's six
+#: probes of 50–260 µs, the add, softmax and sum re-ran at 0.3–0.7× minutes after their
+#: calibration in a fresh process (a median of 0.42–0.81 over six), its 260 µs convolution at 1.0–1.7×.
+_PROBE_RANGE = (50e-6, 2e-3)
+#: A probe candidate's first run, as a multiple of the range's ends, past which it is not measured
+#: further: half the start (one run is rarely twice as fast as its median), thrice the end (a
+#: program of several kernels runs longer than its longest).
+_PROBE_SCREEN = (0.5, 3.0)
+_PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
+
+
+def _probed(
+    adapter: FrameworkAdapter,
+    hardware: HardwareSpec,
+    programs: Sequence[MicroProgram],
+    passes: int,
+    touch: float | None,
+    screen: tuple[float, float] | None = None,
+) -> Iterator[tuple[float, str, tuple[str, float]]]:
+    """(first run, name, (its kernel's class, seconds)) of each program measured (``measure_once_more``)."""
+    for program in programs:
+        try:
+            probed = measure_once_more(adapter, hardware, program, passes, touch, screen)
+        except NeuralCostError:
+            continue
+        if probed is not None and probed[0].measured_seconds > 0:
+            yield probed[1], program.name, (probed[0].kernel_class, probed[0].measured_seconds)
+
+
+def probe_times(
+    adapter: FrameworkAdapter,
+    hardware: HardwareSpec,
+    touch: float | None = None,
+    *,
+    count: int = 6,
+    passes: int = 2,
+    names: Collection[str] = (),
+) -> dict[str, tuple[str, float]]:
+    """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
+    and of its programs of 50 µs to 2 ms the longest of each family (``conv:narrow`` is a conv),
+    up to ``count``, families in ``_PROBED`` order first (compute- and memory-bound both), and
+    beside them the longest program of 50 µs to 2 ms whose kernel is a loop's (``is_loop``: its
+    step's time is short). A program whose first run took under half the range's start, or over
+    thrice its end, is not measured further (``_PROBE_SCREEN``: its kernel cannot be in range; a
+    run is never shorter than its kernel). With ``names`` (an earlier calibration's probes,
+    ``probes_before``) those programs alone, whatever their time now, unless none but a loop's is
+    measured: choosing took a TensorFlow calibration 22–29 s of its 3.5 minutes on a 2-core VM."""
+    grid = adapter.microbenchmarks(True)
+    again = {name: probe for _, name, probe in _probed(adapter, hardware, [p for p in grid if p.name in names],
+                                                       passes, touch)}  # fmt: skip
+    if any(not is_loop(kind) for kind, _ in again.values()):
+        return again
+    found: dict[str, tuple[str, float]] = {}
+    loops: list[tuple[float, str, tuple[str, float]]] = []  # (program seconds, name, (class, kernel seconds))
+    low, high = _PROBE_RANGE
+    for first_run, name, (kind, seconds) in _probed(
+        adapter, hardware, grid, passes, touch, (low * _PROBE_SCREEN[0], high * _PROBE_SCREEN[1])
+    ):
+        if is_loop(kind):
+            if low <= first_run <= high:
+                loops.append((first_run, name, (kind, seconds)))
+        elif low <= seconds <= high:
+            found[name] = (kind, seconds)
+    chosen: dict[str, tuple[str, tuple[str, float]]] = {}
+    rank, group = {n: i for i, n in enumerate(_PROBED)}, {k: kernel_model.family(k) or k for k, _ in found.values()}
+    for name, (kind, seconds) in sorted(found.items(), key=lambda it: (rank.get(group[it[1][0]], 99), -it[1][1])):
+        chosen.setdefault(group[kind], (name, (kind, seconds)))
+    loop = [(name, probe) for _, name, probe in sorted(loops, reverse=True)[:1]]
+    return dict(list(chosen.values())[:count] + loop)
 
 
 def calibration_path(framework: str, root: Path | None = None) -> Path:

@@ -215,7 +215,7 @@ def save_history(entries: Sequence[Entry], path: Path) -> Path:
 def probes_before(earlier: Sequence[Entry], versions: dict[str, str], machine: dict[str, Any]) -> tuple[str, ...]:
     """The drift probes' programs of the newest of ``earlier`` made on ``machine`` with ``versions`` (none without
     one): a calibration to be merged with it measures them again rather than the whole quick grid to choose its
-    own (``drift.probe_times``), so that each probe's median is over the same program's times."""
+    own (``calibrate_kernels.probe_times``), so that each probe's median is over the same program's times."""
     same = [e for e in earlier if e.versions == versions and e.machine == _plain(machine)]
     return tuple(same[-1].probes) if same else ()
 

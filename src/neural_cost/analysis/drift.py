@@ -1,6 +1,6 @@
 """How fast this machine runs now, against its kernel calibration: the drift probes.
 
-A kernel calibration keeps a few *drift probes* (``probe_times``): of the framework's quick grid,
+A kernel calibration keeps a few *drift probes* (``calibrate_kernels.probe_times``): of the framework's quick grid,
 the longest program of each kernel family taking 50 µs to 2 ms (up to six), with its time at
 calibration (the smallest of two passes). ``machine_drift`` re-runs them the same way and gives
 the median of now ÷ then: 1.0 is the machine as calibrated, 1.3 everything 30% slower. The
@@ -23,16 +23,12 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
 from ..core.units import plural
-from ..hardware import kernel_model
 from ..hardware.kernel_model import KernelCalibration
 from .calibrate_kernels import measure_once_more
 from .calibration_history import is_loop
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Sequence
-
     from ..adapters.base import FrameworkAdapter, MicroProgram
-    from ..hardware.spec import HardwareSpec
 
 
 #: A drift ratio under this says the calibration ran slower than the machine runs now: it looks to
@@ -152,75 +148,3 @@ def machine_drift(adapter: FrameworkAdapter, calibration: KernelCalibration, *, 
         return None
     median = statistics.median(ratio for _, ratio in ratios)
     return Drift(median, tuple(ratios), adapter.framework, loops[0] if loops else None)
-
-
-#: Drift probes: programs of the quick grid of 50 µs to 2 ms (long enough for the clock, short
-#: enough to take a second or two in all), the longest of each family, these first: of JAX's six
-#: probes of 50–260 µs, the add, softmax and sum re-ran at 0.3–0.7× minutes after their
-#: calibration in a fresh process (a median of 0.42–0.81 over six), its 260 µs convolution at 1.0–1.7×.
-_PROBE_RANGE = (50e-6, 2e-3)
-#: A probe candidate's first run, as a multiple of the range's ends, past which it is not measured
-#: further: half the start (one run is rarely twice as fast as its median), thrice the end (a
-#: program of several kernels runs longer than its longest).
-_PROBE_SCREEN = (0.5, 3.0)
-_PROBED = ("matmul", "elementwise", "conv", "reduce", "norm", "softmax", "transcendental", "gather", "copy")
-
-
-def _probed(
-    adapter: FrameworkAdapter,
-    hardware: HardwareSpec,
-    programs: Sequence[MicroProgram],
-    passes: int,
-    touch: float | None,
-    screen: tuple[float, float] | None = None,
-) -> Iterator[tuple[float, str, tuple[str, float]]]:
-    """(first run, name, (its kernel's class, seconds)) of each program measured (``measure_once_more``)."""
-    for program in programs:
-        try:
-            probed = measure_once_more(adapter, hardware, program, passes, touch, screen)
-        except NeuralCostError:
-            continue
-        if probed is not None and probed[0].measured_seconds > 0:
-            yield probed[1], program.name, (probed[0].kernel_class, probed[0].measured_seconds)
-
-
-def probe_times(
-    adapter: FrameworkAdapter,
-    hardware: HardwareSpec,
-    touch: float | None = None,
-    *,
-    count: int = 6,
-    passes: int = 2,
-    names: Collection[str] = (),
-) -> dict[str, tuple[str, float]]:
-    """The drift probes of a calibration: the quick grid measured (the smallest of ``passes``),
-    and of its programs of 50 µs to 2 ms the longest of each family (``conv:narrow`` is a conv),
-    up to ``count``, families in ``_PROBED`` order first (compute- and memory-bound both), and
-    beside them the longest program of 50 µs to 2 ms whose kernel is a loop's (``is_loop``: its
-    step's time is short). A program whose first run took under half the range's start, or over
-    thrice its end, is not measured further (``_PROBE_SCREEN``: its kernel cannot be in range; a
-    run is never shorter than its kernel). With ``names`` (an earlier calibration's probes,
-    ``probes_before``) those programs alone, whatever their time now, unless none but a loop's is
-    measured: choosing took a TensorFlow calibration 22–29 s of its 3.5 minutes on a 2-core VM."""
-    grid = adapter.microbenchmarks(True)
-    again = {name: probe for _, name, probe in _probed(adapter, hardware, [p for p in grid if p.name in names],
-                                                       passes, touch)}  # fmt: skip
-    if any(not is_loop(kind) for kind, _ in again.values()):
-        return again
-    found: dict[str, tuple[str, float]] = {}
-    loops: list[tuple[float, str, tuple[str, float]]] = []  # (program seconds, name, (class, kernel seconds))
-    low, high = _PROBE_RANGE
-    for first_run, name, (kind, seconds) in _probed(
-        adapter, hardware, grid, passes, touch, (low * _PROBE_SCREEN[0], high * _PROBE_SCREEN[1])
-    ):
-        if is_loop(kind):
-            if low <= first_run <= high:
-                loops.append((first_run, name, (kind, seconds)))
-        elif low <= seconds <= high:
-            found[name] = (kind, seconds)
-    chosen: dict[str, tuple[str, tuple[str, float]]] = {}
-    rank, group = {n: i for i, n in enumerate(_PROBED)}, {k: kernel_model.family(k) or k for k, _ in found.values()}
-    for name, (kind, seconds) in sorted(found.items(), key=lambda it: (rank.get(group[it[1][0]], 99), -it[1][1])):
-        chosen.setdefault(group[kind], (name, (kind, seconds)))
-    loop = [(name, probe) for _, name, probe in sorted(loops, reverse=True)[:1]]
-    return dict(list(chosen.values())[:count] + loop)

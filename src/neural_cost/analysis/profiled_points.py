@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..core.errors import NeuralCostError
-from ..hardware.kernel_model import Point
-from .kernel_classes import Part, kernel_class, one_part, parts
+from ..hardware.kernel_model import KernelCalibration, Point
+from .kernel_classes import Part, class_model, kernel_class, one_part, parts
 
 if TYPE_CHECKING:
     from ..adapters.base import MicroProgram
@@ -318,3 +318,31 @@ def _profiled_points(prepared: _Prepared, cost: float | None = None) -> list[Poi
         usual = None if ratio is None or row.index not in looped else point.measured_seconds * ratio
         points.append(replace(point, usual_seconds=usual))
     return points
+
+
+def _resolve(pending: Sequence[_Pending], first: KernelCalibration) -> tuple[list[Point], list[str]]:
+    """Points for several-kernel programs, each main kernel's time the program's less the other
+    kernels' expected time by the first fit (their bound where it has no class); a program whose
+    other kernels would take most of its time gives none (its main kernel's share is too uncertain)."""
+    points, notes = [], []
+    floors = first.floors()
+    for item in pending:
+        others = 0.0
+        for part in item.others:
+            model, n = class_model(first, part.kernel_class), part.repeats
+            bound = max(part.compute_seconds, part.memory_seconds)
+            floor = floors.get(model.name) if model else None
+            memory = part.memory_on(model) if model else part.memory_seconds
+            others += n * model.seconds(part.compute_seconds / n, memory / n, floor) if model else bound
+        left = item.seconds - others
+        if left < 0.5 * item.seconds:
+            notes.append(f"{item.program}: its other kernels are expected to take {others / item.seconds:.0%} of it")
+            continue
+        usual = None if item.usual_seconds is None else max(left, item.usual_seconds - others)  # the others alike
+        call = None
+        if item.steps_seconds is not None:  # a layer's steps apart from its cost per call, the others' in the call's
+            call, usual = max(left - item.steps_seconds, 0.0), usual and usual * item.steps_seconds / left
+            left = item.steps_seconds
+        point = replace(item.main.point(left, item.program), call_seconds=call, call_bytes=item.call_bytes)  # a step
+        points.append(point if usual is None else replace(point, usual_seconds=point.measured_seconds * usual / left))
+    return points, notes
