@@ -1,7 +1,8 @@
 """How fast this machine runs now, against its kernel calibration: the drift probes.
 
 A kernel calibration keeps a few *drift probes* (``calibrate_kernels.probe_times``): of the framework's quick grid,
-the longest program of each kernel family taking 50 µs to 2 ms (up to six), with its time at
+the longest program of each kernel family taking 50 µs to 2 ms (up to six; a calibration merged with an earlier one
+measures that one's again, ``calibration_history.probes_before``), with its time at
 calibration (the smallest of two passes). ``machine_drift`` re-runs them the same way and gives
 the median of now ÷ then: 1.0 is the machine as calibrated, 1.3 everything 30% slower. The
 expected time is of the machine as calibrated; a shared machine's slow spell moves the observed
